@@ -1,0 +1,33 @@
+/*
+ * Normalizations over the last dimension.
+ * dtypes: x, out, residual: fp32, fp16 or bf16 (all the same); weight and bias:
+ * the same dtype as x, or fp32.  Statistics are computed in fp32.
+ * x [..., H]; out and residual have x's shape; weight and bias are [H].
+ */
+#ifndef AITER_NORM_H
+#define AITER_NORM_H
+
+#include "aiter/aiter.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out = x / sqrt(mean(x^2) + epsilon) * weight */
+AITER_API aiter_status aiter_rmsnorm(DLTensor *out, const DLTensor *x, const DLTensor *weight,
+                                     float epsilon, void *stream);
+
+/* residual_out = x + residual;  out = rmsnorm(residual_out) * weight.
+ * residual_out may be the same tensor as residual (in place), out may be x. */
+AITER_API aiter_status aiter_add_rmsnorm(DLTensor *out, DLTensor *residual_out, const DLTensor *x,
+                                         const DLTensor *residual, const DLTensor *weight,
+                                         float epsilon, void *stream);
+
+/* out = (x - mean(x)) / sqrt(var(x) + epsilon) * weight + bias;  bias may be NULL. */
+AITER_API aiter_status aiter_layernorm(DLTensor *out, const DLTensor *x, const DLTensor *weight,
+                                       const DLTensor *bias, float epsilon, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AITER_NORM_H */

@@ -1,0 +1,33 @@
+/*
+ * Quantization to 8 bits.  x [..., H] in fp32/fp16/bf16; out has x's shape and
+ * is int8, fp8 e4m3fn or fp8 e4m3fnuz.  Scales are fp32, with x ~= out * scale.
+ *
+ * Dynamic scales are amax / qmax, where qmax is 127 (int8), 448 (e4m3fn) or
+ * 240 (e4m3fnuz); where amax is 0 the scale is 1.  Values are rounded to nearest
+ * (ties to even) after multiplying by 1/scale, and saturate at +-qmax.
+ */
+#ifndef AITER_QUANT_H
+#define AITER_QUANT_H
+
+#include "aiter/aiter.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One scale for the whole tensor; scale is [1] (or [1, 1]) fp32, written. */
+AITER_API aiter_status aiter_quant_per_tensor_dynamic(DLTensor *out, DLTensor *scale,
+                                                      const DLTensor *x, void *stream);
+
+/* One scale per row of x; scale is [..., 1] (x's shape with the last dim 1), written. */
+AITER_API aiter_status aiter_quant_per_token_dynamic(DLTensor *out, DLTensor *scale,
+                                                     const DLTensor *x, void *stream);
+
+/* A given scale, [1] (or [1, 1]) fp32, read. */
+AITER_API aiter_status aiter_quant_per_tensor_static(DLTensor *out, const DLTensor *x,
+                                                     const DLTensor *scale, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AITER_QUANT_H */

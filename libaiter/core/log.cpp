@@ -1,0 +1,33 @@
+#include "core/log.hpp"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace aiter {
+
+static LogLevel parse_level(const char *text) {
+  if (text == nullptr) return LogLevel::off;
+  if (std::strcmp(text, "error") == 0 || std::strcmp(text, "1") == 0) return LogLevel::error;
+  if (std::strcmp(text, "info") == 0 || std::strcmp(text, "2") == 0) return LogLevel::info;
+  if (std::strcmp(text, "debug") == 0 || std::strcmp(text, "3") == 0) return LogLevel::debug;
+  return LogLevel::off;
+}
+
+LogLevel log_level() {
+  static const LogLevel level = parse_level(std::getenv("AITER_LOG_LEVEL"));
+  return level;
+}
+
+void log_message(LogLevel level, const char *fmt, ...) {
+  if (level == LogLevel::off || static_cast<int>(level) > static_cast<int>(log_level())) return;
+  va_list args;
+  va_start(args, fmt);
+  std::fputs("[aiter] ", stderr);
+  std::vfprintf(stderr, fmt, args);
+  std::fputc('\n', stderr);
+  va_end(args);
+}
+
+}  // namespace aiter

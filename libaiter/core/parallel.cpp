@@ -1,0 +1,138 @@
+#include "core/parallel.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace aiter {
+
+namespace {
+
+int threads_from_env() {
+  if (const char *text = std::getenv("AITER_NUM_THREADS")) {
+    const int n = std::atoi(text);
+    if (n > 0) return std::min(n, 256);
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// One job at a time: workers and the caller pull chunk indices from `next`.
+class Pool {
+ public:
+  explicit Pool(int threads) {
+    for (int i = 1; i < threads; ++i) std::thread([this] { work(); }).detach();
+  }
+
+  // False if another job is running: the caller then runs the work itself.
+  bool run(int64_t chunks, const std::function<void(int64_t)> &chunk) {
+    std::unique_lock<std::mutex> job_lock(job_mutex_, std::try_to_lock);
+    if (!job_lock.owns_lock()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      chunk_ = &chunk;
+      chunks_ = chunks;
+      next_ = 0;
+      done_ = 0;
+      ++generation_;
+    }
+    wake_.notify_all();
+    drain();
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_.wait(lock, [&] { return done_ == chunks_ && active_ == 0; });
+    chunk_ = nullptr;
+    return true;
+  }
+
+ private:
+  void work() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+      }
+      drain();
+    }
+  }
+
+  // Runs chunks until none is left.  `active_` counts threads inside a job so
+  // that run() returns only once no thread can still touch this job's chunk.
+  void drain() {
+    const std::function<void(int64_t)> *chunk;
+    int64_t chunks;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (chunk_ == nullptr) return;
+      chunk = chunk_;
+      chunks = chunks_;
+      ++active_;
+    }
+    int64_t finished_here = 0;
+    for (int64_t i; (i = next_.fetch_add(1)) < chunks;) {
+      (*chunk)(i);
+      ++finished_here;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_ += finished_here;
+    --active_;
+    if (done_ == chunks_ && active_ == 0) finished_.notify_all();
+  }
+
+  std::mutex job_mutex_;  // held by the caller whose job is running
+  std::mutex mutex_;
+  std::condition_variable wake_, finished_;
+  const std::function<void(int64_t)> *chunk_ = nullptr;
+  int64_t chunks_ = 0;
+  std::atomic<int64_t> next_{0};
+  int64_t done_ = 0;
+  int active_ = 0;
+  uint64_t generation_ = 0;
+};
+
+// Never destroyed: detached workers may still wait on it at process exit.
+Pool &pool() {
+  static Pool *instance = new Pool(cpu_threads());
+  return *instance;
+}
+
+thread_local bool inside_chunk = false;
+
+}  // namespace
+
+int cpu_threads() {
+  static const int n = threads_from_env();
+  return n;
+}
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)> &fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int64_t max_chunks = int64_t(cpu_threads()) * 4;
+  const int64_t chunks = std::min(max_chunks, (n + grain - 1) / grain);
+  if (chunks <= 1 || inside_chunk) return fn(0, n);
+  const int64_t size = (n + chunks - 1) / chunks;
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  const std::function<void(int64_t)> chunk = [&](int64_t i) {
+    const int64_t begin = i * size, end = std::min(n, begin + size);
+    if (begin >= end) return;
+    inside_chunk = true;
+    try {
+      fn(begin, end);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      error = std::current_exception();
+    }
+    inside_chunk = false;
+  };
+  if (!pool().run(chunks, chunk)) return fn(0, n);
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace aiter

@@ -1,0 +1,17 @@
+// The CPU backend's worker threads.  parallel_for splits [0, n) into chunks of
+// at least `grain` and runs them on a process-wide pool (AITER_NUM_THREADS
+// workers, default: the hardware's threads).  A call made while the pool is busy
+// (from another thread, or nested inside a chunk) runs inline: correct, serial.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace aiter {
+
+int cpu_threads();
+
+// fn(begin, end) is called on disjoint ranges covering [0, n).
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)> &fn);
+
+}  // namespace aiter

@@ -1,0 +1,31 @@
+// Checked arguments of the normalization ops, shared by every backend.
+#pragma once
+
+#include "core/dtype.hpp"
+#include "core/tensor.hpp"
+
+namespace aiter {
+
+struct NormArgs {
+  DType dtype;          // of x, residual, out
+  DType param_dtype;    // of weight and bias
+  const void *x;
+  RowView x_rows;
+  const void *residual;  // add_rmsnorm only
+  RowView residual_rows;
+  void *residual_out;    // add_rmsnorm only
+  RowView residual_out_rows;
+  const void *weight;
+  const void *bias;      // layernorm, may be null
+  void *out;
+  RowView out_rows;
+  float epsilon;
+};
+
+namespace cpu {
+aiter_status rmsnorm(const NormArgs &a);
+aiter_status add_rmsnorm(const NormArgs &a);
+aiter_status layernorm(const NormArgs &a);
+}  // namespace cpu
+
+}  // namespace aiter

@@ -1,0 +1,81 @@
+"""One op call from Python: arguments to DLTensors, outputs allocated like the
+first input, the C function run on the caller's stream, its status checked."""
+from ._frameworks import adapter_for, describe
+from ._lib import check, ffi, lib
+from .errors import InvalidArgumentError
+
+_READ_ONLY = 1  # DLPACK_FLAG_BITMASK_READ_ONLY
+
+
+class Arg:
+    """An array seen by the C library; ``c`` is its ``DLTensor *``."""
+    __slots__ = ("array", "c", "shape", "dtype", "_keep")
+
+    def __init__(self, array, what, writable=False):
+        d = describe(array, what)
+        if writable and d.managed is not None and getattr(d.managed, "flags", 0) & _READ_ONLY:
+            raise InvalidArgumentError(f"{what}: the array is read-only")
+        self.array, self.shape, self.dtype = array, d.shape, d.dtype
+        if d.managed is not None:
+            self.c = ffi.addressof(d.managed[0], "dl_tensor")
+            self._keep = (d.capsule,)
+            return
+        t = ffi.new("DLTensor *")
+        shape = ffi.new("int64_t[]", d.shape)
+        strides = ffi.new("int64_t[]", d.strides) if d.strides is not None else ffi.NULL
+        t.data = ffi.cast("void *", d.data)
+        t.device.device_type = d.device_type
+        t.device.device_id = d.device_id
+        t.ndim = len(d.shape)
+        t.dtype.code, t.dtype.bits = _code_bits(d.dtype)
+        t.dtype.lanes = 1
+        t.shape = shape
+        t.strides = strides
+        t.byte_offset = 0
+        self.c = t
+        self._keep = (shape, strides)
+
+
+def _code_bits(name):
+    from .dtypes import DLPACK
+    return DLPACK[name]
+
+
+class Call:
+    """Usage: c = Call("aiter_rmsnorm", like=x); x_ = c.input(x, "x"); ...;
+    c.run(out_.c, x_.c, ...); return c.result(out)."""
+
+    def __init__(self, symbol, like):
+        self.symbol = symbol
+        self.adapter = adapter_for(like)
+        self.like = like
+        stream = self.adapter.stream(like)
+        self.stream = ffi.NULL if stream is None else ffi.cast("void *", stream)
+
+    def input(self, array, name):
+        return Arg(array, name)
+
+    def optional(self, array, name):
+        return None if array is None else Arg(array, name)
+
+    def output(self, out, name, shape, dtype):
+        """The caller's ``out`` (checked by the library), or a new array like the first input."""
+        if out is None:
+            return Arg(self.adapter.empty(tuple(shape), dtype, self.like), name, writable=True)
+        if self.adapter.name == "jax":
+            raise InvalidArgumentError(f"{name}: JAX arrays are immutable; leave {name}=None")
+        return Arg(self.adapter.writable(out, name), name, writable=True)
+
+    def inplace(self, array, name):
+        """An array the op updates in place (a copy for JAX, returned by result())."""
+        return Arg(self.adapter.writable(array, name), name, writable=True)
+
+    def run(self, *args):
+        check(getattr(lib, self.symbol)(*args, self.stream))
+
+    def result(self, arg):
+        return self.adapter.finish(arg.array, self.like)
+
+
+def c_or_null(arg):
+    return ffi.NULL if arg is None else arg.c

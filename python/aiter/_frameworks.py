@@ -1,0 +1,223 @@
+"""What libaiter needs from each array library: describe an array as a DLTensor,
+allocate an output like an input, and hand results back as the caller's type.
+
+NumPy and PyTorch arrays are described directly (their data pointer, shape and
+strides: no capsule, and NumPy bfloat16/fp8 from ml_dtypes work too); anything
+else goes through the standard ``__dlpack__`` protocol.
+"""
+import ctypes
+
+import numpy as np
+
+from . import dtypes
+from .errors import InvalidArgumentError, UnsupportedDtypeError
+
+KDL_CPU, KDL_CUDA, KDL_ROCM = 1, 2, 10
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+class Described:
+    """Plain facts about an array: what a DLTensor holds."""
+    __slots__ = ("data", "shape", "strides", "dtype", "device_type", "device_id", "capsule", "managed")
+
+    def __init__(self, data, shape, strides, dtype, device_type=KDL_CPU, device_id=0):
+        self.data, self.shape, self.strides, self.dtype = data, tuple(shape), strides, dtype
+        self.device_type, self.device_id = device_type, device_id
+        self.capsule = self.managed = None
+
+
+def _numpy_dtype(name):
+    if name in ("bfloat16",) + dtypes.FP8_TYPES:
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise UnsupportedDtypeError(
+                f"dtype {name}: NumPy needs the ml_dtypes package for it (pip install ml_dtypes)") from None
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
+
+
+class NumpyAdapter:
+    name = "numpy"
+
+    @staticmethod
+    def describe(arr, what):
+        name = dtypes.canonical(arr.dtype.name) if arr.dtype.name in dtypes.DLPACK else None
+        if name is None:
+            raise UnsupportedDtypeError(f"{what}: unsupported dtype {arr.dtype}")
+        item = arr.itemsize
+        if any(s % item for s in arr.strides):
+            raise InvalidArgumentError(f"{what}: strides {arr.strides} are not multiples of the item size {item}")
+        data = arr.__array_interface__["data"][0]
+        return Described(data, arr.shape, tuple(s // item for s in arr.strides), name)
+
+    @staticmethod
+    def empty(shape, dtype, like):
+        return np.empty(shape, dtype=_numpy_dtype(dtype))
+
+    @staticmethod
+    def writable(arr, what):
+        if not arr.flags.writeable:
+            raise InvalidArgumentError(f"{what}: the array is read-only")
+        return arr
+
+    @staticmethod
+    def finish(arr, like):
+        return arr
+
+    @staticmethod
+    def stream(like):
+        return None
+
+
+class TorchAdapter:
+    name = "torch"
+
+    @staticmethod
+    def describe(t, what):
+        import torch
+        name = str(t.dtype).replace("torch.", "")
+        if name not in dtypes.DLPACK:
+            raise UnsupportedDtypeError(f"{what}: unsupported dtype {t.dtype}")
+        dev = t.device
+        if dev.type == "cpu":
+            kind, index = KDL_CPU, 0
+        elif dev.type == "cuda":
+            kind, index = (KDL_ROCM if torch.version.hip else KDL_CUDA), dev.index or 0
+        else:
+            raise InvalidArgumentError(f"{what}: device {dev} is not supported (expected cpu or cuda)")
+        return Described(t.data_ptr(), t.shape, tuple(t.stride()), name, kind, index)
+
+    @staticmethod
+    def empty(shape, dtype, like):
+        import torch
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
+
+    @staticmethod
+    def writable(t, what):
+        return t
+
+    @staticmethod
+    def finish(t, like):
+        return t
+
+    @staticmethod
+    def stream(like):
+        if like.device.type != "cuda":
+            return None
+        import torch
+        return torch.cuda.current_stream(like.device).cuda_stream
+
+
+class DLPackAdapter:
+    """Any other array with __dlpack__; outputs come back as NumPy arrays on the host."""
+    name = "dlpack"
+
+    @staticmethod
+    def describe(obj, what):
+        capsule = _export(obj, what)
+        return _from_capsule(capsule, what)
+
+    @staticmethod
+    def empty(shape, dtype, like):
+        return NumpyAdapter.empty(shape, dtype, like)
+
+    @staticmethod
+    def writable(obj, what):
+        return obj
+
+    @staticmethod
+    def finish(arr, like):
+        return arr
+
+    @staticmethod
+    def stream(like):
+        return None
+
+
+class JaxAdapter(DLPackAdapter):
+    """JAX arrays are immutable: outputs are computed in host buffers and returned
+    as new JAX arrays on the input's device; in-place ops work on a copy."""
+    name = "jax"
+
+    @staticmethod
+    def writable(arr, what):
+        return np.array(arr)
+
+    @staticmethod
+    def finish(arr, like):
+        import jax
+        return jax.device_put(arr, next(iter(like.devices())))
+
+
+class CupyAdapter(DLPackAdapter):
+    name = "cupy"
+
+    @staticmethod
+    def empty(shape, dtype, like):
+        import cupy
+        with cupy.cuda.Device(like.device.id):
+            return cupy.empty(shape, dtype=dtype)
+
+    @staticmethod
+    def stream(like):
+        import cupy
+        return cupy.cuda.get_current_stream().ptr
+
+
+def _export(obj, what):
+    if not hasattr(obj, "__dlpack__"):
+        raise InvalidArgumentError(f"{what}: expected an array (NumPy, PyTorch, JAX, CuPy or any object with "
+                                   f"__dlpack__), got {type(obj).__name__}")
+    try:
+        return obj.__dlpack__(max_version=(1, 1))
+    except TypeError:
+        return obj.__dlpack__()
+
+
+def _from_capsule(capsule, what):
+    from ._lib import ffi
+    name = ctypes.pythonapi.PyCapsule_GetName
+    name.restype, name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    kind = name(capsule)
+    pointer = _capsule_pointer(capsule, kind)
+    if kind == b"dltensor_versioned":
+        managed = ffi.cast("DLManagedTensorVersioned *", pointer)
+        if managed.version.major != 1:
+            raise InvalidArgumentError(f"{what}: DLPack major version {managed.version.major}, expected 1")
+    elif kind == b"dltensor":
+        managed = ffi.cast("DLManagedTensor *", pointer)
+    else:
+        raise InvalidArgumentError(f"{what}: __dlpack__ returned a capsule named {kind!r}")
+    t = managed.dl_tensor
+    key = (t.dtype.code, t.dtype.bits)
+    if key not in dtypes.NAME_OF or t.dtype.lanes != 1:
+        raise UnsupportedDtypeError(f"{what}: unsupported DLPack dtype code {t.dtype.code} bits {t.dtype.bits}")
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    strides = None if t.strides == ffi.NULL else tuple(t.strides[i] for i in range(t.ndim))
+    d = Described(int(ffi.cast("uintptr_t", t.data)) + t.byte_offset, shape, strides, dtypes.NAME_OF[key],
+                  int(t.device.device_type), int(t.device.device_id))
+    d.capsule, d.managed = capsule, managed  # the capsule owns the memory until the call ends
+    return d
+
+
+def adapter_for(obj):
+    """The adapter of an array's library, by the module its type comes from."""
+    module = type(obj).__module__.split(".", 1)[0]
+    if isinstance(obj, np.ndarray):
+        return NumpyAdapter
+    if module == "torch":
+        return TorchAdapter
+    if module in ("jax", "jaxlib"):
+        return JaxAdapter
+    if module == "cupy":
+        return CupyAdapter
+    return DLPackAdapter
+
+
+def describe(obj, what):
+    return adapter_for(obj).describe(obj, what)
+
