@@ -11,7 +11,7 @@
 
 #include "aiter/aiter.h"
 
-static inline int checks_run, checks_failed;
+static int checks_run, checks_failed;
 
 #define GUARD_BYTES 64
 #define GUARD_VALUE 0xA5
@@ -41,7 +41,7 @@ static inline DLDataType dt(uint8_t code, uint8_t bits) {
 #define E4M3 dt(kDLFloat8_e4m3fn, 8)
 
 /* make_tensor(&tt, F32, 2, (int64_t[]){4, 64}) */
-static DLTensor *make_tensor(test_tensor *tt, DLDataType dtype, int ndim, const int64_t *shape) {
+static inline DLTensor *make_tensor(test_tensor *tt, DLDataType dtype, int ndim, const int64_t *shape) {
   memset(tt, 0, sizeof *tt);
   size_t n = 1;
   for (int i = 0; i < ndim; ++i) {
