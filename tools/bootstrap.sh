@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The README's two commands:
+#   tools/bootstrap.sh demo   install libaiter into .venv and run `python -m aiter demo`
+#   tools/bootstrap.sh test   install it with the test tools and run every test (C and Python)
+# Works on a fresh Debian/Ubuntu machine with Python >= 3.10: the compiler and
+# venv support come from apt when missing (through sudo when not root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-}
+case "$mode" in demo|test) ;; *) echo "usage: $0 demo|test" >&2; exit 2 ;; esac
+
+missing=()
+command -v g++ >/dev/null || missing+=(g++)
+command -v gcc >/dev/null || missing+=(gcc)
+python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
+if ((${#missing[@]})); then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  echo "installing system packages: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+venv=.venv
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
+
+if [ "$mode" = demo ]; then
+  "${pip[@]}" '.[bf16]'
+  cd /tmp && exec "$OLDPWD/$venv/bin/python" -m aiter demo
+fi
+
+# torch 2.13 is pinned so that machines with its CPU wheel at hand use it.
+"${pip[@]}" '.[test]' 'torch==2.13.*' meson ninja
+export PATH="$PWD/$venv/bin:$PATH"
+rm -rf build-test
+meson setup build-test -Dpython=disabled >/dev/null
+meson test -C build-test --print-errorlogs
+# From /tmp, so `import aiter` is the installed package, not a source folder.
+cd /tmp && exec "$OLDPWD/$venv/bin/python" -m pytest -q -p no:cacheprovider "$OLDPWD/tests/python"
