@@ -79,3 +79,11 @@ def test_norm_rejects_bad_arguments(rng):
         aiter.rmsnorm(np.asfortranarray(rand(rng, (4, 64), "float32")), rand(rng, (64,), "float32"))
     with pytest.raises(aiter.InvalidArgumentError, match="out: expected the shape"):
         aiter.rmsnorm(x, rand(rng, (64,), "float32"), out=np.empty((4, 32), np.float32))
+
+
+@pytest.mark.parametrize("shape", [(0, 64), (3, 0), (2, 0, 16)])
+def test_empty_inputs_are_a_no_op(shape):
+    x = np.empty(shape, np.float32)  # NumPy gives empty arrays arbitrary (zero) strides
+    w = np.ones(shape[-1:], np.float32)
+    assert aiter.rmsnorm(x, w).shape == shape
+    assert aiter.layernorm(x, w).shape == shape
