@@ -1,0 +1,184 @@
+"""Rotary position embedding (NeoX and GPT-J) against float64 NumPy."""
+import numpy as np
+import pytest
+
+import aiter
+from harness import FLOAT_DTYPES, assert_close, f64, np_dtype, rand
+
+STYLES = ["neox", "gptj"]
+
+
+def reference_cache(max_pos, rotary, base=10000.0):
+    """cos then sin of p * base^(-2i/R), i < R/2, in float64."""
+    freq = np.power(base, -2.0 * np.arange(rotary // 2) / rotary)
+    angle = np.arange(max_pos, dtype=np.float64)[:, None] * freq[None, :]
+    return np.hstack([np.cos(angle), np.sin(angle)])
+
+
+def rope_ref(x, positions, cache, style):
+    """x [T, H, D] float64 rotated by cache rows `positions` (a float64 copy)."""
+    half = cache.shape[1] // 2
+    cos = cache[positions, :half][:, None, :]
+    sin = cache[positions, half:][:, None, :]
+    first = np.arange(half) if style == "neox" else np.arange(0, 2 * half, 2)
+    second = first + half if style == "neox" else first + 1
+    out = x.copy()
+    x1, x2 = x[..., first], x[..., second]
+    out[..., first] = x1 * cos - x2 * sin
+    out[..., second] = x2 * cos + x1 * sin
+    return out
+
+
+def make_cache(max_pos, rotary, dtype):
+    return reference_cache(max_pos, rotary).astype(np_dtype(dtype))
+
+
+def positions_for(rng, tokens, max_pos, dtype):
+    return rng.integers(0, max_pos, size=tokens).astype(dtype)
+
+
+def check_rotated(after, before, positions, cache, style, dtype, what):
+    """Rotated first R elements, the rest bit-identical to the input."""
+    rotary = cache.shape[1]
+    ref = rope_ref(f64(before), np.asarray(positions), f64(cache), style)
+    assert_close(after, ref, dtype, what=what)
+    assert np.array_equal(np.asarray(after)[..., rotary:], np.asarray(before)[..., rotary:]), \
+        f"{what}: elements past the rotary dim changed"
+
+
+# (T, Hq, Hk, D, R): single token, full rotary, partial rotary, odd sizes.
+SHAPES = [(1, 1, 1, 64, 64), (7, 4, 2, 128, 128), (111, 3, 1, 40, 24), (20, 5, 5, 18, 2)]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("pos_dtype", ["int32", "int64"])
+def test_rope(rng, dtype, style, shape, pos_dtype):
+    tokens, hq, hk, dim, rotary = shape
+    q, k = rand(rng, (tokens, hq, dim), dtype), rand(rng, (tokens, hk, dim), dtype)
+    q0, k0 = q.copy(), k.copy()
+    # The cache in q's dtype for one position dtype, fp32 for the other.
+    cache = make_cache(300, rotary, dtype if pos_dtype == "int32" else "float32")
+    pos = positions_for(rng, tokens, 300, pos_dtype)
+    q_out, k_out = aiter.rope(q, k, pos, cache, style=style)
+    assert q_out is q and k_out is k
+    check_rotated(q, q0, pos, cache, style, dtype, "q")
+    check_rotated(k, k0, pos, cache, style, dtype, "k")
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("style", STYLES)
+def test_rope_fused_qkv_views(rng, dtype, style):
+    """q and k as strided views into one [T, (Hq + 2Hk) * D] buffer; v and the
+    columns past the rotary dim stay bit-identical."""
+    tokens, hq, hk, dim, rotary = 37, 4, 2, 64, 32
+    qkv = rand(rng, (tokens, (hq + 2 * hk) * dim), dtype)
+    before = qkv.copy()
+    heads = qkv.reshape(tokens, hq + 2 * hk, dim)
+    q, k, v = heads[:, :hq], heads[:, hq:hq + hk], heads[:, hq + hk:]
+    cache = make_cache(64, rotary, dtype)
+    pos = positions_for(rng, tokens, 64, "int64")
+    aiter.rope(q, k, pos, cache, style=style)
+    ref = before.reshape(tokens, hq + 2 * hk, dim)
+    check_rotated(q, ref[:, :hq], pos, cache, style, dtype, "q")
+    check_rotated(k, ref[:, hq:hq + hk], pos, cache, style, dtype, "k")
+    assert np.array_equal(v, ref[:, hq + hk:]), "v changed"
+
+
+def test_rope_head_major_layout_and_strided_positions(rng):
+    """q stored [H, T, D] and seen as [T, H, D] (token stride < head stride);
+    positions every other element of an int64 buffer."""
+    tokens, heads, dim = 9, 3, 16
+    q = rand(rng, (heads, tokens, dim), "float32").transpose(1, 0, 2)
+    q0 = q.copy()
+    cache = make_cache(10, dim, "float32")
+    pos_buffer = np.full(2 * tokens, 10**9, dtype=np.int64)  # the odd elements are out of range
+    pos_buffer[::2] = rng.integers(0, 10, size=tokens)
+    q_out, k_out = aiter.rope(q, None, pos_buffer[::2], cache)
+    assert q_out is q and k_out is None
+    check_rotated(q, q0, pos_buffer[::2], cache, "neox", "float32", "q")
+
+
+@pytest.mark.parametrize("bad", [10, -1, 2**40])
+def test_rope_rejects_out_of_range_positions_before_writing(rng, bad):
+    tokens = 7
+    q, k = rand(rng, (tokens, 2, 8), "float32"), rand(rng, (tokens, 1, 8), "float32")
+    q0, k0 = q.copy(), k.copy()
+    pos = rng.integers(0, 10, size=tokens).astype(np.int64)
+    pos[tokens - 1] = bad  # the last token: earlier tokens would be rotated first
+    with pytest.raises(aiter.InvalidArgumentError, match=f"positions: value {bad} at index {tokens - 1} "
+                                                         r"is out of range \[0, 10\)"):
+        aiter.rope(q, k, pos, make_cache(10, 8, "float32"))
+    assert np.array_equal(q, q0) and np.array_equal(k, k0)
+    if bad < 2**31:
+        with pytest.raises(aiter.InvalidArgumentError, match=f"value {bad} at index {tokens - 1}"):
+            aiter.rope(q, k, pos.astype(np.int32), make_cache(10, 8, "float32"), style="gptj")
+        assert np.array_equal(q, q0) and np.array_equal(k, k0)
+
+
+def test_rope_empty_tokens(rng):
+    q, k = np.empty((0, 2, 8), np.float16), np.empty((0, 1, 8), np.float16)
+    aiter.rope(q, k, np.empty(0, np.int32), make_cache(0, 8, "float16"))
+
+
+def test_rope_torch_in_place(rng):
+    torch = pytest.importorskip("torch")
+    q = torch.from_numpy(rand(rng, (5, 2, 32), "float32")).to(torch.bfloat16)
+    q0 = q.clone()
+    cache = torch.from_numpy(make_cache(16, 32, "float32"))
+    pos = torch.randint(0, 16, (5,), dtype=torch.int64)
+    q_out, k_out = aiter.rope(q, None, pos, cache, style="gptj")
+    assert q_out is q and k_out is None
+    ref = rope_ref(f64(q0), pos.numpy(), f64(cache), "gptj")
+    assert_close(q, ref, "bfloat16")
+
+
+def test_rope_jax_returns_new_arrays(rng):
+    jnp = pytest.importorskip("jax.numpy")
+    q_np, k_np = rand(rng, (6, 2, 16), "float32"), rand(rng, (6, 1, 16), "float32")
+    q, k = jnp.asarray(q_np), jnp.asarray(k_np)
+    cache, pos = make_cache(8, 16, "float32"), rng.integers(0, 8, size=6).astype(np.int32)
+    q_new, k_new = aiter.rope(q, k, jnp.asarray(pos), jnp.asarray(cache))
+    assert np.array_equal(np.asarray(q), q_np), "the input JAX array changed"
+    assert_close(q_new, rope_ref(f64(q_np), pos, f64(cache), "neox"), "float32", what="q")
+    assert_close(k_new, rope_ref(f64(k_np), pos, f64(cache), "neox"), "float32", what="k")
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_rope_cos_sin_cache_helper(dtype):
+    got = aiter.rope_cos_sin_cache(50, 24, base=5000.0, dtype=dtype)
+    assert got.shape == (50, 24) and got.dtype == np_dtype(dtype)
+    assert_close(got, reference_cache(50, 24, base=5000.0), dtype)
+    with pytest.raises(aiter.InvalidArgumentError, match="rotary_dim"):
+        aiter.rope_cos_sin_cache(50, 7)
+    with pytest.raises(aiter.UnsupportedDtypeError, match="dtype"):
+        aiter.rope_cos_sin_cache(50, 8, dtype="int32")
+
+
+def test_rope_rejects_bad_arguments(rng):
+    q, k = rand(rng, (4, 2, 16), "float32"), rand(rng, (4, 1, 16), "float32")
+    pos, cache = np.zeros(4, np.int32), make_cache(8, 16, "float32")
+    q0 = q.copy()
+    cases = [
+        (aiter.InvalidArgumentError, "style: expected 'neox' or 'gptj'", dict(style="rope")),
+        (aiter.InvalidArgumentError, "even rotary dim", dict(cos_sin_cache=make_cache(8, 16, "float32")[:, :15].copy())),
+        (aiter.InvalidArgumentError, "rotary dim 18 .* exceeds the head dim 16",
+         dict(cos_sin_cache=np.zeros((8, 18), np.float32))),
+        (aiter.InvalidArgumentError, "cos_sin_cache: expected a compact", dict(cos_sin_cache=np.zeros((8, 32), np.float32)[:, :16])),
+        (aiter.UnsupportedDtypeError, "cos_sin_cache: expected dtype", dict(cos_sin_cache=cache.astype(np.float16))),
+        (aiter.UnsupportedDtypeError, "k: expected the dtype of q", dict(k=k.astype(np.float16))),
+        (aiter.UnsupportedDtypeError, "positions: expected dtype int32, int64", dict(positions=pos.astype(np.float32))),
+        (aiter.InvalidArgumentError, "positions: expected shape\\[0\\] == 4", dict(positions=np.zeros(5, np.int32))),
+        (aiter.InvalidArgumentError, "k: expected shape\\[0\\] == 4", dict(k=k[:3])),
+        (aiter.InvalidArgumentError, "q: expected 3 dims", dict(q=q.reshape(4, 32))),
+        (aiter.InvalidArgumentError, "q: expected unit stride", dict(q=rand(rng, (4, 2, 32), "float32")[..., ::2])),
+        (aiter.InvalidArgumentError, "q: rows overlap",
+         dict(q=np.lib.stride_tricks.as_strided(q, shape=(4, 2, 16), strides=(128, 0, 4)))),
+    ]
+    for error, message, change in cases:
+        args = dict(q=q, k=k, positions=pos, cos_sin_cache=cache, style="neox")
+        args.update(change)
+        with pytest.raises(error, match=message):
+            aiter.rope(**args)
+    assert np.array_equal(q, q0)
