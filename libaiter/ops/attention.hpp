@@ -1,0 +1,79 @@
+// Checked arguments of the attention ops, shared by every backend.  Every index
+// the kernels use to address memory (cu_seqlens, block ids, context lengths,
+// slots) has been validated against the tensors' extents before these are built.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.hpp"
+#include "core/tensor.hpp"
+
+namespace aiter {
+
+// Element strides of a [tokens, heads, D] tensor (unit stride along D).
+struct TokenHeadStrides {
+  int64_t token = 0;
+  int64_t head = 0;
+};
+
+// Sizes and softmax settings common to prefill and decode.
+struct AttentionShape {
+  int64_t q_heads = 0;
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;
+  float softmax_scale = 0.0f;  // resolved: never 0
+  int32_t window_left = -1;    // < 0: unlimited
+};
+
+struct PrefillArgs {
+  DType dtype;  // of q, k, v, out
+  AttentionShape shape;
+  bool causal;
+  const void *q, *k, *v;
+  void *out;
+  TokenHeadStrides q_strides, k_strides, v_strides, out_strides;
+  const int32_t *cu_seqlens_q;  // [batch + 1], validated
+  const int32_t *cu_seqlens_k;
+  int64_t batch;
+};
+
+// A compact [num_blocks, page_size, Hkv, D] key/value cache pair.
+struct PagedCache {
+  DType dtype;  // q's dtype or an fp8 format
+  const void *k, *v;
+  int64_t page_size;
+  float k_scale, v_scale;  // dequantization scales; 1 unless the cache is fp8
+};
+
+struct DecodeArgs {
+  DType dtype;  // of q and out
+  AttentionShape shape;
+  const void *q;
+  void *out;
+  TokenHeadStrides q_strides, out_strides;  // a "token" is a sequence here
+  PagedCache cache;
+  const int32_t *block_table;  // [batch, max_blocks], validated
+  int64_t block_table_stride;  // elements between rows
+  const int32_t *context_lens;  // [batch], validated
+  int64_t batch;
+};
+
+struct CacheWriteArgs {
+  DType dtype;        // of key and value
+  DType cache_dtype;  // key's dtype or an fp8 format
+  const void *key, *value;
+  TokenHeadStrides key_strides, value_strides;
+  void *k_cache, *v_cache;
+  int64_t tokens, kv_heads, head_dim;
+  const void *slot_mapping;  // [tokens] int32 or int64, validated
+  bool slots_are_int64;
+  float k_scale, v_scale;  // fp8 caches store x / scale
+};
+
+namespace cpu {
+aiter_status prefill_attention(const PrefillArgs &a);
+aiter_status paged_decode_attention(const DecodeArgs &a);
+aiter_status reshape_and_cache(const CacheWriteArgs &a);
+}  // namespace cpu
+
+}  // namespace aiter

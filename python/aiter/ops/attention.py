@@ -1,0 +1,83 @@
+"""Attention: prefill over packed variable-length sequences, decode over a paged
+KV cache, and the write of new keys and values into that cache.
+
+Layouts: q ``[tokens, Hq, D]``, k and v ``[tokens, Hkv, D]`` (Hq a multiple of Hkv,
+D 64 or 128; token and head strides free, so views into a fused QKV buffer work);
+caches ``[num_blocks, page_size, Hkv, D]``, compact, in q's dtype or fp8.
+"""
+from .._call import Call
+from .._lib import ffi, lib
+from ..errors import InvalidArgumentError
+
+
+def _int32(value, name):
+    value = int(value)
+    if not -2**31 <= value < 2**31:
+        raise InvalidArgumentError(f"{name}: expected a 32-bit integer, got {value}")
+    return value
+
+
+def _params(softmax_scale=None, causal=True, window_left=-1, k_scale=1.0, v_scale=1.0):
+    """An ``aiter_attention_params *`` with the library's defaults, then these values."""
+    p = ffi.new("aiter_attention_params *")
+    lib.aiter_attention_params_init(p)
+    p.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
+    p.causal = 1 if causal else 0
+    p.window_left = _int32(window_left, "window_left")
+    p.k_scale, p.v_scale = float(k_scale), float(v_scale)
+    return p
+
+
+def prefill_attention(q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, softmax_scale=None, causal=True,
+                      window_left=-1, out=None):
+    """Attention of packed sequences: sequence ``b`` owns query rows
+    ``cu_seqlens_q[b]:cu_seqlens_q[b+1]`` and key rows ``cu_seqlens_k[b]:cu_seqlens_k[b+1]``.
+
+    q ``[Tq, Hq, D]``, k and v ``[Tk, Hkv, D]``; ``cu_seqlens_*`` int32 ``[B + 1]``
+    (``cu_seqlens_k=None``: the same as ``cu_seqlens_q``).  ``softmax_scale=None``
+    means ``1/sqrt(D)`` (as does 0).  ``causal`` aligns the query and key sequences
+    at their ends (a query sees the keys up to its own position, so a longer key
+    sequence acts as a cached prefix); ``window_left >= 0`` also hides keys more
+    than ``window_left`` positions before the query.  A query that sees no key gets
+    zeros.  Returns ``out`` ``[Tq, Hq, D]`` in q's dtype."""
+    c = Call("aiter_prefill_attention", like=q)
+    q_, k_, v_ = c.input(q, "q"), c.input(k, "k"), c.input(v, "v")
+    cu_q = c.input(cu_seqlens_q, "cu_seqlens_q")
+    cu_k = cu_q if cu_seqlens_k is None else c.input(cu_seqlens_k, "cu_seqlens_k")
+    out_ = c.output(out, "out", q_.shape, q_.dtype)
+    params = _params(softmax_scale, causal, window_left)
+    c.run(out_.c, q_.c, k_.c, v_.c, cu_q.c, cu_k.c, params)
+    return c.result(out_)
+
+
+def paged_decode_attention(q, k_cache, v_cache, block_table, context_lens, *, softmax_scale=None,
+                           window_left=-1, k_scale=1.0, v_scale=1.0, out=None):
+    """One new query token per sequence over its paged context.
+
+    q ``[B, Hq, D]``; caches ``[num_blocks, page_size, Hkv, D]``; token ``t`` of
+    sequence ``b`` lives at ``cache[block_table[b, t // page_size], t % page_size]``.
+    ``block_table`` int32 ``[B, max_blocks]``, ``context_lens`` int32 ``[B]``.  The
+    query is the last position of its context; ``window_left`` counts back from it.
+    An fp8 cache holds ``value / scale``: ``k_scale`` and ``v_scale`` dequantize it
+    (they are ignored for a cache in q's dtype).  A context of 0 gives zeros."""
+    c = Call("aiter_paged_decode_attention", like=q)
+    q_ = c.input(q, "q")
+    kc, vc = c.input(k_cache, "k_cache"), c.input(v_cache, "v_cache")
+    table, lens = c.input(block_table, "block_table"), c.input(context_lens, "context_lens")
+    out_ = c.output(out, "out", q_.shape, q_.dtype)
+    params = _params(softmax_scale, True, window_left, k_scale, v_scale)
+    c.run(out_.c, q_.c, kc.c, vc.c, table.c, lens.c, params)
+    return c.result(out_)
+
+
+def reshape_and_cache(key, value, k_cache, v_cache, slot_mapping, *, k_scale=1.0, v_scale=1.0):
+    """Writes ``key[t]`` and ``value[t]`` (``[T, Hkv, D]``) to cache slot
+    ``slot_mapping[t] = block * page_size + row``, in place; a negative slot skips
+    the token.  An fp8 cache stores ``key / k_scale`` (``value / v_scale``), rounded
+    to nearest and saturated.  Returns ``(k_cache, v_cache)``."""
+    c = Call("aiter_reshape_and_cache", like=key)
+    key_, value_ = c.input(key, "key"), c.input(value, "value")
+    kc, vc = c.inplace(k_cache, "k_cache"), c.inplace(v_cache, "v_cache")
+    slots = c.input(slot_mapping, "slot_mapping")
+    c.run(kc.c, vc.c, key_.c, value_.c, slots.c, float(k_scale), float(v_scale))
+    return c.result(kc), c.result(vc)

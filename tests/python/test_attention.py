@@ -1,0 +1,318 @@
+"""Prefill attention, paged decode attention and reshape_and_cache against float64 NumPy.
+
+The references mask keys by the rules of include/aiter/attention.h, written out
+directly: query i of a sequence (Lq queries, Lk keys) sits at key position
+i + Lk - Lq; causal hides keys after it; window_left >= 0 hides keys more than
+window_left positions before it; a query with no visible key gives zeros.
+"""
+import numpy as np
+import pytest
+
+import aiter
+from harness import FLOAT_DTYPES, FP8_DTYPES, assert_close, f64, np_dtype, poisoned, rand
+
+FP8_MAX = {"float8_e4m3fn": 448.0, "float8_e4m3fnuz": 240.0, "float8_e5m2": 57344.0}
+
+
+# ---- references ------------------------------------------------------------------
+
+def attend(q, k, v, visible, scale):
+    """q [Lq, Hq, D], k and v [Lk, Hkv, D], visible [Lq, Lk] bool -> [Lq, Hq, D]."""
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    scores = np.einsum("qhd,khd->hqk", q, k) * scale
+    scores = np.where(visible[None], scores, -np.inf)
+    top = scores.max(-1, keepdims=True, initial=-np.inf)
+    weights = np.where(visible[None], np.exp(scores - np.where(np.isfinite(top), top, 0.0)), 0.0)
+    total = weights.sum(-1, keepdims=True)
+    out = np.einsum("hqk,khd->qhd", weights / np.where(total > 0, total, 1.0), v)
+    return out
+
+
+def visibility(lq, lk, causal, window_left):
+    position = np.arange(lq)[:, None] + (lk - lq)
+    key = np.arange(lk)[None, :]
+    visible = np.ones((lq, lk), bool)
+    if causal:
+        visible &= key <= position
+    if window_left >= 0:
+        visible &= position - key <= window_left
+    return visible
+
+
+def prefill_ref(q, k, v, cu_q, cu_k, scale, causal=True, window_left=-1):
+    q, k, v = f64(q), f64(k), f64(v)
+    out = np.zeros(q.shape)
+    for b in range(len(cu_q) - 1):
+        qs, ks = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+        visible = visibility(qs.stop - qs.start, ks.stop - ks.start, causal, window_left)
+        out[qs] = attend(q[qs], k[ks], v[ks], visible, scale)
+    return out
+
+
+def gather_context(cache, table_row, length):
+    """The first `length` positions of one sequence from a paged cache (float64)."""
+    page = cache.shape[1]
+    return np.stack([cache[table_row[t // page], t % page] for t in range(length)]) if length else \
+        np.zeros((0,) + cache.shape[2:])
+
+
+def decode_ref(q, k_cache, v_cache, table, lens, scale, window_left=-1):
+    q, k_cache, v_cache = f64(q), f64(k_cache), f64(v_cache)
+    out = np.zeros(q.shape)
+    for b, length in enumerate(lens):
+        k, v = gather_context(k_cache, table[b], length), gather_context(v_cache, table[b], length)
+        visible = visibility(1, length, True, window_left)
+        out[b] = attend(q[b:b + 1], k, v, visible, scale)[0]
+    return out
+
+
+def fp8_quantize(x, scale, dtype):
+    """x / scale in float32, saturated, rounded to nearest even (as the cache stores it)."""
+    y = np.asarray(x, np.float32) / np.float32(scale)
+    return np.clip(y, -FP8_MAX[dtype], FP8_MAX[dtype]).astype(np_dtype(dtype))
+
+
+# ---- inputs ------------------------------------------------------------------------
+
+def cu_seqlens(lengths):
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+
+
+def paged_layout(rng, lens, page_size, spare_blocks=3, spare_columns=2):
+    """A block table giving each sequence shuffled blocks; unused entries are -1
+    (never read).  Returns (table [B, max_blocks] int32, num_blocks)."""
+    pages = [-(-n // page_size) for n in lens]
+    num_blocks = sum(pages) + spare_blocks
+    ids = rng.permutation(num_blocks).astype(np.int32)
+    table = np.full((len(lens), max(pages) + spare_columns), -1, np.int32)
+    start = 0
+    for b, n in enumerate(pages):
+        table[b, :n] = ids[start:start + n]
+        start += n
+    return table, num_blocks
+
+
+def slots_of(table, lens, page_size):
+    """Slot of every context position of every sequence, in order."""
+    return np.array([table[b, t // page_size] * page_size + t % page_size
+                     for b, n in enumerate(lens) for t in range(n)], np.int64)
+
+
+HEADS = [(8, 2, 64), (4, 1, 128), (3, 3, 64)]  # (Hq, Hkv, D): GQA, MQA, MHA
+
+
+# ---- prefill -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("heads", HEADS)
+@pytest.mark.parametrize("causal", [True, False])
+def test_prefill_varlen(rng, dtype, heads, causal):
+    hq, hkv, d = heads
+    lens = [5, 1, 0, 23, 70]  # 70 keys span two key tiles
+    cu = cu_seqlens(lens)
+    q, k, v = rand(rng, (cu[-1], hq, d), dtype), rand(rng, (cu[-1], hkv, d), dtype), rand(rng, (cu[-1], hkv, d), dtype)
+    out = poisoned(q.shape, dtype)
+    got = aiter.prefill_attention(q, k, v, cu, causal=causal, out=out)
+    assert got is out
+    assert_close(out, prefill_ref(q, k, v, cu, cu, d ** -0.5, causal), dtype)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("window_left", [0, 3, 40])
+def test_prefill_window_and_prefix(rng, causal, window_left):
+    """Key sequences longer than the queries (a cached prefix), one shorter (its
+    first queries see no key when causal), and one with no queries."""
+    hq, hkv, d = 4, 2, 64
+    lens_q, lens_k = [3, 1, 0, 9, 6, 20], [10, 1, 4, 100, 2, 20]
+    cu_q, cu_k = cu_seqlens(lens_q), cu_seqlens(lens_k)
+    q = rand(rng, (cu_q[-1], hq, d), "float32")
+    k, v = rand(rng, (cu_k[-1], hkv, d), "float32"), rand(rng, (cu_k[-1], hkv, d), "float32")
+    got = aiter.prefill_attention(q, k, v, cu_q, cu_k, causal=causal, window_left=window_left)
+    assert_close(got, prefill_ref(q, k, v, cu_q, cu_k, d ** -0.5, causal, window_left), "float32")
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_prefill_views_of_fused_qkv(rng, dtype):
+    hq, hkv, d = 8, 2, 128
+    cu = cu_seqlens([7, 1, 12])
+    qkv = rand(rng, (cu[-1], hq + 2 * hkv, d), dtype)
+    q, k, v = qkv[:, :hq], qkv[:, hq:hq + hkv], qkv[:, hq + hkv:]
+    out_big = poisoned((cu[-1], hq + 1, d), dtype)
+    out = out_big[:, 1:]  # token stride (hq + 1) * d, head stride d
+    aiter.prefill_attention(q, k, v, cu, out=out, window_left=4)
+    assert_close(out, prefill_ref(q, k, v, cu, cu, d ** -0.5, True, 4), dtype)
+    assert np.isnan(f64(out_big[:, 0])).all(), "wrote outside the out view"
+
+
+def test_prefill_scale_and_peaked_scores(rng):
+    """Logits in the hundreds (exp overflows fp32 without the running max) across
+    three key tiles, and an explicit scale in place of 1/sqrt(D).  fp32 logits that
+    large carry ~1e-4 absolute error, hence the looser tolerance; a wrong rescale
+    between tiles would be off by O(1)."""
+    cu = cu_seqlens([150, 2])
+    q = rand(rng, (152, 2, 64), "float32", scale=4.0)
+    k, v = rand(rng, (152, 1, 64), "float32", scale=4.0), rand(rng, (152, 1, 64), "float32")
+    for scale in (0.3, 1.0):
+        got = aiter.prefill_attention(q, k, v, cu, softmax_scale=scale)
+        assert_close(got, prefill_ref(q, k, v, cu, cu, scale), "float32", rtol=1e-3, atol=1e-3)
+
+
+# ---- paged decode -----------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("page_size", [1, 5, 16])
+@pytest.mark.parametrize("window_left,heads", [(-1, (8, 2, 128)), (7, (4, 1, 64))])
+def test_decode(rng, dtype, page_size, window_left, heads):
+    hq, hkv, d = heads
+    lens = np.array([0, 1, 37, 16, 80], np.int32)
+    table, num_blocks = paged_layout(rng, lens, page_size)
+    wide = np.full((len(lens), table.shape[1] + 3), 12345, np.int32)
+    wide[:, :table.shape[1]] = table
+    table = wide[:, :table.shape[1]]  # a row stride larger than max_blocks
+    k_cache = rand(rng, (num_blocks, page_size, hkv, d), dtype)
+    v_cache = rand(rng, (num_blocks, page_size, hkv, d), dtype)
+    q = rand(rng, (len(lens), hq + 1, d), dtype)[:, 1:]
+    out = poisoned((len(lens), hq, d), dtype)
+    aiter.paged_decode_attention(q, k_cache, v_cache, table, lens, window_left=window_left, out=out)
+    assert_close(out, decode_ref(q, k_cache, v_cache, table, lens, d ** -0.5, window_left), dtype)
+    assert (f64(out[0]) == 0).all(), "a context of 0 gives zeros"
+
+
+@pytest.mark.parametrize("cache_dtype", FP8_DTYPES)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_fp8_cache_write_then_decode(rng, cache_dtype, dtype):
+    hq, hkv, d, page_size = 8, 2, 64, 5
+    lens = np.array([12, 0, 3, 21], np.int32)
+    table, num_blocks = paged_layout(rng, lens, page_size)
+    slots = slots_of(table, lens, page_size)
+    k_scale, v_scale = 0.01, 0.02
+    # Some keys beyond the format's range: they saturate.
+    key = rand(rng, (len(slots), hkv, d), dtype, scale=FP8_MAX[cache_dtype] * k_scale / 2)
+    value = rand(rng, (len(slots), hkv, d), dtype)
+    k_cache = np.zeros((num_blocks, page_size, hkv, d), np_dtype(cache_dtype))
+    v_cache = np.zeros_like(k_cache)
+    got = aiter.reshape_and_cache(key, value, k_cache, v_cache, slots, k_scale=k_scale, v_scale=v_scale)
+    assert got[0] is k_cache and got[1] is v_cache
+    flat_k = k_cache.reshape(-1, hkv, d)
+    flat_v = v_cache.reshape(-1, hkv, d)
+    np.testing.assert_array_equal(f64(flat_k[slots]), f64(fp8_quantize(key, k_scale, cache_dtype)))
+    np.testing.assert_array_equal(f64(flat_v[slots]), f64(fp8_quantize(value, v_scale, cache_dtype)))
+    assert np.abs(f64(flat_k[slots])).max() == FP8_MAX[cache_dtype]
+
+    q = rand(rng, (len(lens), hq, d), dtype)
+    out = aiter.paged_decode_attention(q, k_cache, v_cache, table, lens, k_scale=k_scale, v_scale=v_scale,
+                                       softmax_scale=0.05)
+    ref = decode_ref(q, f64(k_cache) * k_scale, f64(v_cache) * v_scale, table, lens, 0.05)
+    assert_close(out, ref, dtype, rtol=1e-4 if dtype == "float32" else None, atol=1e-4 if dtype == "float32" else None)
+
+
+# ---- reshape_and_cache ------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("slot_dtype", [np.int32, np.int64])
+def test_reshape_and_cache_skips_negative_slots(rng, dtype, slot_dtype):
+    hkv, d = 2, 128
+    kv = rand(rng, (6, 2 * hkv, d), dtype)
+    key, value = kv[:, :hkv], kv[:, hkv:]  # views of one fused buffer
+    slots = np.array([7, -1, 0, 13, -5, 2], slot_dtype)
+    k_cache, v_cache = poisoned((3, 5, hkv, d), dtype), poisoned((3, 5, hkv, d), dtype)
+    aiter.reshape_and_cache(key, value, k_cache, v_cache, slots)
+    written = slots >= 0
+    for cache, src in ((k_cache, key), (v_cache, value)):
+        flat = f64(cache).reshape(15, hkv, d)
+        np.testing.assert_array_equal(flat[slots[written]], f64(src)[written])
+        untouched = np.setdiff1d(np.arange(15), slots[written])
+        assert np.isnan(flat[untouched]).all(), "a slot nobody maps to was written"
+
+
+# ---- bad arguments --------------------------------------------------------------------
+
+def prefill_inputs(rng, hq=4, hkv=2, d=64, lens=(3, 4)):
+    cu = cu_seqlens(lens)
+    return (rand(rng, (cu[-1], hq, d), "float32"), rand(rng, (cu[-1], hkv, d), "float32"),
+            rand(rng, (cu[-1], hkv, d), "float32"), cu)
+
+
+def test_prefill_rejects_bad_arguments(rng):
+    q, k, v, cu = prefill_inputs(rng)
+    out = poisoned(q.shape, "float32")
+    with pytest.raises(aiter.InvalidArgumentError, match="multiple of the 3 kv heads"):
+        aiter.prefill_attention(q, *prefill_inputs(rng, hkv=3)[1:3], cu, out=out)
+    with pytest.raises(aiter.UnsupportedShapeError, match="head dim 96"):
+        aiter.prefill_attention(*prefill_inputs(rng, d=96))
+    for bad, message in (([1, 3, 7], r"cu_seqlens_q\[0\] == 0, got 1"),
+                         ([0, 5, 4], "non-decreasing"),
+                         ([0, 3, 6], r"last value == 7 \(q.shape\[0\]\), got 6")):
+        with pytest.raises(aiter.InvalidArgumentError, match=message):
+            aiter.prefill_attention(q, k, v, np.array(bad, np.int32), cu, out=out)
+    with pytest.raises(aiter.InvalidArgumentError, match=r"last value == 7 \(k.shape\[0\]\), got 9"):
+        aiter.prefill_attention(q, k, v, cu, np.array([0, 3, 9], np.int32), out=out)
+    with pytest.raises(aiter.UnsupportedDtypeError, match="cu_seqlens_q: expected dtype int32"):
+        aiter.prefill_attention(q, k, v, cu.astype(np.int64), out=out)
+    with pytest.raises(aiter.UnsupportedDtypeError, match="v: expected the dtype of q"):
+        aiter.prefill_attention(q, k, v.astype(np.float16), cu, out=out)
+    with pytest.raises(aiter.InvalidArgumentError, match="softmax_scale"):
+        aiter.prefill_attention(q, k, v, cu, softmax_scale=-0.1, out=out)
+    with pytest.raises(aiter.InvalidArgumentError, match="softmax_scale"):
+        aiter.prefill_attention(q, k, v, cu, softmax_scale=float("nan"), out=out)
+    with pytest.raises(aiter.InvalidArgumentError, match="q: expected unit stride"):
+        aiter.prefill_attention(rand(rng, (7, 4, 128), "float32")[:, :, ::2], k, v, cu, out=out)
+    with pytest.raises(aiter.InvalidArgumentError, match="window_left"):
+        aiter.prefill_attention(q, k, v, cu, window_left=2 ** 31, out=out)
+    with pytest.raises(aiter.InvalidArgumentError, match="out: expected the shape of q"):
+        aiter.prefill_attention(q, k, v, cu, out=poisoned((7, 4, 128), "float32"))
+    assert np.isnan(out).all(), "a rejected call wrote to out"
+
+
+def decode_inputs(rng, lens=(4, 9), page_size=4, cache_dtype="float32"):
+    lens = np.array(lens, np.int32)
+    table, num_blocks = paged_layout(rng, lens, page_size, spare_columns=0)
+    k_cache = rand(rng, (num_blocks, page_size, 2, 64), "float32").astype(np_dtype(cache_dtype))
+    v_cache = rand(rng, (num_blocks, page_size, 2, 64), "float32").astype(np_dtype(cache_dtype))
+    return rand(rng, (len(lens), 4, 64), "float32"), k_cache, v_cache, table, lens
+
+
+def test_decode_rejects_bad_arguments(rng):
+    q, k_cache, v_cache, table, lens = decode_inputs(rng)  # table [2, 3], 6 blocks of 4
+    out = poisoned(q.shape, "float32")
+    with pytest.raises(aiter.InvalidArgumentError, match=r"context_lens\[1\] = 13 is out of range"):
+        aiter.paged_decode_attention(q, k_cache, v_cache, table, np.array([4, 13], np.int32), out=out)
+    with pytest.raises(aiter.InvalidArgumentError, match=r"context_lens\[0\] = -1 is out of range"):
+        aiter.paged_decode_attention(q, k_cache, v_cache, table, np.array([-1, 9], np.int32), out=out)
+    for bad_id in (k_cache.shape[0], -1):
+        bad_table = table.copy()
+        bad_table[1, 2] = bad_id
+        with pytest.raises(aiter.InvalidArgumentError, match=rf"block_table\[1, 2\] = {bad_id} is out of range"):
+            aiter.paged_decode_attention(q, k_cache, v_cache, bad_table, lens, out=out)
+    with pytest.raises(aiter.UnsupportedDtypeError, match="k_cache: expected dtype float32, float8"):
+        aiter.paged_decode_attention(q, k_cache.astype(np.float16), v_cache.astype(np.float16), table, lens, out=out)
+    with pytest.raises(aiter.InvalidArgumentError, match="k_cache: expected a compact"):
+        aiter.paged_decode_attention(q, k_cache[:, ::2], v_cache[:, ::2], table, lens, out=out)
+    with pytest.raises(aiter.InvalidArgumentError, match="multiple of the 3 kv heads"):
+        aiter.paged_decode_attention(q, k_cache[:, :, :1].repeat(3, 2), v_cache[:, :, :1].repeat(3, 2),
+                                     table, lens, out=out)
+    _, k8, v8, _, _ = decode_inputs(rng, cache_dtype="float8_e4m3fn")
+    with pytest.raises(aiter.InvalidArgumentError, match="params.k_scale"):
+        aiter.paged_decode_attention(q, k8, v8, table, lens, k_scale=0.0, out=out)
+    with pytest.raises(aiter.InvalidArgumentError, match="params.v_scale"):
+        aiter.paged_decode_attention(q, k8, v8, table, lens, v_scale=float("inf"), out=out)
+    assert np.isnan(out).all(), "a rejected call wrote to out"
+
+
+def test_reshape_and_cache_rejects_bad_arguments(rng):
+    key, value = rand(rng, (3, 2, 64), "float32"), rand(rng, (3, 2, 64), "float32")
+    k_cache, v_cache = poisoned((2, 4, 2, 64), "float32"), poisoned((2, 4, 2, 64), "float32")
+    with pytest.raises(aiter.InvalidArgumentError, match=r"slot_mapping\[2\] = 8 is out of range"):
+        aiter.reshape_and_cache(key, value, k_cache, v_cache, np.array([0, 1, 8], np.int32))
+    with pytest.raises(aiter.InvalidArgumentError, match=r"slot_mapping\[0\] = 4294967296 is out of range"):
+        aiter.reshape_and_cache(key, value, k_cache, v_cache, np.array([2 ** 32, 1, 2], np.int64))
+    with pytest.raises(aiter.InvalidArgumentError, match="slot_mapping: expected shape"):
+        aiter.reshape_and_cache(key, value, k_cache, v_cache, np.array([0, 1], np.int32))
+    with pytest.raises(aiter.InvalidArgumentError, match="k_cache: expected shape"):
+        aiter.reshape_and_cache(key[:, :1], value[:, :1], k_cache, v_cache, np.array([0, 1, 2], np.int32))
+    k8, v8 = (np.zeros((2, 4, 2, 64), np_dtype("float8_e5m2")) for _ in range(2))
+    with pytest.raises(aiter.InvalidArgumentError, match="k_scale"):
+        aiter.reshape_and_cache(key, value, k8, v8, np.array([0, 1, 2], np.int32), k_scale=-1.0)
+    assert np.isnan(k_cache).all() and np.isnan(v_cache).all(), "a rejected call wrote to the cache"
+    assert not f64(k8).any() and not f64(v8).any(), "a rejected call wrote to the fp8 cache"
