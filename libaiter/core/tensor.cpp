@@ -162,7 +162,7 @@ ArgCheck &ArgCheck::same_device(const DLTensor *t, const char *name, const DLTen
 }
 
 ArgCheck &ArgCheck::contiguous(const DLTensor *t, const char *name) {
-  if (!ok() || t->strides == nullptr) return *this;
+  if (!ok() || t->strides == nullptr || numel(t) == 0) return *this;  // empty: nothing to lay out
   int64_t expected = 1;
   for (int i = t->ndim - 1; i >= 0; --i) {
     if (t->shape[i] != 1 && t->strides[i] != expected)
@@ -174,7 +174,8 @@ ArgCheck &ArgCheck::contiguous(const DLTensor *t, const char *name) {
 }
 
 ArgCheck &ArgCheck::unit_last_stride(const DLTensor *t, const char *name) {
-  if (!ok() || t->ndim == 0) return *this;
+  // An empty tensor has no layout to check (NumPy gives its empty arrays zero strides).
+  if (!ok() || t->ndim == 0 || numel(t) == 0) return *this;
   const int last = t->ndim - 1;
   if (t->shape[last] <= 1 || stride(t, last) == 1) return *this;
   return failed(AITER_ERR_INVALID_ARGUMENT, "%s: expected unit stride along the last dim, got %lld", name,
@@ -189,6 +190,10 @@ ArgCheck &ArgCheck::rows(const DLTensor *t, const char *name, RowView *view) {
   view->cols = t->ndim > 0 ? t->shape[last] : 1;
   view->rows = 1;
   view->row_stride = view->cols;
+  if (numel(t) == 0) {  // no rows to walk, whatever the strides say
+    view->rows = 0;
+    return *this;
+  }
   bool first = true;
   for (int i = last - 1; i >= 0; --i) {
     if (t->shape[i] == 1) continue;  // a unit dim has no say in the layout
@@ -207,7 +212,6 @@ ArgCheck &ArgCheck::rows(const DLTensor *t, const char *name, RowView *view) {
   if (view->rows > 1 && view->row_stride < view->cols)
     return failed(AITER_ERR_INVALID_ARGUMENT, "%s: rows overlap (row stride %lld < row length %lld)", name,
                   (long long)view->row_stride, (long long)view->cols);
-  if (t->ndim > 0 && view->cols == 0) view->rows = numel(t) == 0 ? 0 : view->rows;
   return *this;
 }
 

@@ -1,4 +1,8 @@
 """The op wrappers, one module per op family (the same families as include/aiter/)."""
+from .activation import gelu_and_mul, silu_and_mul
 from .norm import add_rmsnorm, layernorm, rmsnorm
+from .quant import quant_per_tensor, quant_per_tensor_static, quant_per_token
 
-__all__ = ["rmsnorm", "add_rmsnorm", "layernorm"]
+__all__ = ["rmsnorm", "add_rmsnorm", "layernorm",
+           "silu_and_mul", "gelu_and_mul",
+           "quant_per_tensor", "quant_per_token", "quant_per_tensor_static"]
