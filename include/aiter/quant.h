@@ -1,10 +1,15 @@
 /*
  * Quantization to 8 bits.  x [..., H] in fp32/fp16/bf16; out has x's shape and
- * is int8, fp8 e4m3fn or fp8 e4m3fnuz.  Scales are fp32, with x ~= out * scale.
+ * is int8, fp8 e4m3fn, fp8 e4m3fnuz or fp8 e5m2.  Scales are fp32, with
+ * x ~= out * scale.  x and out may be strided row-wise (see aiter.h); scales
+ * are compact.
  *
- * Dynamic scales are amax / qmax, where qmax is 127 (int8), 448 (e4m3fn) or
- * 240 (e4m3fnuz); where amax is 0 the scale is 1.  Values are rounded to nearest
- * (ties to even) after multiplying by 1/scale, and saturate at +-qmax.
+ * Dynamic scales are amax / qmax, where qmax is 127 (int8), 448 (e4m3fn),
+ * 240 (e4m3fnuz) or 57344 (e5m2); where amax is 0 the scale is 1, and a scale
+ * is never below FLT_MIN, so that 1/scale stays finite.  Values are rounded to
+ * nearest (ties to even) after multiplying by 1/scale, and saturate at +-qmax;
+ * int8 uses [-127, 127].  NaN in x is skipped by amax and gives NaN (fp8) or 0
+ * (int8); an infinite x gives an infinite dynamic scale.
  */
 #ifndef AITER_QUANT_H
 #define AITER_QUANT_H
@@ -23,7 +28,8 @@ AITER_API aiter_status aiter_quant_per_tensor_dynamic(DLTensor *out, DLTensor *s
 AITER_API aiter_status aiter_quant_per_token_dynamic(DLTensor *out, DLTensor *scale,
                                                      const DLTensor *x, void *stream);
 
-/* A given scale, [1] (or [1, 1]) fp32, read. */
+/* A given scale, [1] (or [1, 1]) fp32, read: a finite value >= FLT_MIN.  On the
+ * CPU a scale outside that range is AITER_ERR_INVALID_ARGUMENT. */
 AITER_API aiter_status aiter_quant_per_tensor_static(DLTensor *out, const DLTensor *x,
                                                      const DLTensor *scale, void *stream);
 

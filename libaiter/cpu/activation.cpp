@@ -1,0 +1,65 @@
+// CPU gated activations.  Work is cut into tiles of up to kBlock columns of one
+// row, so that one long row spreads over the threads as well as many short
+// ones do; each tile is widened to fp32 scratch, computed there, and rounded
+// once on the store.
+#include <algorithm>
+#include <cmath>
+
+#include "core/parallel.hpp"
+#include "ops/activation.hpp"
+
+namespace aiter {
+namespace cpu {
+namespace {
+
+constexpr int64_t kBlock = 1024;  // columns per tile: two fp32 buffers stay in L1
+constexpr int64_t kGrain = 4;     // tiles per task, so a task is worth a thread hop
+
+struct Silu {
+  float operator()(float g) const { return g / (1.0f + std::exp(-g)); }
+};
+struct GeluExact {
+  float operator()(float g) const { return 0.5f * g * (1.0f + std::erf(g * 0.70710678118654752f)); }
+};
+struct GeluTanh {
+  float operator()(float g) const {
+    const float inner = 0.79788456080286536f * (g + 0.044715f * g * g * g);  // sqrt(2/pi) (g + 0.044715 g^3)
+    return 0.5f * g * (1.0f + std::tanh(inner));
+  }
+};
+
+template <class T, class Act>
+void gated_tiles(const ActivationArgs &a, Act act) {
+  const int64_t d = a.out_rows.cols;
+  const int64_t blocks = (d + kBlock - 1) / kBlock;
+  parallel_for(a.out_rows.rows * blocks, kGrain, [&](int64_t begin, int64_t end) {
+    float gate[kBlock], up[kBlock];
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t r = t / blocks, c0 = (t % blocks) * kBlock, n = std::min(kBlock, d - c0);
+      const T *x = static_cast<const T *>(a.x) + r * a.x_rows.row_stride + c0;
+      T *out = static_cast<T *>(a.out) + r * a.out_rows.row_stride + c0;
+      for (int64_t i = 0; i < n; ++i) gate[i] = to_f32(x[i]);
+      for (int64_t i = 0; i < n; ++i) up[i] = to_f32(x[d + i]);
+      for (int64_t i = 0; i < n; ++i) gate[i] = act(gate[i]) * up[i];
+      for (int64_t i = 0; i < n; ++i) out[i] = from_f32<T>(gate[i]);
+    }
+  });
+}
+
+template <class Act>
+aiter_status run_gated(const ActivationArgs &a, Act act) {
+  if (a.out_rows.rows == 0 || a.out_rows.cols == 0) return AITER_OK;
+  visit_float(a.dtype, [&](auto tag) { gated_tiles<decltype(tag)>(a, act); });
+  return AITER_OK;
+}
+
+}  // namespace
+
+aiter_status silu_and_mul(const ActivationArgs &a) { return run_gated(a, Silu{}); }
+
+aiter_status gelu_and_mul(const ActivationArgs &a) {
+  return a.approx == AITER_GELU_TANH ? run_gated(a, GeluTanh{}) : run_gated(a, GeluExact{});
+}
+
+}  // namespace cpu
+}  // namespace aiter

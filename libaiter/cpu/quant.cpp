@@ -1,0 +1,173 @@
+// CPU quantization to int8 / fp8.  x is widened to fp32 scratch, its amax
+// found there, and each value multiplied by 1/scale and rounded to the nearest
+// 8-bit value (ties to even), saturating at +-qmax.  Per-tensor ops walk tiles
+// of up to kBlock columns of one row, so one long row spreads over the threads;
+// the per-token op walks whole rows, since each row needs its own amax first.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "core/parallel.hpp"
+#include "ops/quant.hpp"
+
+namespace aiter {
+namespace cpu {
+namespace {
+
+constexpr int64_t kBlock = 1024;       // columns per tile: an fp32 buffer that stays in L1
+constexpr int64_t kGrain = 4;          // tiles per task, so a task is worth a thread hop
+constexpr int64_t kTaskElems = 4096;   // the same for whole rows, in elements
+
+// ---- the 8-bit types ----------------------------------------------------------
+template <class Q> constexpr float qmax();
+template <> constexpr float qmax<int8_t>() { return 127.0f; }
+template <> constexpr float qmax<e4m3fn_t>() { return e4m3fn_max; }
+template <> constexpr float qmax<e4m3fnuz_t>() { return e4m3fnuz_max; }
+template <> constexpr float qmax<e5m2_t>() { return e5m2_max; }
+
+// fp8: from_f32 rounds to nearest even and saturates at the format's max.
+template <class Q>
+Q quantize(float v) { return from_f32<Q>(v); }
+
+// int8: -128 stays unused so the range is symmetric; NaN has no code and becomes 0
+// (every comparison below is false for it).
+template <>
+int8_t quantize<int8_t>(float v) {
+  const float r = std::nearbyint(v);
+  return int8_t(r >= 127.0f ? 127.0f : r <= -127.0f ? -127.0f : r == r ? r : 0.0f);
+}
+
+// visit_quant(dt, f) calls f(Q{}) with Q the C++ type of an 8-bit output dtype.
+template <class F>
+void visit_quant(DType dt, F &&f) {
+  if (dt == DType::i8) return f(int8_t{});
+  visit_fp8(dt, f);
+}
+
+// amax / qmax, 1 where amax is 0; never below FLT_MIN, so that 1/scale stays finite.
+float scale_for(float amax, float q) { return amax == 0.0f ? 1.0f : std::max(amax / q, FLT_MIN); }
+
+// ---- row pieces -----------------------------------------------------------------
+template <class T>
+void load(const T *src, int64_t n, float *dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = to_f32(src[i]);
+}
+
+// NaN is skipped (std::max keeps its first argument when a comparison is false).
+float amax_of(const float *v, int64_t n) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(v[i]));
+  return m;
+}
+
+template <class Q>
+void store_quantized(const float *v, int64_t n, float inv_scale, Q *out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = quantize<Q>(v[i] * inv_scale);
+}
+
+template <class T>
+const T *row_of(const void *base, const RowView &v, int64_t r) {
+  return static_cast<const T *>(base) + r * v.row_stride;
+}
+template <class T>
+T *row_of(void *base, const RowView &v, int64_t r) {
+  return static_cast<T *>(base) + r * v.row_stride;
+}
+
+// The rows of a RowView cut into tiles of up to kBlock columns; tile t covers
+// columns [first, first + count) of row `row`.
+struct Tiles {
+  int64_t cols, per_row, count;
+  explicit Tiles(const RowView &v)
+      : cols(v.cols), per_row((v.cols + kBlock - 1) / kBlock), count(v.rows * per_row) {}
+  int64_t row(int64_t t) const { return t / per_row; }
+  int64_t first(int64_t t) const { return (t % per_row) * kBlock; }
+  int64_t size(int64_t t) const { return std::min(kBlock, cols - first(t)); }
+};
+
+// ---- the three ops ----------------------------------------------------------------
+template <class T>
+float tensor_amax(const QuantArgs &a) {
+  const Tiles tiles(a.x_rows);
+  float amax = 0.0f;
+  std::mutex merge;
+  parallel_for(tiles.count, kGrain, [&](int64_t begin, int64_t end) {
+    float v[kBlock];
+    float local = 0.0f;
+    for (int64_t t = begin; t < end; ++t) {
+      load(row_of<T>(a.x, a.x_rows, tiles.row(t)) + tiles.first(t), tiles.size(t), v);
+      local = std::max(local, amax_of(v, tiles.size(t)));
+    }
+    std::lock_guard<std::mutex> lock(merge);
+    amax = std::max(amax, local);
+  });
+  return amax;
+}
+
+template <class T, class Q>
+void quantize_tiles(const QuantArgs &a, float inv_scale) {
+  const Tiles tiles(a.x_rows);
+  parallel_for(tiles.count, kGrain, [&](int64_t begin, int64_t end) {
+    float v[kBlock];
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t r = tiles.row(t), first = tiles.first(t), n = tiles.size(t);
+      load(row_of<T>(a.x, a.x_rows, r) + first, n, v);
+      store_quantized(v, n, inv_scale, row_of<Q>(a.out, a.out_rows, r) + first);
+    }
+  });
+}
+
+template <class T, class Q>
+void quantize_per_token(const QuantArgs &a) {
+  const int64_t n = a.x_rows.cols;
+  const int64_t grain = std::max<int64_t>(1, kTaskElems / n);
+  parallel_for(a.x_rows.rows, grain, [&](int64_t begin, int64_t end) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t r = begin; r < end; ++r) {
+      load(row_of<T>(a.x, a.x_rows, r), n, v.data());
+      const float scale = scale_for(amax_of(v.data(), n), qmax<Q>());
+      a.scale[r] = scale;
+      store_quantized(v.data(), n, 1.0f / scale, row_of<Q>(a.out, a.out_rows, r));
+    }
+  });
+}
+
+// Calls f(T{}, Q{}) for the input and output element types.
+template <class F>
+void visit_types(const QuantArgs &a, F &&f) {
+  visit_float(a.x_dtype, [&](auto x_tag) { visit_quant(a.out_dtype, [&](auto q_tag) { f(x_tag, q_tag); }); });
+}
+
+}  // namespace
+
+aiter_status quant_per_tensor_dynamic(const QuantArgs &a) {
+  visit_types(a, [&](auto x_tag, auto q_tag) {
+    using T = decltype(x_tag);
+    using Q = decltype(q_tag);
+    const float scale = scale_for(tensor_amax<T>(a), qmax<Q>());
+    a.scale[0] = scale;
+    quantize_tiles<T, Q>(a, 1.0f / scale);
+  });
+  return AITER_OK;
+}
+
+aiter_status quant_per_token_dynamic(const QuantArgs &a) {
+  if (a.x_rows.cols == 0) {  // rows of nothing: amax 0, scale 1 (the row view counts no rows then)
+    std::fill(a.scale, a.scale + a.scale_count, 1.0f);
+    return AITER_OK;
+  }
+  visit_types(a, [&](auto x_tag, auto q_tag) { quantize_per_token<decltype(x_tag), decltype(q_tag)>(a); });
+  return AITER_OK;
+}
+
+aiter_status quant_per_tensor_static(const QuantArgs &a) {
+  const float inv_scale = 1.0f / a.scale_in[0];
+  visit_types(a, [&](auto x_tag, auto q_tag) { quantize_tiles<decltype(x_tag), decltype(q_tag)>(a, inv_scale); });
+  return AITER_OK;
+}
+
+}  // namespace cpu
+}  // namespace aiter
