@@ -21,8 +21,8 @@ AITER_API aiter_status aiter_gemm_a16w16(DLTensor *out, const DLTensor *a, const
 /* A and W: both int8 (exact int32 accumulation) or both fp8 (e4m3fn, e4m3fnuz
  * or e5m2; fp32 accumulation).  a_scale: fp32 [M, 1] per token, or [1] / [1, 1]
  * per tensor; w_scale: fp32 [1, N] per channel, or [1] / [1, 1] per tensor.
- * out = (A . W^T) * a_scale * w_scale (+ bias), out bf16 or fp16, bias NULL,
- * fp32 or out's dtype, [N]. */
+ * out = (A . W^T) * a_scale * w_scale (+ bias), computed in fp32; out bf16,
+ * fp16 or fp32; bias NULL, fp32 or out's dtype, [N]. */
 AITER_API aiter_status aiter_gemm_a8w8(DLTensor *out, const DLTensor *a, const DLTensor *w,
                                        const DLTensor *a_scale, const DLTensor *w_scale,
                                        const DLTensor *bias, void *stream);

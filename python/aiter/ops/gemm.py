@@ -1,0 +1,48 @@
+"""Matrix products with the weight stored as W[N, K] (the layout of nn.Linear):
+``out[M, N] = a[M, K] @ w[N, K].T (+ bias[N])``.
+
+``a``, ``w`` and ``out`` are 2-D with unit stride along their rows; row strides
+may be larger than the rows (slices of bigger matrices).  When ``out`` is given,
+its dtype is the output dtype and ``out_dtype`` is not used.
+"""
+from .._call import Call, c_or_null
+from ..dtypes import canonical
+
+
+def _out_shape(a_, w_):
+    # Malformed inputs get an empty placeholder output; the library then names the problem.
+    m = a_.shape[0] if len(a_.shape) == 2 else 0
+    n = w_.shape[0] if len(w_.shape) == 2 else 0
+    return (m, n)
+
+
+def gemm_a16w16(a, w, bias=None, *, out_dtype=None, out=None):
+    """``a @ w.T + bias`` with fp32 accumulation, rounded once to ``out_dtype``.
+
+    ``a`` and ``w``: float32, float16 or bfloat16 (the same); ``out_dtype``: float32,
+    float16 or bfloat16, ``a``'s dtype by default; ``bias``: None or [N] in float32
+    or ``out_dtype``."""
+    c = Call("aiter_gemm_a16w16", like=a)
+    a_, w_, b_ = c.input(a, "a"), c.input(w, "w"), c.optional(bias, "bias")
+    dtype = a_.dtype if out_dtype is None else canonical(out_dtype)
+    out_ = c.output(out, "out", _out_shape(a_, w_), dtype)
+    c.run(out_.c, a_.c, w_.c, c_or_null(b_))
+    return c.result(out_)
+
+
+def gemm_a8w8(a, w, a_scale, w_scale, bias=None, *, out_dtype="bfloat16", out=None):
+    """``(a @ w.T) * a_scale * w_scale + bias`` for 8-bit ``a`` and ``w``.
+
+    ``a`` and ``w``: both int8 (exact integer accumulation) or both the same fp8
+    format (float8_e4m3fn, float8_e4m3fnuz, float8_e5m2; fp32 accumulation).
+    ``a_scale``: float32 [M, 1] (per token) or [1] / [1, 1] (per tensor);
+    ``w_scale``: float32 [1, N] (per channel) or [1] / [1, 1].  The scaling and the
+    bias (None or [N] in float32 or ``out_dtype``) are applied in fp32, then the
+    result is rounded once to ``out_dtype`` (bfloat16, float16 or float32)."""
+    c = Call("aiter_gemm_a8w8", like=a)
+    a_, w_ = c.input(a, "a"), c.input(w, "w")
+    as_, ws_ = c.input(a_scale, "a_scale"), c.input(w_scale, "w_scale")
+    b_ = c.optional(bias, "bias")
+    out_ = c.output(out, "out", _out_shape(a_, w_), canonical(out_dtype))
+    c.run(out_.c, a_.c, w_.c, as_.c, ws_.c, c_or_null(b_))
+    return c.result(out_)

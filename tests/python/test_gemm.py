@@ -1,0 +1,267 @@
+"""gemm_a16w16 and gemm_a8w8 against float64 NumPy: out = (a @ w.T) * scales + bias."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import aiter
+from harness import FLOAT_DTYPES, FP8_DTYPES, TOLERANCE, assert_close, f64, np_dtype, poisoned, rand
+
+# M, N, K: single rows and columns, sizes that are not multiples of the kernel's
+# 3 x 4 register block, more than one 96 x 128 tile, K over the 512-long block.
+SHAPES = [(1, 1, 1), (1, 7, 33), (7, 1, 100), (33, 257, 7), (100, 129, 513), (257, 33, 1100)]
+
+
+def reference(a, w, bias=None, a_scale=None, w_scale=None):
+    out = f64(a) @ f64(w).T
+    if a_scale is not None:
+        out = out * f64(a_scale).reshape(-1, 1) * f64(w_scale).reshape(1, -1)
+    return out if bias is None else out + f64(bias)
+
+
+def check(out, ref, out_dtype, k, magnitude=1.0):
+    """Rounding to the out dtype (rtol) plus fp32 accumulation over K (atol,
+    growing like the sum of K products of the given typical magnitude)."""
+    rtol, atol = TOLERANCE[out_dtype]
+    assert_close(out, ref, out_dtype, rtol=rtol, atol=atol * np.sqrt(max(k, 1)) * magnitude)
+
+
+def rand_int8(rng, shape):
+    return rng.integers(-128, 128, size=shape, dtype=np.int8)
+
+
+# ---- a16w16 ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("out_dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("bias_dtype", [None, "float32", "out"])
+def test_a16w16_dtypes(rng, dtype, out_dtype, bias_dtype):
+    m, n, k = 37, 70, 260
+    a, w = rand(rng, (m, k), dtype), rand(rng, (n, k), dtype)
+    bias = None if bias_dtype is None else rand(rng, (n,), out_dtype if bias_dtype == "out" else bias_dtype)
+    out = poisoned((m, n), out_dtype)
+    got = aiter.gemm_a16w16(a, w, bias, out_dtype=out_dtype, out=out)
+    assert got is out
+    check(out, reference(a, w, bias), out_dtype, k)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a16w16_shapes(rng, dtype, shape):
+    m, n, k = shape
+    a, w, bias = rand(rng, (m, k), dtype), rand(rng, (n, k), dtype), rand(rng, (n,), "float32")
+    got = aiter.gemm_a16w16(a, w, bias)  # out allocated, in a's dtype
+    assert got.shape == (m, n) and got.dtype == np_dtype(dtype)
+    check(got, reference(a, w, bias), dtype, k)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_a16w16_strided_rows(rng, dtype):
+    m, n, k = 45, 130, 300
+    a = rand(rng, (2 * m, k + 9), dtype)[::2, 5:5 + k]  # rows 2 (k + 9) apart
+    w = rand(rng, (n, k + 3), dtype)[:, 3:]
+    out_big = poisoned((m, n + 20), "float32")
+    out = out_big[:, 10:10 + n]
+    aiter.gemm_a16w16(a, w, out=out)
+    check(out, reference(a, w), "float32", k)
+    # Nothing outside the view was written.
+    assert np.isnan(out_big[:, :10]).all() and np.isnan(out_big[:, 10 + n:]).all()
+
+
+def test_a16w16_fp16_subnormal_and_special_values(rng):
+    # fp16 subnormals (below 2^-14), the largest fp16, inf and NaN all decode exactly.
+    a = np.array([[2.0**-24, 3 * 2.0**-20, 65504.0, -1.0]], np.float16)
+    w = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, -1.0, 0.0], [0, 0, 0, 2.0]], np.float16)
+    got = aiter.gemm_a16w16(a, w, out_dtype="float32")
+    np.testing.assert_array_equal(got, [[2.0**-24, 3 * 2.0**-20, -65504.0, -2.0]])
+    special = np.array([[np.inf, 1.0], [np.nan, 1.0]], np.float16)
+    got = aiter.gemm_a16w16(special, np.ones((1, 2), np.float16), out_dtype="float32")
+    assert got[0, 0] == np.inf and np.isnan(got[1, 0])
+
+
+def test_a16w16_empty_and_k0(rng):
+    w = rand(rng, (5, 8), "float32")
+    assert aiter.gemm_a16w16(np.zeros((0, 8), np.float32), w).shape == (0, 5)
+    assert aiter.gemm_a16w16(rand(rng, (3, 8), "float32"), np.zeros((0, 8), np.float32)).shape == (3, 0)
+    # K == 0: the empty sum, so out is the bias (or zero).
+    bias = rand(rng, (5,), "bfloat16")
+    out = poisoned((3, 5), "bfloat16")
+    aiter.gemm_a16w16(np.zeros((3, 0), np_dtype("bfloat16")), np.zeros((5, 0), np_dtype("bfloat16")), bias, out=out)
+    np.testing.assert_array_equal(f64(out), np.broadcast_to(f64(bias), (3, 5)))
+    got = aiter.gemm_a16w16(np.zeros((3, 0), np.float32), np.zeros((5, 0), np.float32))
+    np.testing.assert_array_equal(got, np.zeros((3, 5)))
+
+
+def test_a16w16_out_dtype_as_numpy_dtype(rng):
+    a, w = rand(rng, (9, 40), "bfloat16"), rand(rng, (11, 40), "bfloat16")
+    got = aiter.gemm_a16w16(a, w, out_dtype=np.dtype(np.float16))
+    assert got.dtype == np.float16
+    check(got, reference(a, w), "float16", 40)
+
+
+# ---- a8w8 ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [1, 300, 1100])
+def test_a8w8_int8_is_exact(rng, k):
+    m, n = 13, 29
+    a, w = rand_int8(rng, (m, k)), rand_int8(rng, (n, k))
+    ones_m, ones_n = np.ones((m, 1), np.float32), np.ones((1, n), np.float32)
+    got = aiter.gemm_a8w8(a, w, ones_m, ones_n, out_dtype="float32")
+    exact = a.astype(np.int64) @ w.astype(np.int64).T
+    assert np.abs(exact).max() < 2**24  # so that fp32 holds every sum exactly
+    np.testing.assert_array_equal(got, exact)
+
+
+def test_a8w8_int8_extreme_sums():
+    # The largest products over many blocks of K: 2048 * (-128)^2 = 2^25.
+    a = np.full((2, 2048), -128, np.int8)
+    w = np.full((3, 2048), -128, np.int8)
+    got = aiter.gemm_a8w8(a, w, np.ones((1,), np.float32), np.ones((1, 1), np.float32), out_dtype="float32")
+    np.testing.assert_array_equal(got, np.full((2, 3), 2.0**25))
+
+
+def scales(rng, kind, m, n):
+    """(a_scale, w_scale): per token and channel, per tensor in either shape, or mixed."""
+    per_token = (rng.random((m, 1)) + 0.5).astype(np.float32) * 0.5
+    per_channel = (rng.random((1, n)) + 0.5).astype(np.float32) * 0.25
+    one = np.array([0.75], np.float32)
+    return {"token_channel": (per_token, per_channel), "tensor_1d": (one, np.array([0.3], np.float32)),
+            "tensor_2d": (one.reshape(1, 1), one.reshape(1, 1)), "token_tensor": (per_token, one),
+            "tensor_channel": (one.reshape(1, 1), per_channel)}[kind]
+
+
+def scaled_magnitude(a, w, a_scale, w_scale):
+    """Typical size of one scaled product a[m, k] w[n, k] a_scale[m] w_scale[n]."""
+    return np.std(f64(a)) * np.std(f64(w)) * np.mean(a_scale) * np.mean(w_scale)
+
+
+SCALE_KINDS = ["token_channel", "tensor_1d", "tensor_2d", "token_tensor", "tensor_channel"]
+
+
+@pytest.mark.parametrize("scale_kind", SCALE_KINDS)
+@pytest.mark.parametrize("out_dtype", FLOAT_DTYPES)
+def test_a8w8_int8_scales(rng, scale_kind, out_dtype):
+    m, n, k = 33, 140, 257
+    a, w = rand_int8(rng, (m, k)), rand_int8(rng, (n, k))
+    a_scale, w_scale = scales(rng, scale_kind, m, n)
+    a_scale = a_scale / 256  # sums of int8 products reach 1e5: keep fp16 out of overflow
+    bias = rand(rng, (n,), out_dtype)
+    out = poisoned((m, n), out_dtype)
+    aiter.gemm_a8w8(a, w, a_scale, w_scale, bias, out_dtype=out_dtype, out=out)
+    # The integer sums are exact; only the fp32 scaling and the final rounding err.
+    ref = reference(a, w, bias, a_scale, w_scale)
+    rtol, atol = TOLERANCE[out_dtype]
+    assert_close(out, ref, out_dtype, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("fp8", FP8_DTYPES)
+@pytest.mark.parametrize("out_dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("shape", [(1, 7, 33), (100, 129, 513)])
+def test_a8w8_fp8(rng, fp8, out_dtype, shape):
+    m, n, k = shape
+    a, w = rand(rng, (m, k), fp8, scale=4.0), rand(rng, (n, k), fp8, scale=4.0)
+    a_scale, w_scale = scales(rng, "token_channel", m, n)
+    bias = rand(rng, (n,), "float32")
+    out = poisoned((m, n), out_dtype)
+    aiter.gemm_a8w8(a, w, a_scale, w_scale, bias, out_dtype=out_dtype, out=out)
+    check(out, reference(a, w, bias, a_scale, w_scale), out_dtype, k, scaled_magnitude(a, w, a_scale, w_scale))
+
+
+@pytest.mark.parametrize("scale_kind", ["tensor_1d", "token_tensor"])
+def test_a8w8_fp8_strided_rows_default_out(rng, scale_kind):
+    m, n, k = 20, 50, 96
+    a = rand(rng, (m, 2 * k), "float8_e4m3fn")[:, k:]
+    w = rand(rng, (2 * n, k), "float8_e4m3fn")[1::2]
+    a_scale, w_scale = scales(rng, scale_kind, m, n)
+    got = aiter.gemm_a8w8(a, w, a_scale, w_scale)
+    assert got.dtype == np_dtype("bfloat16")
+    check(got, reference(a, w, None, a_scale, w_scale), "bfloat16", k, scaled_magnitude(a, w, a_scale, w_scale))
+
+
+def test_a8w8_empty_and_k0():
+    a_scale, w_scale = np.ones((1,), np.float32), np.ones((1,), np.float32)
+    assert aiter.gemm_a8w8(np.zeros((0, 4), np.int8), np.zeros((3, 4), np.int8), np.ones((0, 1), np.float32),
+                           w_scale).shape == (0, 3)
+    bias = np.array([1.5, -2.0], np.float32)
+    got = aiter.gemm_a8w8(np.zeros((3, 0), np.int8), np.zeros((2, 0), np.int8), a_scale, w_scale, bias,
+                          out_dtype="float32")
+    np.testing.assert_array_equal(got, np.broadcast_to(bias, (3, 2)))
+
+
+def test_portable_kernel_in_a_subprocess():
+    # AITER_CPU_ISA=baseline selects the kernel built for the baseline ISA, which
+    # an AVX2 machine would otherwise never run.
+    script = (
+        "import numpy as np, aiter\n"
+        "rng = np.random.default_rng(5)\n"
+        "for m, n, k in [(1, 5, 3), (100, 129, 517)]:\n"
+        "    a = rng.standard_normal((m, k)).astype(np.float32)\n"
+        "    w = rng.standard_normal((n, k)).astype(np.float32)\n"
+        "    np.testing.assert_allclose(aiter.gemm_a16w16(a, w), a.astype(float) @ w.T.astype(float),\n"
+        "                               rtol=1e-5, atol=1e-5 * np.sqrt(k))\n"
+        "    ai = rng.integers(-128, 128, (m, k), dtype=np.int8)\n"
+        "    wi = rng.integers(-128, 128, (n, k), dtype=np.int8)\n"
+        "    one = np.ones((1,), np.float32)\n"
+        "    exact = ai.astype(np.int64) @ wi.astype(np.int64).T\n"
+        "    np.testing.assert_array_equal(aiter.gemm_a8w8(ai, wi, one, one, out_dtype='float32'), exact)\n"
+        "print('ok')\n")
+    env = dict(os.environ, AITER_CPU_ISA="baseline")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+# ---- bad arguments -----------------------------------------------------------------
+
+def test_a16w16_rejects_bad_arguments(rng):
+    a, w = rand(rng, (4, 16), "float32"), rand(rng, (6, 16), "float32")
+    with pytest.raises(aiter.InvalidArgumentError, match=r"w: expected shape\[1\] == 16 \(K"):
+        aiter.gemm_a16w16(a, rand(rng, (6, 15), "float32"))
+    with pytest.raises(aiter.UnsupportedDtypeError, match="w: expected the dtype of a"):
+        aiter.gemm_a16w16(a, rand(rng, (6, 16), "bfloat16"))
+    with pytest.raises(aiter.UnsupportedDtypeError, match="a: expected dtype float32, float16, bfloat16, got int8"):
+        aiter.gemm_a16w16(rand_int8(rng, (4, 16)), rand_int8(rng, (6, 16)))
+    with pytest.raises(aiter.UnsupportedDtypeError, match="out: expected dtype float32, float16, bfloat16"):
+        aiter.gemm_a16w16(a, w, out_dtype="int32")
+    with pytest.raises(aiter.InvalidArgumentError, match="a: expected 2 dims, got 3"):
+        aiter.gemm_a16w16(rand(rng, (2, 4, 16), "float32"), w)
+    with pytest.raises(aiter.InvalidArgumentError, match="a: expected unit stride along the last dim"):
+        aiter.gemm_a16w16(rand(rng, (4, 32), "float32")[:, ::2], w)
+    with pytest.raises(aiter.InvalidArgumentError, match=r"out: expected shape\[0\] == 4 \(M"):
+        aiter.gemm_a16w16(a, w, out=np.empty((5, 6), np.float32))
+    with pytest.raises(aiter.InvalidArgumentError, match=r"out: expected shape\[1\] == 6 \(N"):
+        aiter.gemm_a16w16(a, w, out=np.empty((4, 7), np.float32))
+    with pytest.raises(aiter.InvalidArgumentError, match=r"bias: expected shape\[0\] == 6"):
+        aiter.gemm_a16w16(a, w, rand(rng, (7,), "float32"))
+    with pytest.raises(aiter.UnsupportedDtypeError, match="bias: expected dtype float32, bfloat16, got float16"):
+        aiter.gemm_a16w16(a, w, rand(rng, (6,), "float16"), out_dtype="bfloat16")
+    overlapping = np.lib.stride_tricks.as_strided(np.zeros(64, np.float32), shape=(4, 6), strides=(12, 4))
+    with pytest.raises(aiter.InvalidArgumentError, match="out: rows overlap"):
+        aiter.gemm_a16w16(a, w, out=overlapping)
+
+
+def test_a8w8_rejects_bad_arguments(rng):
+    m, n, k = 4, 6, 16
+    a, w = rand_int8(rng, (m, k)), rand_int8(rng, (n, k))
+    a_scale, w_scale = np.ones((m, 1), np.float32), np.ones((1, n), np.float32)
+    with pytest.raises(aiter.InvalidArgumentError, match=r"a_scale: expected shape \[M, 1\] = \[4, 1\]"):
+        aiter.gemm_a8w8(a, w, np.ones((m,), np.float32), w_scale)  # 1-D per token
+    with pytest.raises(aiter.InvalidArgumentError, match=r"a_scale: expected shape \[M, 1\] = \[4, 1\]"):
+        aiter.gemm_a8w8(a, w, np.ones((m + 1, 1), np.float32), w_scale)
+    with pytest.raises(aiter.InvalidArgumentError, match=r"w_scale: expected shape \[1, N\] = \[1, 6\]"):
+        aiter.gemm_a8w8(a, w, a_scale, np.ones((n, 1), np.float32))
+    with pytest.raises(aiter.InvalidArgumentError, match=r"w_scale: expected shape \[1, N\]"):
+        aiter.gemm_a8w8(a, w, a_scale, np.ones((1, 1, 1), np.float32))
+    with pytest.raises(aiter.UnsupportedDtypeError, match="a_scale: expected dtype float32, got float16"):
+        aiter.gemm_a8w8(a, w, a_scale.astype(np.float16), w_scale)
+    with pytest.raises(aiter.InvalidArgumentError, match="a_scale: expected a compact"):
+        aiter.gemm_a8w8(a, w, np.ones((2 * m, 1), np.float32)[::2], w_scale)
+    with pytest.raises(aiter.UnsupportedDtypeError, match="w: expected the dtype of a .int8., got float8_e4m3fn"):
+        aiter.gemm_a8w8(a, rand(rng, (n, k), "float8_e4m3fn"), a_scale, w_scale)
+    with pytest.raises(aiter.UnsupportedDtypeError, match="a: expected dtype int8, float8_e4m3fn"):
+        aiter.gemm_a8w8(rand(rng, (m, k), "bfloat16"), rand(rng, (n, k), "bfloat16"), a_scale, w_scale)
+    with pytest.raises(aiter.UnsupportedDtypeError, match="out: expected dtype"):
+        aiter.gemm_a8w8(a, w, a_scale, w_scale, out_dtype="int8")
+    with pytest.raises(aiter.UnsupportedDtypeError, match="bias: expected dtype float32, float16"):
+        aiter.gemm_a8w8(a, w, a_scale, w_scale, rand(rng, (n,), "bfloat16"), out_dtype="float16")
