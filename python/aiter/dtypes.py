@@ -28,6 +28,12 @@ def canonical(dtype):
     """The libaiter name of a dtype given as a name or a NumPy / PyTorch / JAX dtype."""
     if isinstance(dtype, str):
         name = dtype
+    elif isinstance(dtype, type):  # a scalar type: np.float16, ml_dtypes.bfloat16, jnp.float8_e4m3fn
+        import numpy as np
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            name = dtype.__name__
     else:
         name = str(getattr(dtype, "name", None) or dtype)
         name = name.replace("torch.", "")

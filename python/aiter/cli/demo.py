@@ -21,7 +21,7 @@ CONFIG = {
 }
 # Relative error (Frobenius) allowed against float64: intermediates are rounded
 # to the dtype between ops, so errors add up over the layer's ~10 ops.
-TOLERANCE = {"float32": 1e-4, "float16": 5e-3, "bfloat16": 3e-2}
+TOLERANCE = {"float32": 1e-4, "float16": 2e-3, "bfloat16": 1e-2}
 
 
 class OpTimer:

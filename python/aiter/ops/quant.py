@@ -13,9 +13,6 @@ QUANT_TYPES = ("int8",) + dtypes.FP8_TYPES
 
 
 def _quant_dtype(dtype):
-    if isinstance(dtype, type):  # np.int8, jnp.float8_e4m3fn: scalar types, not dtypes
-        import numpy as np
-        dtype = np.dtype(dtype)
     name = dtypes.canonical(dtype)
     if name not in QUANT_TYPES:
         raise UnsupportedDtypeError(f"dtype: expected one of {', '.join(QUANT_TYPES)}, got {name}")
