@@ -8,11 +8,17 @@
 
 namespace aiter {
 
+// Where a GPU op runs: the device of its tensors and the caller's stream.
+struct GpuCall {
+  DLDevice device;
+  void *stream;
+};
+
 template <class Args>
 struct OpImpl {
-  const char *name;                                     // the public symbol, for messages
-  aiter_status (*cpu)(const Args &args);                // host memory
-  aiter_status (*gpu)(const Args &args, void *stream);  // CUDA or HIP memory; may be null
+  const char *name;                                            // the public symbol, for messages
+  aiter_status (*cpu)(const Args &args);                       // host memory
+  aiter_status (*gpu)(const Args &args, const GpuCall &call);  // CUDA or HIP memory; may be null
 };
 
 // GPU tensors when the GPU runtime is not built in: a clear "no device".
@@ -22,7 +28,7 @@ template <class Args>
 aiter_status run(const OpImpl<Args> &impl, const DLTensor *where, const Args &args, void *stream) {
   if (where->device.device_type == kDLCPU) return impl.cpu(args);
   if (impl.gpu == nullptr) return no_gpu_backend(impl.name, where);
-  return impl.gpu(args, stream);
+  return impl.gpu(args, GpuCall{where->device, stream});
 }
 
 }  // namespace aiter

@@ -5,6 +5,7 @@
 #include "aiter_config.h"
 #include "core/backend.hpp"
 #include "core/parallel.hpp"
+#include "gpu/registry.hpp"
 
 namespace aiter {
 
@@ -13,6 +14,22 @@ aiter_status no_gpu_backend(const char *op, const DLTensor *where) {
               "%s: the tensors are on a GPU (device type %d, id %d), but this libaiter has no GPU backend "
               "for this op; use CPU tensors",
               op, int(where->device.device_type), int(where->device.device_id));
+}
+
+// GPU backends: those with code objects present (the runtime loaders are always built in).
+static uint32_t gpu_backends() {
+  uint32_t bits = 0;
+  for (const std::string &t : gpu::built_targets()) bits |= t.rfind("sm_", 0) == 0 ? AITER_BACKEND_CUDA : AITER_BACKEND_HIP;
+  return bits;
+}
+
+static const std::string &gpu_targets() {
+  static const std::string joined = [] {
+    std::string s;
+    for (const std::string &t : gpu::built_targets()) s += (s.empty() ? "" : ",") + t;
+    return s;
+  }();
+  return joined;
 }
 
 }  // namespace aiter
@@ -40,8 +57,8 @@ AITER_API aiter_status aiter_get_library_info(aiter_library_info *info) {
     full.version_major = AITER_VERSION_MAJOR;
     full.version_minor = AITER_VERSION_MINOR;
     full.version_patch = AITER_VERSION_PATCH;
-    full.backends = AITER_BACKEND_CPU;
-    full.gpu_targets = AITER_GPU_TARGETS;
+    full.backends = AITER_BACKEND_CPU | aiter::gpu_backends();
+    full.gpu_targets = aiter::gpu_targets().c_str();
     full.build_config = AITER_BUILD_CONFIG;
     full.cpu_threads = aiter::cpu_threads();
     // Copy only what the caller's (possibly older, smaller) struct has room for.

@@ -9,9 +9,9 @@
 namespace aiter {
 namespace {
 
-const OpImpl<NormArgs> kRmsNorm{"aiter_rmsnorm", cpu::rmsnorm, nullptr};
-const OpImpl<NormArgs> kAddRmsNorm{"aiter_add_rmsnorm", cpu::add_rmsnorm, nullptr};
-const OpImpl<NormArgs> kLayerNorm{"aiter_layernorm", cpu::layernorm, nullptr};
+const OpImpl<NormArgs> kRmsNorm{"aiter_rmsnorm", cpu::rmsnorm, gpu::rmsnorm};
+const OpImpl<NormArgs> kAddRmsNorm{"aiter_add_rmsnorm", cpu::add_rmsnorm, gpu::add_rmsnorm};
+const OpImpl<NormArgs> kLayerNorm{"aiter_layernorm", cpu::layernorm, gpu::layernorm};
 
 // x and out (same shape and dtype), weight [H] and, when given, bias [H].
 void check_common(ArgCheck &c, NormArgs &a, DLTensor *out, const DLTensor *x, const DLTensor *weight,

@@ -1,6 +1,7 @@
 // Checked arguments of the normalization ops, shared by every backend.
 #pragma once
 
+#include "core/backend.hpp"
 #include "core/dtype.hpp"
 #include "core/tensor.hpp"
 
@@ -27,5 +28,11 @@ aiter_status rmsnorm(const NormArgs &a);
 aiter_status add_rmsnorm(const NormArgs &a);
 aiter_status layernorm(const NormArgs &a);
 }  // namespace cpu
+
+namespace gpu {
+aiter_status rmsnorm(const NormArgs &a, const GpuCall &call);
+aiter_status add_rmsnorm(const NormArgs &a, const GpuCall &call);
+aiter_status layernorm(const NormArgs &a, const GpuCall &call);
+}  // namespace gpu
 
 }  // namespace aiter

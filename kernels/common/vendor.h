@@ -1,0 +1,96 @@
+// One kernel source for NVIDIA (nvcc) and AMD (clang -x hip).  The AMD build uses
+// no ROCm headers or bitcode libraries (-nogpuinc -nogpulib: Debian's ROCm 5.2
+// lacks device libraries for gfx942 and newer), so this header supplies the few
+// builtins the kernels use, from clang's own AMDGPU builtins.
+#pragma once
+
+#if defined(__HIP__)  // ---------------------------------------------- AMD
+#define AITER_AMD 1
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __shared__ __attribute__((shared))
+#define __forceinline__ __attribute__((always_inline))
+#define AITER_LAUNCH_BOUNDS(threads) __attribute__((amdgpu_flat_work_group_size(1, threads)))
+#define AITER_KERNEL extern "C" __global__
+
+typedef unsigned long long uint64_t;
+typedef long long int64_t;
+typedef unsigned int uint32_t;
+typedef int int32_t;
+typedef unsigned short uint16_t;
+typedef unsigned char uint8_t;
+typedef signed char int8_t;
+
+struct alignas(16) uint4 { uint32_t x, y, z, w; };
+struct alignas(8) uint2 { uint32_t x, y; };
+
+__device__ __forceinline__ unsigned thread_x() { return __builtin_amdgcn_workitem_id_x(); }
+__device__ __forceinline__ unsigned block_x() { return __builtin_amdgcn_workgroup_id_x(); }
+__device__ __forceinline__ unsigned block_y() { return __builtin_amdgcn_workgroup_id_y(); }
+__device__ __forceinline__ unsigned block_dim_x() { return __builtin_amdgcn_workgroup_size_x(); }
+__device__ __forceinline__ int warp_size() { return __builtin_amdgcn_wavefrontsize(); }
+__device__ __forceinline__ void sync_block() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+__device__ __forceinline__ float shfl_xor(float v, int mask) {
+  const int lane = __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+  return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute((lane ^ mask) << 2, __builtin_bit_cast(int, v)));
+}
+__device__ __forceinline__ float fabsf(float x) { return __builtin_fabsf(x); }
+__device__ __forceinline__ float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
+__device__ __forceinline__ float fminf(float a, float b) { return __builtin_fminf(a, b); }
+__device__ __forceinline__ float fast_exp(float x) { return __builtin_expf(x); }
+__device__ __forceinline__ float fast_rsqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
+__device__ __forceinline__ float fast_rint(float x) { return __builtin_rintf(x); }
+__device__ __forceinline__ float fast_div(float a, float b) { return a / b; }
+__device__ __forceinline__ void atomic_max_u32(uint32_t *p, uint32_t v) {
+  __hip_atomic_fetch_max(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+
+#else  // ------------------------------------------------------------------ NVIDIA
+#define AITER_NVIDIA 1
+#include <stdint.h>
+#define AITER_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
+#define AITER_KERNEL extern "C" __global__
+
+__device__ __forceinline__ unsigned thread_x() { return threadIdx.x; }
+__device__ __forceinline__ unsigned block_x() { return blockIdx.x; }
+__device__ __forceinline__ unsigned block_y() { return blockIdx.y; }
+__device__ __forceinline__ unsigned block_dim_x() { return blockDim.x; }
+__device__ __forceinline__ int warp_size() { return 32; }
+__device__ __forceinline__ void sync_block() { __syncthreads(); }
+__device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+__device__ __forceinline__ float fast_exp(float x) { return __expf(x); }
+__device__ __forceinline__ float fast_rsqrt(float x) { return rsqrtf(x); }
+__device__ __forceinline__ float fast_rint(float x) { return rintf(x); }
+__device__ __forceinline__ float fast_div(float a, float b) { return __fdividef(a, b); }
+__device__ __forceinline__ void atomic_max_u32(uint32_t *p, uint32_t v) { atomicMax(p, v); }
+#endif
+
+// Sum over a block of up to 1024 threads; every thread gets the total.  `scratch`
+// is __shared__ float[32].  One barrier pair per call.
+__device__ __forceinline__ float block_sum(float v, float *scratch) {
+  const int ws = warp_size();
+  for (int m = ws / 2; m > 0; m >>= 1) v += shfl_xor(v, m);
+  const unsigned warp = thread_x() / ws, lane = thread_x() % ws, warps = (block_dim_x() + ws - 1) / ws;
+  if (lane == 0) scratch[warp] = v;
+  sync_block();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  for (int m = ws / 2; m > 0; m >>= 1) v += shfl_xor(v, m);
+  sync_block();  // scratch may be reused right after
+  return v;
+}
+
+__device__ __forceinline__ float block_max(float v, float *scratch) {
+  const int ws = warp_size();
+  for (int m = ws / 2; m > 0; m >>= 1) v = fmaxf(v, shfl_xor(v, m));
+  const unsigned warp = thread_x() / ws, lane = thread_x() % ws, warps = (block_dim_x() + ws - 1) / ws;
+  if (lane == 0) scratch[warp] = v;
+  sync_block();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  for (int m = ws / 2; m > 0; m >>= 1) v = fmaxf(v, shfl_xor(v, m));
+  sync_block();
+  return v;
+}

@@ -1,0 +1,50 @@
+// The GPU driver as libaiter sees it: a handful of entry points resolved with
+// dlopen at first GPU use (libcuda.so.1 for kDLCUDA tensors, libamdhip64.so for
+// kDLROCM), so the library links no GPU runtime and loads on any machine.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "aiter/aiter.h"
+
+namespace aiter {
+namespace gpu {
+
+using Module = void *;
+using Function = void *;
+using Context = void *;
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+// One vendor's driver.  Every call returns AITER_OK or AITER_ERR_DEVICE with the
+// driver's own message in the last error.
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  virtual const char *name() const = 0;
+  virtual aiter_status device_count(int *count) = 0;
+  // The code-object target of a device: "sm_90", "gfx942:sramecc+:xnack-", ...
+  virtual aiter_status device_target(int device, std::string *target) = 0;
+  virtual aiter_status multiprocessor_count(int device, int *count) = 0;
+  // Makes the device's primary context current on this thread (what PyTorch,
+  // CuPy and JAX use), remembering the caller's so restore() can put it back.
+  virtual aiter_status enter(int device, Context *previous) = 0;
+  virtual void restore(Context previous) = 0;
+  virtual aiter_status load_module(const void *image, Module *module) = 0;
+  virtual aiter_status get_function(Module module, const char *symbol, Function *function) = 0;
+  virtual aiter_status set_max_dynamic_smem(Function function, int bytes) = 0;
+  virtual aiter_status launch(Function function, Dim3 grid, Dim3 block, unsigned smem, void *stream,
+                              void **args) = 0;
+  virtual aiter_status memset_u32_async(void *dst, uint32_t value, size_t count, void *stream) = 0;
+};
+
+// The driver for tensors of this device type, loaded once; AITER_ERR_NO_DEVICE
+// (with the dlopen message) when the runtime library or a device is missing.
+aiter_status driver_for(DLDeviceType type, Driver **driver);
+
+}  // namespace gpu
+}  // namespace aiter

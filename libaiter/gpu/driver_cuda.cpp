@@ -1,0 +1,163 @@
+// The CUDA driver API through dlopen("libcuda.so.1").  Only the functions below
+// are resolved; their signatures are the driver API's, with opaque handles as void *.
+#include <dlfcn.h>
+
+#include <mutex>
+
+#include "core/error.hpp"
+#include "gpu/driver.hpp"
+
+namespace aiter {
+namespace gpu {
+namespace {
+
+using CUresult = int;
+constexpr int kComputeMajor = 75, kComputeMinor = 76, kMultiprocessors = 16;  // CUdevice_attribute
+constexpr int kMaxDynamicSmem = 8;                                           // CUfunction_attribute
+
+struct CudaApi {
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(int *, int);
+  CUresult (*cuDeviceGetAttribute)(int *, int, int);
+  CUresult (*cuDevicePrimaryCtxRetain)(Context *, int);
+  CUresult (*cuCtxGetCurrent)(Context *);
+  CUresult (*cuCtxSetCurrent)(Context);
+  CUresult (*cuModuleLoadData)(Module *, const void *);
+  CUresult (*cuModuleGetFunction)(Function *, Module, const char *);
+  CUresult (*cuFuncSetAttribute)(Function, int, int);
+  CUresult (*cuLaunchKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             void *, void **, void **);
+  CUresult (*cuMemsetD32Async)(uint64_t, unsigned, size_t, void *);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+};
+
+template <class F>
+bool resolve(void *lib, const char *symbol, F *fn) {
+  *fn = reinterpret_cast<F>(dlsym(lib, symbol));
+  return *fn != nullptr;
+}
+
+class CudaDriver final : public Driver {
+ public:
+  const char *name() const override { return "CUDA driver (libcuda.so.1)"; }
+
+  aiter_status open() {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr)
+      return fail(AITER_ERR_NO_DEVICE, "no CUDA driver: dlopen(libcuda.so.1) failed: %s", dlerror());
+    // _v2 are the names of the 64-bit-pointer versions in every driver since CUDA 4.
+    const bool ok = resolve(lib, "cuInit", &api_.cuInit) && resolve(lib, "cuDeviceGetCount", &api_.cuDeviceGetCount) &&
+                    resolve(lib, "cuDeviceGet", &api_.cuDeviceGet) &&
+                    resolve(lib, "cuDeviceGetAttribute", &api_.cuDeviceGetAttribute) &&
+                    resolve(lib, "cuDevicePrimaryCtxRetain", &api_.cuDevicePrimaryCtxRetain) &&
+                    resolve(lib, "cuCtxGetCurrent", &api_.cuCtxGetCurrent) &&
+                    resolve(lib, "cuCtxSetCurrent", &api_.cuCtxSetCurrent) &&
+                    resolve(lib, "cuModuleLoadData", &api_.cuModuleLoadData) &&
+                    resolve(lib, "cuModuleGetFunction", &api_.cuModuleGetFunction) &&
+                    resolve(lib, "cuFuncSetAttribute", &api_.cuFuncSetAttribute) &&
+                    resolve(lib, "cuLaunchKernel", &api_.cuLaunchKernel) &&
+                    resolve(lib, "cuMemsetD32Async", &api_.cuMemsetD32Async) &&
+                    resolve(lib, "cuGetErrorString", &api_.cuGetErrorString);
+    if (!ok) return fail(AITER_ERR_NO_DEVICE, "libcuda.so.1 lacks a driver API function libaiter needs: %s", dlerror());
+    return check(api_.cuInit(0), "cuInit");
+  }
+
+  aiter_status device_count(int *count) override { return check(api_.cuDeviceGetCount(count), "cuDeviceGetCount"); }
+
+  aiter_status device_target(int device, std::string *target) override {
+    int dev, major, minor;
+    aiter_status s = check(api_.cuDeviceGet(&dev, device), "cuDeviceGet");
+    if (s == AITER_OK) s = check(api_.cuDeviceGetAttribute(&major, kComputeMajor, dev), "cuDeviceGetAttribute");
+    if (s == AITER_OK) s = check(api_.cuDeviceGetAttribute(&minor, kComputeMinor, dev), "cuDeviceGetAttribute");
+    if (s == AITER_OK) *target = "sm_" + std::to_string(major * 10 + minor);
+    return s;
+  }
+
+  aiter_status multiprocessor_count(int device, int *count) override {
+    int dev;
+    aiter_status s = check(api_.cuDeviceGet(&dev, device), "cuDeviceGet");
+    return s == AITER_OK ? check(api_.cuDeviceGetAttribute(count, kMultiprocessors, dev), "cuDeviceGetAttribute") : s;
+  }
+
+  aiter_status enter(int device, Context *previous) override {
+    Context primary = nullptr;
+    int dev;
+    aiter_status s = check(api_.cuCtxGetCurrent(previous), "cuCtxGetCurrent");
+    if (s == AITER_OK) s = check(api_.cuDeviceGet(&dev, device), "cuDeviceGet");
+    if (s == AITER_OK) s = primary_context(dev, &primary);
+    if (s == AITER_OK && primary != *previous) s = check(api_.cuCtxSetCurrent(primary), "cuCtxSetCurrent");
+    return s;
+  }
+
+  void restore(Context previous) override {
+    Context current = nullptr;
+    if (api_.cuCtxGetCurrent(&current) == 0 && current != previous) api_.cuCtxSetCurrent(previous);
+  }
+
+  aiter_status load_module(const void *image, Module *module) override {
+    return check(api_.cuModuleLoadData(module, image), "cuModuleLoadData");
+  }
+
+  aiter_status get_function(Module module, const char *symbol, Function *function) override {
+    return check(api_.cuModuleGetFunction(function, module, symbol), "cuModuleGetFunction");
+  }
+
+  aiter_status set_max_dynamic_smem(Function function, int bytes) override {
+    return check(api_.cuFuncSetAttribute(function, kMaxDynamicSmem, bytes), "cuFuncSetAttribute");
+  }
+
+  aiter_status launch(Function f, Dim3 g, Dim3 b, unsigned smem, void *stream, void **args) override {
+    return check(api_.cuLaunchKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, smem, stream, args, nullptr), "cuLaunchKernel");
+  }
+
+  aiter_status memset_u32_async(void *dst, uint32_t value, size_t count, void *stream) override {
+    return check(api_.cuMemsetD32Async(reinterpret_cast<uint64_t>(dst), value, count, stream), "cuMemsetD32Async");
+  }
+
+ private:
+  aiter_status check(CUresult r, const char *call) {
+    if (r == 0) return AITER_OK;
+    const char *text = nullptr;
+    if (api_.cuGetErrorString == nullptr || api_.cuGetErrorString(r, &text) != 0 || text == nullptr) text = "unknown";
+    return fail(r == 100 ? AITER_ERR_NO_DEVICE : r == 2 ? AITER_ERR_OUT_OF_MEMORY : AITER_ERR_DEVICE,
+                "%s failed: CUDA error %d: %s", call, r, text);
+  }
+
+  // Retained once per device and never released: the context outlives every call.
+  aiter_status primary_context(int dev, Context *ctx) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (dev < 0 || dev >= kMaxDevices)
+      return fail(AITER_ERR_INVALID_ARGUMENT, "device id %d: expected 0..%d", dev, kMaxDevices - 1);
+    if (contexts_[dev] == nullptr) {
+      aiter_status s = check(api_.cuDevicePrimaryCtxRetain(&contexts_[dev], dev), "cuDevicePrimaryCtxRetain");
+      if (s != AITER_OK) return s;
+    }
+    *ctx = contexts_[dev];
+    return AITER_OK;
+  }
+
+  static constexpr int kMaxDevices = 64;
+  CudaApi api_{};
+  std::mutex mutex_;
+  Context contexts_[kMaxDevices] = {};
+};
+
+}  // namespace
+
+aiter_status open_cuda_driver(Driver **driver) {
+  static CudaDriver instance;
+  static aiter_status status = AITER_ERR_INTERNAL;
+  static std::string message;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    status = instance.open();
+    message = aiter_last_error();
+  });
+  if (status != AITER_OK) return fail(status, "%s", message.c_str());
+  *driver = &instance;
+  return AITER_OK;
+}
+
+}  // namespace gpu
+}  // namespace aiter

@@ -1,0 +1,71 @@
+// GPU launchers of the norm kernels (kernels/norm/norm.cu): one block per row.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "gpu/launch.hpp"
+#include "kernels/common/quant_kind.h"
+#include "kernels/norm/norm_params.h"
+#include "ops/norm.hpp"
+
+namespace aiter {
+namespace gpu {
+namespace {
+
+constexpr int kMaxThreads = 512;  // the kernels' launch bound
+
+const char *dtype_tag(DType t) { return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16"; }
+
+bool aligned16(const void *p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// The 16-byte variant needs whole vectors in every row and aligned row starts.
+bool can_vectorize(const NormArgs &a, const NormParams &p, int per_vector) {
+  const bool strides_ok = p.x_stride % per_vector == 0 && p.out_stride % per_vector == 0 &&
+                          (p.kind != kNormAddRms ||
+                           (p.residual_stride % per_vector == 0 && p.residual_out_stride % per_vector == 0));
+  return a.x_rows.cols % per_vector == 0 && strides_ok && aligned16(p.x) && aligned16(p.out) &&
+         aligned16(p.residual) && aligned16(p.residual_out);
+}
+
+aiter_status launch_norm(const NormArgs &a, NormKind kind, const GpuCall &call) {
+  NormParams p{};
+  p.x = a.x;
+  p.residual = a.residual;
+  p.residual_out = a.residual_out;
+  p.weight = a.weight;
+  p.bias = a.bias;
+  p.out = a.out;
+  p.rows = a.x_rows.rows;
+  p.cols = a.x_rows.cols;
+  p.x_stride = a.x_rows.row_stride;
+  p.residual_stride = a.residual_rows.row_stride;
+  p.residual_out_stride = a.residual_out_rows.row_stride;
+  p.out_stride = a.out_rows.row_stride;
+  p.eps = a.epsilon;
+  p.kind = kind;
+  p.params_f32 = a.param_dtype == DType::f32 && a.dtype != DType::f32;
+  p.quant = kQuantNone;
+  if (p.rows == 0 || p.cols == 0) return AITER_OK;
+
+  const int per_vector = 16 / dtype_size(a.dtype);
+  const bool vec = can_vectorize(a, p, per_vector);
+  const int64_t chunks = vec ? p.cols / per_vector : p.cols;
+  // Chunks a thread keeps in registers: the R of the kernel variants in norm.cu.
+  const int per_thread = vec && a.dtype != DType::f32 ? 8 : 16;
+  const int64_t threads = std::min<int64_t>(kMaxThreads, (chunks + 31) / 32 * 32);
+  if (chunks > threads * per_thread)
+    return fail(AITER_ERR_UNSUPPORTED_SHAPE, "norm on the GPU: rows of %lld elements are too long (at most %lld%s)",
+                (long long)p.cols, (long long)kMaxThreads * per_thread * (vec ? per_vector : 1),
+                vec ? "" : " for rows that are not a multiple of 16 bytes or not 16-byte aligned");
+  const std::string variant = std::string(dtype_tag(a.dtype)) + (vec ? ".vec" : ".scalar");
+  return launch(call, "norm", variant, Dim3{unsigned(p.rows), 1, 1}, unsigned(threads), p);
+}
+
+}  // namespace
+
+aiter_status rmsnorm(const NormArgs &a, const GpuCall &call) { return launch_norm(a, kNormRms, call); }
+aiter_status add_rmsnorm(const NormArgs &a, const GpuCall &call) { return launch_norm(a, kNormAddRms, call); }
+aiter_status layernorm(const NormArgs &a, const GpuCall &call) { return launch_norm(a, kNormLayer, call); }
+
+}  // namespace gpu
+}  // namespace aiter

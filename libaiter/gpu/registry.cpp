@@ -1,0 +1,208 @@
+#include "gpu/registry.hpp"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace aiter {
+namespace gpu {
+namespace {
+
+struct Entry {
+  std::string target, op, variant, file, symbol;
+  int block = 0, smem = 0;
+};
+
+struct Manifest {
+  std::string directory;  // "" when no manifest was found
+  std::vector<Entry> entries;
+  std::vector<std::string> targets;
+  std::string problem;  // why loading failed, for messages
+};
+
+bool is_file(const std::string &path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// $AITER_KERNEL_PATH (':'-separated), then beside libaiter.so: aiter/ (system
+// install), kernels/ (wheel and build tree).
+std::vector<std::string> search_path() {
+  std::vector<std::string> dirs;
+  if (const char *env = std::getenv("AITER_KERNEL_PATH")) {
+    std::stringstream ss(env);
+    for (std::string dir; std::getline(ss, dir, ':');)
+      if (!dir.empty()) dirs.push_back(dir);
+  }
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void *>(&search_path), &info) && info.dli_fname) {
+    std::string lib = info.dli_fname;
+    const std::string dir = lib.substr(0, lib.find_last_of('/') == std::string::npos ? 0 : lib.find_last_of('/'));
+    dirs.push_back((dir.empty() ? "." : dir) + "/aiter");
+    dirs.push_back((dir.empty() ? "." : dir) + "/kernels");
+  }
+  return dirs;
+}
+
+bool parse_line(const std::string &line, Entry *e) {
+  std::stringstream ss(line);
+  std::string block, smem;
+  if (!(std::getline(ss, e->target, '\t') && std::getline(ss, e->op, '\t') && std::getline(ss, e->variant, '\t') &&
+        std::getline(ss, e->file, '\t') && std::getline(ss, e->symbol, '\t') && std::getline(ss, block, '\t') &&
+        std::getline(ss, smem, '\t')))
+    return false;
+  e->block = std::atoi(block.c_str());
+  e->smem = std::atoi(smem.c_str());
+  return e->block > 0;
+}
+
+Manifest read_manifest() {
+  Manifest m;
+  for (const std::string &dir : search_path()) {
+    const std::string path = dir + "/manifest.tsv";
+    if (!is_file(path)) continue;
+    std::ifstream in(path);
+    std::string line;
+    int number = 0;
+    while (std::getline(in, line)) {
+      ++number;
+      if (line.empty() || line[0] == '#') continue;
+      Entry e;
+      if (!parse_line(line, &e)) {
+        m.problem = path + ":" + std::to_string(number) + ": malformed manifest line";
+        return m;
+      }
+      if (m.targets.empty() || m.targets.back() != e.target) m.targets.push_back(e.target);
+      m.entries.push_back(e);
+    }
+    m.directory = dir;
+    log_message(LogLevel::info, "code objects: %s (%zu kernels)", path.c_str(), m.entries.size());
+    return m;
+  }
+  m.problem = "no manifest.tsv in AITER_KERNEL_PATH or beside libaiter.so";
+  return m;
+}
+
+const Manifest &manifest() {
+  static const Manifest m = read_manifest();
+  return m;
+}
+
+// The targets whose code objects run on a device: sm_90 takes sm_90a first;
+// an NVIDIA cubin runs on later minors of its major (sm_80 on sm_86, sm_89);
+// an AMD target drops its feature suffix (gfx942:sramecc+:xnack- -> gfx942).
+std::vector<std::string> compatible_targets(const std::string &device_target) {
+  std::vector<std::string> out;
+  if (device_target.rfind("sm_", 0) == 0) {
+    const int cc = std::atoi(device_target.c_str() + 3);
+    if (cc == 90) out.push_back("sm_90a");
+    for (int minor = cc % 10; minor >= 0; --minor) out.push_back("sm_" + std::to_string(cc / 10 * 10 + minor));
+  } else {
+    out.push_back(device_target.substr(0, device_target.find(':')));
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string> &items) {
+  std::string s;
+  for (const std::string &t : items) s += (s.empty() ? "" : ", ") + t;
+  return s.empty() ? "none" : s;
+}
+
+// Per device: its chosen target, its loaded modules and resolved kernels.
+struct DeviceKernels {
+  std::mutex mutex;
+  bool resolved = false;
+  std::string device_target, target;
+  std::map<std::string, Module> modules;  // by file
+  std::map<std::string, Kernel> kernels;  // by op + '/' + variant
+};
+
+DeviceKernels &device_kernels(Driver *driver, int device) {
+  static std::mutex mutex;
+  static std::map<std::pair<Driver *, int>, std::unique_ptr<DeviceKernels>> all;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto &slot = all[{driver, device}];
+  if (!slot) slot.reset(new DeviceKernels());
+  return *slot;
+}
+
+aiter_status choose_target(Driver *driver, int device, DeviceKernels &dk) {
+  aiter_status s = driver->device_target(device, &dk.device_target);
+  if (s != AITER_OK) return s;
+  for (const std::string &t : compatible_targets(dk.device_target))
+    for (const std::string &built : manifest().targets)
+      if (t == built) {
+        dk.target = t;
+        dk.resolved = true;
+        return AITER_OK;
+      }
+  return fail(AITER_ERR_NO_KERNEL, "no code objects for this GPU (target %s); targets built: %s%s%s",
+              dk.device_target.c_str(), join(manifest().targets).c_str(), manifest().problem.empty() ? "" : "; ",
+              manifest().problem.c_str());
+}
+
+aiter_status read_file(const std::string &path, std::string *bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(AITER_ERR_NO_KERNEL, "code object %s cannot be read", path.c_str());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *bytes = ss.str();
+  return AITER_OK;
+}
+
+aiter_status load_kernel(Driver *driver, DeviceKernels &dk, const Entry &e, Kernel *kernel) {
+  auto module = dk.modules.find(e.file);
+  if (module == dk.modules.end()) {
+    std::string image;
+    aiter_status s = read_file(manifest().directory + "/" + e.file, &image);
+    Module m = nullptr;
+    if (s == AITER_OK) s = driver->load_module(image.data(), &m);
+    if (s != AITER_OK) return s;
+    module = dk.modules.emplace(e.file, m).first;
+  }
+  aiter_status s = driver->get_function(module->second, e.symbol.c_str(), &kernel->function);
+  if (s == AITER_OK && e.smem > 48 * 1024) s = driver->set_max_dynamic_smem(kernel->function, e.smem);
+  kernel->max_block = e.block;
+  kernel->smem = e.smem;
+  return s;
+}
+
+}  // namespace
+
+aiter_status find_kernel(Driver *driver, int device, const char *op, const std::string &variant, Kernel *kernel) {
+  DeviceKernels &dk = device_kernels(driver, device);
+  std::lock_guard<std::mutex> lock(dk.mutex);
+  const std::string key = std::string(op) + "/" + variant;
+  auto found = dk.kernels.find(key);
+  if (found != dk.kernels.end()) {
+    *kernel = found->second;
+    return AITER_OK;
+  }
+  if (!dk.resolved) {
+    aiter_status s = choose_target(driver, device, dk);
+    if (s != AITER_OK) return s;
+  }
+  for (const Entry &e : manifest().entries) {
+    if (e.target != dk.target || e.op != op || e.variant != variant) continue;
+    aiter_status s = load_kernel(driver, dk, e, kernel);
+    if (s == AITER_OK) dk.kernels.emplace(key, *kernel);
+    return s;
+  }
+  return fail(AITER_ERR_NO_KERNEL, "no kernel %s variant %s for target %s in %s", op, variant.c_str(),
+              dk.target.c_str(), manifest().directory.c_str());
+}
+
+std::string kernel_directory() { return manifest().directory; }
+std::vector<std::string> built_targets() { return manifest().targets; }
+
+}  // namespace gpu
+}  // namespace aiter

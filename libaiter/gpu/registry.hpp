@@ -1,0 +1,29 @@
+// Code objects built ahead of time, found through the manifest the build writes
+// (manifest.tsv: target, op, variant, file, symbol, block, smem), and loaded
+// lazily: once per device, the first time one of their kernels is asked for.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpu/driver.hpp"
+
+namespace aiter {
+namespace gpu {
+
+struct Kernel {
+  Function function = nullptr;
+  int max_block = 0;  // the kernel's launch bound
+  int smem = 0;       // dynamic shared memory it needs, bytes
+};
+
+// The kernel `op`/`variant` for the device `where` lives on.  AITER_ERR_NO_KERNEL
+// names the device's target and the targets that were built.
+aiter_status find_kernel(Driver *driver, int device, const char *op, const std::string &variant, Kernel *kernel);
+
+// Where code objects were found ("" if nowhere) and the targets they cover.
+std::string kernel_directory();
+std::vector<std::string> built_targets();
+
+}  // namespace gpu
+}  // namespace aiter

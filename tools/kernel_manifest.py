@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Write the code-object manifest, checking every code object on the way.
+
+usage: kernel_manifest.py OUTPUT TARGET:SOURCE:OBJECT...
+       kernel_manifest.py --check MANIFEST      (re-check an installed manifest)
+
+Each kernel source declares its kernels in comments:
+    // aiter-kernel: op=norm variant=bf16.vec symbol=aiter_norm_bf16_vec8 block=512 smem=0
+For every declared kernel the object must be an ELF for the target's machine
+and architecture (EM_CUDA with the SM number, or EM_AMDGPU with the gfx
+processor) and must define the symbol.  Any mismatch fails the build.
+"""
+import os
+import re
+import struct
+import sys
+
+EM_CUDA, EM_AMDGPU = 190, 224
+AMDGPU_MACH = {"gfx90a": 0x3F, "gfx942": 0x4C, "gfx950": 0x4F, "gfx1100": 0x41, "gfx1201": 0x4E}
+DECLARATION = re.compile(r"//\s*aiter-kernel:\s*(.*)$")
+COLUMNS = ("target", "op", "variant", "file", "symbol", "block", "smem")
+
+
+def elf_facts(path):
+    """(machine, flags, defined symbol names) of a 64-bit little-endian ELF."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
+    machine = struct.unpack_from("<H", data, 18)[0]
+    flags = struct.unpack_from("<I", data, 48)[0]
+    shoff, = struct.unpack_from("<Q", data, 40)
+    shentsize, shnum = struct.unpack_from("<HH", data, 58)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    symbols = set()
+    for sh in sections:
+        if sh[1] != 2:  # SHT_SYMTAB
+            continue
+        strtab = sections[sh[6]]
+        for off in range(sh[4], sh[4] + sh[5], 24):
+            name_off, info, _, shndx = struct.unpack_from("<IBBH", data, off)
+            if shndx != 0 and name_off:
+                end = data.index(b"\0", strtab[4] + name_off)
+                symbols.add(data[strtab[4] + name_off:end].decode())
+    return machine, flags, symbols
+
+
+def check_target(path, target, machine, flags):
+    if target.startswith("sm_"):
+        sm = int(re.match(r"sm_(\d+)", target).group(1))
+        if machine != EM_CUDA or (flags >> 8) & 0xFF != sm:
+            raise ValueError(f"{path}: expected a CUDA ELF for {target}, got machine {machine} flags {flags:#x}")
+    else:
+        mach = AMDGPU_MACH.get(target)
+        if machine != EM_AMDGPU or mach is None or flags & 0xFF != mach:
+            raise ValueError(f"{path}: expected an AMDGPU ELF for {target}, got machine {machine} flags {flags:#x}")
+
+
+def declarations(source):
+    with open(source, encoding="utf-8") as f:
+        for line in f:
+            m = DECLARATION.search(line)
+            if m:
+                fields = dict(item.split("=", 1) for item in m.group(1).split())
+                yield {k: fields[k] for k in ("op", "variant", "symbol", "block", "smem")}
+
+
+def check_object(path, target, symbols_wanted):
+    machine, flags, symbols = elf_facts(path)
+    check_target(path, target, machine, flags)
+    missing = [s for s in symbols_wanted if s not in symbols]
+    if missing:
+        raise ValueError(f"{path}: declared kernels missing from the code object: {', '.join(missing)}")
+
+
+def write(output, triplets):
+    rows = []
+    for triplet in triplets:
+        target, source, obj = triplet.split(":", 2)
+        kernels = list(declarations(source))
+        check_object(obj, target, [k["symbol"] for k in kernels])
+        for k in kernels:
+            rows.append((target, k["op"], k["variant"], os.path.basename(obj), k["symbol"], k["block"], k["smem"]))
+    rows.sort()
+    with open(output, "w", encoding="utf-8") as f:
+        f.write("# " + "\t".join(COLUMNS) + "\n")
+        for row in rows:
+            f.write("\t".join(row) + "\n")
+
+
+def check_manifest(path):
+    """Re-checks an installed manifest: every row's file exists, is an ELF of its
+    target and defines its symbol.  Returns the number of rows."""
+    folder = os.path.dirname(path)
+    rows = [line.rstrip("\n").split("\t") for line in open(path, encoding="utf-8") if not line.startswith("#")]
+    for target, _op, _variant, file, symbol, _block, _smem in rows:
+        check_object(os.path.join(folder, file), target, [symbol])
+    return len(rows)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--check":
+        print(f"{check_manifest(sys.argv[2])} kernels checked")
+    else:
+        write(sys.argv[1], sys.argv[2:])
