@@ -1,5 +1,6 @@
 #include "core/dtype.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace aiter {
@@ -109,24 +110,23 @@ float decode(const Fp8Format &f, uint8_t bits) {
   return neg ? -mag : mag;
 }
 
+// The mantissa is rounded at the value's own exponent, or at the smallest normal
+// exponent for subnormals: a * 2^(mbits - e) is exact in fp32, and nearbyint
+// rounds it to the nearest integer, ties to even.  The same steps as the GPU
+// kernels' encoder (kernels/common/numeric.h), so both backends agree bit for bit.
 uint8_t encode(const Fp8Format &f, float x) {
   if (std::isnan(x)) return f.fnuz ? 0x80 : 0x7f;
-  const uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
-  double a = std::fmin(std::fabs(double(x)), double(f.max));  // saturate
+  const uint32_t sign = (f32_to_bits(x) >> 24) & 0x80u;
+  const float a = std::fmin(std::fabs(x), f.max);  // saturate
   const int emin = 1 - f.bias;
-  int e = std::ilogb(a);
-  if (a == 0.0 || e < emin) e = emin;                      // subnormals share emin's quantum
-  a = std::nearbyint(std::ldexp(a, f.mbits - e));          // mantissa in units of the quantum
-  a = std::fmin(std::ldexp(a, e - f.mbits), double(f.max)); // back to a value, still saturated
-  if (a == 0.0) return f.fnuz ? 0x00 : sign;
-  int ea = std::ilogb(a);
-  uint8_t bits;
-  if (ea < emin) {
-    bits = uint8_t(std::ldexp(a, f.mbits - emin));  // subnormal mantissa
-  } else {
-    const int m = int(std::ldexp(a, f.mbits - ea)) - (1 << f.mbits);
-    bits = uint8_t(((ea + f.bias) << f.mbits) | m);
+  int e = std::max(int((f32_to_bits(a) >> 23) & 0xffu) - 127, emin);
+  uint32_t m = uint32_t(std::nearbyint(a * bits_to_f32(uint32_t(127 + f.mbits - e) << 23)));
+  if (m == 0) return f.fnuz ? 0x00 : uint8_t(sign);
+  if (m >= (2u << f.mbits)) {  // rounded up to the next power of two
+    m >>= 1;
+    ++e;
   }
+  const uint32_t bits = m < (1u << f.mbits) ? m : (uint32_t(e + f.bias) << f.mbits) | (m - (1u << f.mbits));
   return uint8_t(sign | bits);
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/parallel.hpp"
+#include "cpu/quantize.hpp"
 #include "ops/quant.hpp"
 
 namespace aiter {
@@ -21,51 +22,9 @@ constexpr int64_t kBlock = 1024;       // columns per tile: an fp32 buffer that 
 constexpr int64_t kGrain = 4;          // tiles per task, so a task is worth a thread hop
 constexpr int64_t kTaskElems = 4096;   // the same for whole rows, in elements
 
-// ---- the 8-bit types ----------------------------------------------------------
-template <class Q> constexpr float qmax();
-template <> constexpr float qmax<int8_t>() { return 127.0f; }
-template <> constexpr float qmax<e4m3fn_t>() { return e4m3fn_max; }
-template <> constexpr float qmax<e4m3fnuz_t>() { return e4m3fnuz_max; }
-template <> constexpr float qmax<e5m2_t>() { return e5m2_max; }
-
-// fp8: from_f32 rounds to nearest even and saturates at the format's max.
-template <class Q>
-Q quantize(float v) { return from_f32<Q>(v); }
-
-// int8: -128 stays unused so the range is symmetric; NaN has no code and becomes 0
-// (every comparison below is false for it).
-template <>
-int8_t quantize<int8_t>(float v) {
-  const float r = std::nearbyint(v);
-  return int8_t(r >= 127.0f ? 127.0f : r <= -127.0f ? -127.0f : r == r ? r : 0.0f);
-}
-
-// visit_quant(dt, f) calls f(Q{}) with Q the C++ type of an 8-bit output dtype.
-template <class F>
-void visit_quant(DType dt, F &&f) {
-  if (dt == DType::i8) return f(int8_t{});
-  visit_fp8(dt, f);
-}
-
-// amax / qmax, 1 where amax is 0; never below FLT_MIN, so that 1/scale stays finite.
-float scale_for(float amax, float q) { return amax == 0.0f ? 1.0f : std::max(amax / q, FLT_MIN); }
-
-// ---- row pieces -----------------------------------------------------------------
 template <class T>
 void load(const T *src, int64_t n, float *dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = to_f32(src[i]);
-}
-
-// NaN is skipped (std::max keeps its first argument when a comparison is false).
-float amax_of(const float *v, int64_t n) {
-  float m = 0.0f;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(v[i]));
-  return m;
-}
-
-template <class Q>
-void store_quantized(const float *v, int64_t n, float inv_scale, Q *out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = quantize<Q>(v[i] * inv_scale);
 }
 
 template <class T>
