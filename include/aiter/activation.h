@@ -24,6 +24,12 @@ AITER_API aiter_status aiter_silu_and_mul(DLTensor *out, const DLTensor *x, void
 AITER_API aiter_status aiter_gelu_and_mul(DLTensor *out, const DLTensor *x,
                                           aiter_gelu_approx approx, void *stream);
 
+/* Fused silu_and_mul + dynamic per-row quantization: y = silu(x[..., :d]) *
+ * x[..., d:] in fp32, then scale and out as in aiter_rmsnorm_quant (norm.h).
+ * out [..., d] int8 / fp8 e4m3fn / e4m3fnuz / e5m2; scale [..., 1] fp32, compact. */
+AITER_API aiter_status aiter_silu_and_mul_quant(DLTensor *out, DLTensor *scale, const DLTensor *x,
+                                                void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -44,7 +44,13 @@ template <> __device__ __forceinline__ half_t from_f32<half_t>(float x) {
 
 // ---- quantized outputs ---------------------------------------------------------
 __device__ __forceinline__ float quant_max(int kind) {
-  return kind == kQuantInt8 ? 127.0f : kind == kQuantE4m3fn ? 448.0f : 240.0f;
+  return kind == kQuantInt8 ? 127.0f : kind == kQuantE4m3fn ? 448.0f : kind == kQuantE5m2 ? 57344.0f : 240.0f;
+}
+
+// amax / qmax, 1 where amax is 0, never below FLT_MIN (so 1/scale is finite):
+// the CPU backend's rule (libaiter/cpu/quantize.hpp).
+__device__ __forceinline__ float dynamic_scale(float amax, int kind) {
+  return amax > 0.0f ? fmaxf(amax / quant_max(kind), 1.17549435e-38f) : 1.0f;
 }
 
 // fp32 -> fp8 with MBITS mantissa bits and exponent bias BIAS, after clamping to
@@ -71,8 +77,8 @@ __device__ __forceinline__ uint8_t encode_fp8(float x, float maxval) {
 
 __device__ __forceinline__ uint8_t quantize(float x, int kind) {
   switch (kind) {
-    case kQuantInt8: {
-      const float r = fminf(fmaxf(fast_rint(x), -127.0f), 127.0f);
+    case kQuantInt8: {  // NaN has no int8 code: 0, as on the CPU
+      const float r = x != x ? 0.0f : fminf(fmaxf(fast_rint(x), -127.0f), 127.0f);
       return uint8_t(int8_t(r));
     }
     case kQuantE4m3fn:
@@ -84,6 +90,16 @@ __device__ __forceinline__ uint8_t quantize(float x, int kind) {
     }
 #else
       return encode_fp8<3, 7, false>(x, 448.0f);
+#endif
+    case kQuantE5m2:
+#if defined(AITER_NVIDIA) && __CUDA_ARCH__ >= 890
+    {
+      uint16_t pair;
+      asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(x));
+      return uint8_t(pair & 0xff);
+    }
+#else
+      return encode_fp8<2, 15, false>(x, 57344.0f);
 #endif
     default:
       return encode_fp8<3, 8, true>(x, 240.0f);

@@ -33,7 +33,7 @@ __device__ __forceinline__ void store_row(const NormParams &p, long long row, fl
 #pragma unroll
     for (int i = 0; i < N; ++i) amax = fmaxf(amax, fabsf(y[r][i]));  // y is 0 past the row's end
   amax = block_max(amax, scratch);
-  const float scale = amax > 0.0f ? amax / quant_max(p.quant) : 1.0f;
+  const float scale = dynamic_scale(amax, p.quant);
   const float inv = 1.0f / scale;
   if (tid == 0) p.scale_out[row * p.scale_stride] = scale;
 #pragma unroll

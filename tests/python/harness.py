@@ -47,10 +47,7 @@ def poisoned(shape, dtype):
 def f64(a):
     """Any array (NumPy, PyTorch, JAX) as a float64 NumPy array."""
     if type(a).__module__.startswith("torch"):
-        a = a.detach().cpu()
-        if not a.dtype.is_floating_point or a.element_size() < 4:
-            a = a.float() if a.dtype.is_floating_point else a
-        return a.numpy().astype(np.float64)
+        a = on_host(a)
     return np.asarray(a).astype(np.float64)
 
 
@@ -63,3 +60,36 @@ def assert_close(out, ref, dtype, rtol=None, atol=None, what="out"):
     default_rtol, default_atol = TOLERANCE.get(dtype, (0.0, 0.0))
     np.testing.assert_allclose(out, ref, rtol=default_rtol if rtol is None else rtol,
                                atol=default_atol if atol is None else atol, err_msg=what)
+
+
+def to_device(a, device):
+    """A NumPy array as an array on `device`: itself for "cpu", a torch tensor on
+    the GPU otherwise (bfloat16 / fp8 go through their bytes, which torch cannot
+    take from ml_dtypes arrays directly).  Strides of a dense array are kept."""
+    if device == "cpu":
+        return a
+    import torch
+    a = np.ascontiguousarray(a)
+    name = a.dtype.name
+    if name == "bfloat16" or name.startswith("float8"):
+        raw = torch.from_numpy(a.view(np.uint16 if name == "bfloat16" else np.uint8))
+        return raw.view(getattr(torch, name)).to(device)
+    return torch.from_numpy(a).to(device)
+
+
+def on_host(a):
+    """A device array back as a NumPy array of the same dtype (bf16/fp8 via ml_dtypes)."""
+    if not type(a).__module__.startswith("torch"):
+        return np.asarray(a)
+    a = a.detach().cpu()
+    name = str(a.dtype).replace("torch.", "")
+    if name == "bfloat16" or name.startswith("float8"):
+        import torch
+        raw = a.view(torch.uint16 if name == "bfloat16" else torch.uint8).numpy()
+        return raw.view(np_dtype(name))
+    return a.numpy()
+
+
+def poisoned_on(shape, dtype, device):
+    """poisoned(), on `device`."""
+    return to_device(poisoned(shape, dtype), device)
