@@ -78,6 +78,7 @@ typedef struct aiter_library_info {
   const char *gpu_targets;  /* comma-separated GPU targets built, "" if none */
   const char *build_config; /* compiler, build type, CPU ISA flags */
   int32_t cpu_threads;      /* worker threads the CPU backend uses (AITER_NUM_THREADS) */
+  const char *kernel_dir;   /* folder of the code objects and their manifest.tsv, "" if none found */
 } aiter_library_info;
 
 AITER_API aiter_status aiter_get_library_info(aiter_library_info *info);

@@ -61,6 +61,8 @@ AITER_API aiter_status aiter_get_library_info(aiter_library_info *info) {
     full.gpu_targets = aiter::gpu_targets().c_str();
     full.build_config = AITER_BUILD_CONFIG;
     full.cpu_threads = aiter::cpu_threads();
+    static const std::string kernel_dir = aiter::gpu::kernel_directory();
+    full.kernel_dir = kernel_dir.c_str();
     // Copy only what the caller's (possibly older, smaller) struct has room for.
     std::memcpy(info, &full, info->struct_size < sizeof full ? info->struct_size : sizeof full);
     return AITER_OK;

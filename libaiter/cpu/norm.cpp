@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/parallel.hpp"
+#include "cpu/quantize.hpp"
 #include "ops/norm.hpp"
 
 namespace aiter {
@@ -38,6 +39,18 @@ void params_f32(const NormArgs &a, std::vector<float> &weight, std::vector<float
 
 enum class Kind { rms, add_rms, layer };
 
+// The normalized fp32 row goes out as T, or (fused *_quant ops) quantized with its own scale.
+template <class T>
+void store_row(const NormArgs &a, int64_t r, const float *y) {
+  const int64_t n = a.x_rows.cols;
+  if (a.quant_dtype != DType::unknown) {
+    a.scale[r] = quantize_row(y, n, a.quant_dtype, row<uint8_t>(a.out, a.out_rows, r));
+    return;
+  }
+  T *out = row<T>(a.out, a.out_rows, r);
+  for (int64_t i = 0; i < n; ++i) out[i] = from_f32<T>(y[i]);
+}
+
 template <class T>
 void norm_rows(const NormArgs &a, Kind kind, const std::vector<float> &weight, const std::vector<float> &bias) {
   const int64_t n = a.x_rows.cols;
@@ -67,18 +80,21 @@ void norm_rows(const NormArgs &a, Kind kind, const std::vector<float> &weight, c
         squares += d * d;
       }
       const float inv = float(1.0 / std::sqrt(squares / double(n) + double(a.epsilon)));
-      T *out = row<T>(a.out, a.out_rows, r);
       for (int64_t i = 0; i < n; ++i) {
         float y = (v[size_t(i)] - float(mean)) * inv * weight[size_t(i)];
-        if (!bias.empty()) y += bias[size_t(i)];
-        out[i] = from_f32<T>(y);
+        v[size_t(i)] = bias.empty() ? y : y + bias[size_t(i)];
       }
+      store_row<T>(a, r, v.data());
     }
   });
 }
 
 aiter_status run_norm(const NormArgs &a, Kind kind) {
-  if (a.x_rows.rows == 0 || a.x_rows.cols == 0) return AITER_OK;
+  if (a.x_rows.rows == 0) return AITER_OK;
+  if (a.x_rows.cols == 0) {  // empty rows: nothing to normalize, but each still gets a scale
+    for (int64_t r = 0; a.scale != nullptr && r < a.x_rows.rows; ++r) a.scale[r] = 1.0f;
+    return AITER_OK;
+  }
   std::vector<float> weight, bias;
   params_f32(a, weight, bias);
   visit_float(a.dtype, [&](auto tag) { norm_rows<decltype(tag)>(a, kind, weight, bias); });
@@ -90,6 +106,8 @@ aiter_status run_norm(const NormArgs &a, Kind kind) {
 aiter_status rmsnorm(const NormArgs &a) { return run_norm(a, Kind::rms); }
 aiter_status add_rmsnorm(const NormArgs &a) { return run_norm(a, Kind::add_rms); }
 aiter_status layernorm(const NormArgs &a) { return run_norm(a, Kind::layer); }
+aiter_status rmsnorm_quant(const NormArgs &a) { return run_norm(a, Kind::rms); }
+aiter_status add_rmsnorm_quant(const NormArgs &a) { return run_norm(a, Kind::add_rms); }
 
 }  // namespace cpu
 }  // namespace aiter

@@ -38,5 +38,19 @@ aiter_status launch(const GpuCall &call, const char *op, const std::string &vari
   return s;
 }
 
+// Fills `count` 32-bit words of device memory on the caller's stream.
+inline aiter_status memset_u32(const GpuCall &call, void *dst, uint32_t value, size_t count) {
+  if (count == 0) return AITER_OK;
+  Driver *driver = nullptr;
+  aiter_status s = driver_for(call.device.device_type, &driver);
+  if (s != AITER_OK) return s;
+  Context previous = nullptr;
+  s = driver->enter(call.device.device_id, &previous);
+  if (s != AITER_OK) return s;
+  s = driver->memset_u32_async(dst, value, count, call.stream);
+  driver->restore(previous);
+  return s;
+}
+
 }  // namespace gpu
 }  // namespace aiter

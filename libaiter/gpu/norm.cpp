@@ -16,6 +16,21 @@ constexpr int kMaxThreads = 512;  // the kernels' launch bound
 
 const char *dtype_tag(DType t) { return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16"; }
 
+QuantKind quant_kind(DType t) {
+  switch (t) {
+    case DType::i8: return kQuantInt8;
+    case DType::e4m3fn: return kQuantE4m3fn;
+    case DType::e4m3fnuz: return kQuantE4m3fnuz;
+    case DType::e5m2: return kQuantE5m2;
+    default: return kQuantNone;
+  }
+}
+
+// Rows of no elements still get a scale of 1, as on the CPU.
+aiter_status fill_scales(const NormArgs &a, int64_t rows, const GpuCall &call) {
+  return memset_u32(call, a.scale, 0x3f800000u, size_t(rows));  // the bits of 1.0f
+}
+
 bool aligned16(const void *p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // The 16-byte variant needs whole vectors in every row and aligned row starts.
@@ -44,8 +59,10 @@ aiter_status launch_norm(const NormArgs &a, NormKind kind, const GpuCall &call) 
   p.eps = a.epsilon;
   p.kind = kind;
   p.params_f32 = a.param_dtype == DType::f32 && a.dtype != DType::f32;
-  p.quant = kQuantNone;
-  if (p.rows == 0 || p.cols == 0) return AITER_OK;
+  p.quant = quant_kind(a.quant_dtype);
+  p.scale_out = a.scale;
+  p.scale_stride = 1;
+  if (p.rows == 0 || p.cols == 0) return p.cols == 0 && a.scale ? fill_scales(a, p.rows, call) : AITER_OK;
 
   const int per_vector = 16 / dtype_size(a.dtype);
   const bool vec = can_vectorize(a, p, per_vector);
@@ -66,6 +83,8 @@ aiter_status launch_norm(const NormArgs &a, NormKind kind, const GpuCall &call) 
 aiter_status rmsnorm(const NormArgs &a, const GpuCall &call) { return launch_norm(a, kNormRms, call); }
 aiter_status add_rmsnorm(const NormArgs &a, const GpuCall &call) { return launch_norm(a, kNormAddRms, call); }
 aiter_status layernorm(const NormArgs &a, const GpuCall &call) { return launch_norm(a, kNormLayer, call); }
+aiter_status rmsnorm_quant(const NormArgs &a, const GpuCall &call) { return launch_norm(a, kNormRms, call); }
+aiter_status add_rmsnorm_quant(const NormArgs &a, const GpuCall &call) { return launch_norm(a, kNormAddRms, call); }
 
 }  // namespace gpu
 }  // namespace aiter

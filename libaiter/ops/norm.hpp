@@ -21,18 +21,24 @@ struct NormArgs {
   void *out;
   RowView out_rows;
   float epsilon;
+  DType quant_dtype;    // the fused *_quant ops: out's 8-bit dtype; unknown otherwise
+  float *scale;         // the fused *_quant ops: one fp32 scale per row, compact
 };
 
 namespace cpu {
 aiter_status rmsnorm(const NormArgs &a);
 aiter_status add_rmsnorm(const NormArgs &a);
 aiter_status layernorm(const NormArgs &a);
+aiter_status rmsnorm_quant(const NormArgs &a);
+aiter_status add_rmsnorm_quant(const NormArgs &a);
 }  // namespace cpu
 
 namespace gpu {
 aiter_status rmsnorm(const NormArgs &a, const GpuCall &call);
 aiter_status add_rmsnorm(const NormArgs &a, const GpuCall &call);
 aiter_status layernorm(const NormArgs &a, const GpuCall &call);
+aiter_status rmsnorm_quant(const NormArgs &a, const GpuCall &call);
+aiter_status add_rmsnorm_quant(const NormArgs &a, const GpuCall &call);
 }  // namespace gpu
 
 }  // namespace aiter

@@ -29,6 +29,7 @@ def library_info():
         "gpu_targets": [t for t in targets.split(",") if t],
         "build_config": _ffi.string(info.build_config).decode(),
         "cpu_threads": info.cpu_threads,
+        "kernel_dir": _ffi.string(info.kernel_dir).decode(),
         "library_path": library_path,
     }
 

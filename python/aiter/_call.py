@@ -11,8 +11,8 @@ class Arg:
     """An array seen by the C library; ``c`` is its ``DLTensor *``."""
     __slots__ = ("array", "c", "shape", "dtype", "_keep")
 
-    def __init__(self, array, what, writable=False):
-        d = describe(array, what)
+    def __init__(self, array, what, writable=False, stream=None):
+        d = describe(array, what, stream)
         if writable and d.managed is not None and getattr(d.managed, "flags", 0) & _READ_ONLY:
             raise InvalidArgumentError(f"{what}: the array is read-only")
         self.array, self.shape, self.dtype = array, d.shape, d.dtype
@@ -49,26 +49,26 @@ class Call:
         self.symbol = symbol
         self.adapter = adapter_for(like)
         self.like = like
-        stream = self.adapter.stream(like)
-        self.stream = ffi.NULL if stream is None else ffi.cast("void *", stream)
+        self.raw_stream = self.adapter.stream(like)
+        self.stream = ffi.NULL if self.raw_stream is None else ffi.cast("void *", self.raw_stream)
 
     def input(self, array, name):
-        return Arg(array, name)
+        return Arg(array, name, stream=self.raw_stream)
 
     def optional(self, array, name):
-        return None if array is None else Arg(array, name)
+        return None if array is None else self.input(array, name)
 
     def output(self, out, name, shape, dtype):
         """The caller's ``out`` (checked by the library), or a new array like the first input."""
         if out is None:
-            return Arg(self.adapter.empty(tuple(shape), dtype, self.like), name, writable=True)
+            return Arg(self.adapter.empty(tuple(shape), dtype, self.like), name, True, self.raw_stream)
         if self.adapter.name == "jax":
             raise InvalidArgumentError(f"{name}: JAX arrays are immutable; leave {name}=None")
-        return Arg(self.adapter.writable(out, name), name, writable=True)
+        return Arg(self.adapter.writable(out, name), name, True, self.raw_stream)
 
     def inplace(self, array, name):
         """An array the op updates in place (a copy for JAX, returned by result())."""
-        return Arg(self.adapter.writable(array, name), name, writable=True)
+        return Arg(self.adapter.writable(array, name), name, True, self.raw_stream)
 
     def run(self, *args):
         check(getattr(lib, self.symbol)(*args, self.stream))

@@ -44,7 +44,7 @@ class NumpyAdapter:
     name = "numpy"
 
     @staticmethod
-    def describe(arr, what):
+    def describe(arr, what, stream=None):
         name = dtypes.canonical(arr.dtype.name) if arr.dtype.name in dtypes.DLPACK else None
         if name is None:
             raise UnsupportedDtypeError(f"{what}: unsupported dtype {arr.dtype}")
@@ -77,7 +77,7 @@ class TorchAdapter:
     name = "torch"
 
     @staticmethod
-    def describe(t, what):
+    def describe(t, what, stream=None):
         import torch
         name = str(t.dtype).replace("torch.", "")
         if name not in dtypes.DLPACK:
@@ -117,8 +117,8 @@ class DLPackAdapter:
     name = "dlpack"
 
     @staticmethod
-    def describe(obj, what):
-        capsule = _export(obj, what)
+    def describe(obj, what, stream=None):
+        capsule = _export(obj, what, stream)
         return _from_capsule(capsule, what)
 
     @staticmethod
@@ -140,8 +140,18 @@ class DLPackAdapter:
 
 class JaxAdapter(DLPackAdapter):
     """JAX arrays are immutable: outputs are computed in host buffers and returned
-    as new JAX arrays on the input's device; in-place ops work on a copy."""
+    as new JAX arrays on the input's device; in-place ops work on a copy.  JAX
+    arrays on a GPU are refused: JAX cannot wait for work on a foreign stream, so
+    they need XLA's FFI (a planned aiter.jax module), not DLPack."""
     name = "jax"
+
+    @staticmethod
+    def describe(obj, what, stream=None):
+        if obj.__dlpack_device__()[0] != KDL_CPU:
+            from .errors import NoDeviceError
+            raise NoDeviceError(f"{what}: JAX arrays on a GPU are not supported yet (JAX cannot order its work "
+                                "after a foreign stream); pass CPU JAX arrays, or PyTorch / CuPy GPU arrays")
+        return DLPackAdapter.describe(obj, what, stream)
 
     @staticmethod
     def writable(arr, what):
@@ -168,14 +178,19 @@ class CupyAdapter(DLPackAdapter):
         return cupy.cuda.get_current_stream().ptr
 
 
-def _export(obj, what):
+def _export(obj, what, stream):
+    """The array's DLPack capsule.  A GPU producer is told the stream the op runs
+    on (1: the legacy default stream), so it orders its pending writes before it."""
     if not hasattr(obj, "__dlpack__"):
         raise InvalidArgumentError(f"{what}: expected an array (NumPy, PyTorch, JAX, CuPy or any object with "
                                    f"__dlpack__), got {type(obj).__name__}")
+    kwargs = {}
+    if hasattr(obj, "__dlpack_device__") and obj.__dlpack_device__()[0] in (KDL_CUDA, KDL_ROCM):
+        kwargs["stream"] = stream or 1
     try:
-        return obj.__dlpack__(max_version=(1, 1))
+        return obj.__dlpack__(max_version=(1, 1), **kwargs)
     except TypeError:
-        return obj.__dlpack__()
+        return obj.__dlpack__(**kwargs)
 
 
 def _from_capsule(capsule, what):
@@ -218,6 +233,6 @@ def adapter_for(obj):
     return DLPackAdapter
 
 
-def describe(obj, what):
-    return adapter_for(obj).describe(obj, what)
+def describe(obj, what, stream=None):
+    return adapter_for(obj).describe(obj, what, stream)
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import aiter
-from harness import FLOAT_DTYPES, assert_close, f64, poisoned, rand
+from harness import FLOAT_DTYPES, assert_close, f64, on_host, poisoned_on, rand, to_device
 
 SHAPES = [(1, 64), (7, 111), (3, 5, 500), (2, 4096)]
 
@@ -14,28 +14,30 @@ def rms_ref(x, w, eps):
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
-def test_rmsnorm(rng, dtype, shape):
+def test_rmsnorm(rng, device, dtype, shape):
     x, w = rand(rng, shape, dtype), rand(rng, shape[-1:], dtype)
-    out = poisoned(shape, dtype)
-    aiter.rmsnorm(x, w, 1e-6, out=out)
+    out = poisoned_on(shape, dtype, device)
+    aiter.rmsnorm(to_device(x, device), to_device(w, device), 1e-6, out=out)
     assert_close(out, rms_ref(f64(x), f64(w), 1e-6), dtype)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_rmsnorm_fp32_weight_and_strided_rows(rng, dtype):
-    big = rand(rng, (9, 300), dtype)
-    x = big[::2, 10:266]  # rows 600 elements apart, not contiguous
-    w = rand(rng, (256,), "float32")
-    got = aiter.rmsnorm(x, w, 1e-5)
+@pytest.mark.parametrize("cols", [256, 250])  # 250: rows not a whole number of 16-byte vectors
+def test_rmsnorm_fp32_weight_and_strided_rows(rng, device, dtype, cols):
+    big = to_device(rand(rng, (9, 300), dtype), device)
+    x = big[::2, 10:10 + cols]  # rows 600 elements apart, not contiguous
+    w = rand(rng, (cols,), "float32")
+    got = aiter.rmsnorm(x, to_device(w, device), 1e-5)
     assert_close(got, rms_ref(f64(x), f64(w), 1e-5), dtype)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
-def test_add_rmsnorm(rng, dtype, shape):
+def test_add_rmsnorm(rng, device, dtype, shape):
     x, res, w = rand(rng, shape, dtype), rand(rng, shape, dtype), rand(rng, shape[-1:], dtype)
-    out, res_out = poisoned(shape, dtype), poisoned(shape, dtype)
-    aiter.add_rmsnorm(x, res, w, 1e-6, out=out, residual_out=res_out)
+    out, res_out = poisoned_on(shape, dtype, device), poisoned_on(shape, dtype, device)
+    d = [to_device(a, device) for a in (x, res, w)]
+    aiter.add_rmsnorm(*d, 1e-6, out=out, residual_out=res_out)
     new_res = f64(x) + f64(res)
     assert_close(res_out, new_res, dtype, what="residual_out")
     # The norm sees the residual as stored in the dtype.
@@ -54,17 +56,76 @@ def test_add_rmsnorm_in_place(rng):
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("with_bias", [True, False])
-def test_layernorm(rng, dtype, shape, with_bias):
+def test_layernorm(rng, device, dtype, shape, with_bias):
     x = rand(rng, shape, dtype, scale=2.0, offset=3.0)  # a mean far from 0
     w, b = rand(rng, shape[-1:], dtype), rand(rng, shape[-1:], dtype) if with_bias else None
-    out = poisoned(shape, dtype)
-    aiter.layernorm(x, w, b, 1e-5, out=out)
+    out = poisoned_on(shape, dtype, device)
+    aiter.layernorm(to_device(x, device), to_device(w, device), None if b is None else to_device(b, device),
+                    1e-5, out=out)
     xd = f64(x)
     mean = xd.mean(-1, keepdims=True)
     ref = (xd - mean) / np.sqrt(((xd - mean) ** 2).mean(-1, keepdims=True) + 1e-5) * f64(w)
     if with_bias:
         ref = ref + f64(b)
     assert_close(out, ref, dtype)
+
+
+QUANT_DTYPES = ["int8", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2"]
+QMAX = {"int8": 127.0, "float8_e4m3fn": 448.0, "float8_e4m3fnuz": 240.0, "float8_e5m2": 57344.0}
+
+
+def check_norm_quant(out, scale, y, qdtype):
+    """out * scale reproduces the float64 reference y within one quantization step;
+    scales are amax(|y|) / qmax per row; almost every element rounds exactly like
+    float64 (the fp32 statistics may move a value across a rounding midpoint)."""
+    out, scale = on_host(out), f64(scale)
+    scale_ref = np.abs(y).max(-1, keepdims=True) / QMAX[qdtype]
+    np.testing.assert_allclose(scale, scale_ref, rtol=2e-5, err_msg="scale")
+    q = f64(out)
+    assert not np.isnan(q).any() and (qdtype != "int8" or (out != -128).all()), "unwritten elements"
+    ref = y / scale_ref
+    if qdtype == "int8":
+        exact = np.clip(np.rint(ref), -127, 127)
+        step = np.ones_like(ref)
+    else:
+        from harness import np_dtype
+        exact = np.clip(ref, -QMAX[qdtype], QMAX[qdtype]).astype(np_dtype(qdtype)).astype(np.float64)
+        mant = 2 if qdtype == "float8_e5m2" else 3
+        emin = {"float8_e4m3fn": -6, "float8_e4m3fnuz": -7, "float8_e5m2": -14}[qdtype]  # subnormals below
+        step = 2.0 ** (np.maximum(np.floor(np.log2(np.maximum(np.abs(ref), 1e-30))), emin) - mant)
+    assert (np.abs(q - ref) <= step * 1.0001).all(), "an element is off by more than one step"
+    assert (q == exact).mean() >= 0.99, "too many elements rounded apart from float64"
+
+
+@pytest.mark.parametrize("qdtype", QUANT_DTYPES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("shape", [(1, 64), (7, 111), (3, 4, 500), (2, 4096)])
+def test_rmsnorm_quant(rng, device, dtype, qdtype, shape):
+    x, w = rand(rng, shape, dtype), rand(rng, shape[-1:], dtype)
+    out = poisoned_on(shape, qdtype, device)
+    scale = poisoned_on(shape[:-1] + (1,), "float32", device)
+    aiter.rmsnorm_quant(to_device(x, device), to_device(w, device), 1e-6, qdtype, out=out, scale=scale)
+    check_norm_quant(out, scale, rms_ref(f64(x), f64(w), 1e-6), qdtype)
+
+
+@pytest.mark.parametrize("qdtype", ["int8", "float8_e4m3fn"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_add_rmsnorm_quant(rng, device, dtype, qdtype):
+    shape = (5, 1000)
+    x, res, w = rand(rng, shape, dtype), rand(rng, shape, dtype), rand(rng, shape[-1:], dtype)
+    out, scale, res_out = aiter.add_rmsnorm_quant(*[to_device(a, device) for a in (x, res, w)], 1e-6, qdtype)
+    assert_close(res_out, f64(x) + f64(res), dtype, what="residual_out")
+    check_norm_quant(out, scale, rms_ref(f64(res_out), f64(w), 1e-6), qdtype)
+
+
+def test_norm_quant_rejects_bad_arguments(rng):
+    x, w = rand(rng, (4, 64), "float32"), rand(rng, (64,), "float32")
+    with pytest.raises(aiter.UnsupportedDtypeError, match="dtype"):
+        aiter.rmsnorm_quant(x, w, dtype="float16")
+    with pytest.raises(aiter.InvalidArgumentError, match="scale: expected shape"):
+        aiter.rmsnorm_quant(x, w, scale=np.empty((4, 2), np.float32))
+    with pytest.raises(aiter.UnsupportedDtypeError, match="scale: expected dtype float32"):
+        aiter.rmsnorm_quant(x, w, scale=np.empty((4, 1), np.float16))
 
 
 def test_norm_rejects_bad_arguments(rng):

@@ -11,7 +11,41 @@ def run():
     print(f"  CPU threads:  {info['cpu_threads']} (AITER_NUM_THREADS)")
     targets = info["gpu_targets"]
     print(f"  GPU targets:  {', '.join(targets) if targets else 'none built'}")
-    print(f"  code objects: {'see GPU targets' if targets else 'none (CPU-only build)'}")
-    gpu = [b for b in info["backends"] if b != "cpu"]
-    print(f"  devices:      cpu{'' if gpu else ' (no GPU backend in this build)'}")
+    print(f"  code objects: {info['kernel_dir'] + '/manifest.tsv' if targets else 'none (CPU-only build)'}")
+    for line in _manifest_summary(info["kernel_dir"]):
+        print(f"                {line}")
+    print(f"  devices:      {', '.join(_devices())}")
     return 0
+
+
+def _manifest_summary(folder):
+    """One line per target: how many kernels of which ops."""
+    import collections
+    import os
+    path = os.path.join(folder, "manifest.tsv")
+    if not folder or not os.path.exists(path):
+        return []
+    ops = collections.defaultdict(set)
+    count = collections.Counter()
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if not line.startswith("#"):
+                target, op = line.split("\t")[:2]
+                ops[target].add(op)
+                count[target] += 1
+    return [f"{t}: {count[t]} kernels ({', '.join(sorted(ops[t]))})" for t in sorted(ops)]
+
+
+def _devices():
+    """The CPU, and CUDA GPUs as PyTorch or CuPy see them, if either is installed (aiter needs neither)."""
+    found = ["cpu"]
+    try:
+        import torch
+        if torch.cuda.is_available():
+            for i in range(torch.cuda.device_count()):
+                p = torch.cuda.get_device_properties(i)
+                found.append(f"cuda:{i} {p.name} (sm_{p.major}{p.minor}, {p.multi_processor_count} SMs)")
+            return found
+    except ImportError:
+        pass
+    return found + ["(no CUDA GPU seen through PyTorch)"]

@@ -19,8 +19,8 @@ def _quant_dtype(dtype):
     return name
 
 
-def _outputs(c, x_, dtype, out):
-    """The quantized output, allocated or the caller's, which must be of ``dtype``."""
+def quantized_output(c, x_, dtype, out):
+    """The quantized output of a Call, allocated or the caller's, which must be of ``dtype``."""
     name = _quant_dtype(dtype)
     out_ = c.output(out, "out", x_.shape, name)
     if out_.dtype != name:
@@ -28,12 +28,17 @@ def _outputs(c, x_, dtype, out):
     return out_
 
 
+def row_scales(c, x_, scale):
+    """The per-row scales of a Call: float32 of ``x.shape[:-1] + (1,)``."""
+    return c.output(scale, "scale", x_.shape[:-1] + (1,), "float32")
+
+
 def quant_per_tensor(x, dtype="float8_e4m3fn", *, out=None, scale=None):
     """Quantize ``x`` with one dynamic scale; returns ``(out, scale)``, scale of
     shape ``(1,)`` float32 (a caller's ``scale`` may also be ``(1, 1)``)."""
     c = Call("aiter_quant_per_tensor_dynamic", like=x)
     x_ = c.input(x, "x")
-    out_ = _outputs(c, x_, dtype, out)
+    out_ = quantized_output(c, x_, dtype, out)
     scale_ = c.output(scale, "scale", (1,), "float32")
     c.run(out_.c, scale_.c, x_.c)
     return c.result(out_), c.result(scale_)
@@ -44,8 +49,8 @@ def quant_per_token(x, dtype="float8_e4m3fn", *, out=None, scale=None):
     returns ``(out, scale)``, scale of shape ``x.shape[:-1] + (1,)`` float32."""
     c = Call("aiter_quant_per_token_dynamic", like=x)
     x_ = c.input(x, "x")
-    out_ = _outputs(c, x_, dtype, out)
-    scale_ = c.output(scale, "scale", x_.shape[:-1] + (1,), "float32")
+    out_ = quantized_output(c, x_, dtype, out)
+    scale_ = row_scales(c, x_, scale)
     c.run(out_.c, scale_.c, x_.c)
     return c.result(out_), c.result(scale_)
 
@@ -55,6 +60,6 @@ def quant_per_tensor_static(x, scale, dtype="float8_e4m3fn", *, out=None):
     ``(1, 1)`` holding a finite value >= FLT_MIN; returns ``out``."""
     c = Call("aiter_quant_per_tensor_static", like=x)
     x_, scale_ = c.input(x, "x"), c.input(scale, "scale")
-    out_ = _outputs(c, x_, dtype, out)
+    out_ = quantized_output(c, x_, dtype, out)
     c.run(out_.c, x_.c, scale_.c)
     return c.result(out_)

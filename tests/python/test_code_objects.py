@@ -1,0 +1,56 @@
+"""The GPU code objects the build produced: every target whose toolchain is on
+this machine was built, and every manifest row names an ELF of its target that
+defines its kernel.  Runs without a GPU."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import aiter
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
+import kernel_manifest  # noqa: E402
+
+NVIDIA = {"sm_80", "sm_90a"}
+AMD = {"gfx90a", "gfx942", "gfx1100", "gfx1201"}  # gfx950 needs a newer clang than 19
+
+
+def expected_targets():
+    expected = set()
+    if shutil.which("nvcc"):
+        expected |= NVIDIA
+    clang = shutil.which("clang-19")
+    if clang and subprocess.run([clang, "-print-targets"], capture_output=True, text=True).stdout.count("amdgcn"):
+        expected |= AMD
+    return expected
+
+
+def test_every_available_toolchain_built_its_targets():
+    built = set(aiter.library_info()["gpu_targets"])
+    assert expected_targets() <= built, f"built {sorted(built)}, expected at least {sorted(expected_targets())}"
+
+
+def test_manifest_rows_are_valid_code_objects():
+    folder = aiter.library_info()["kernel_dir"]
+    if not folder:
+        if expected_targets():
+            pytest.fail("GPU toolchains are installed but no code objects were found")
+        pytest.skip("no GPU toolchain on this machine: nothing was built")
+    rows = kernel_manifest.check_manifest(os.path.join(folder, "manifest.tsv"))
+    assert rows >= len(aiter.library_info()["gpu_targets"])
+
+
+def test_a_corrupted_code_object_is_caught(tmp_path):
+    folder = aiter.library_info()["kernel_dir"]
+    if not folder:
+        pytest.skip("no code objects built")
+    for name in os.listdir(folder):
+        shutil.copy(os.path.join(folder, name), tmp_path / name)
+    victim = next(name for name in os.listdir(tmp_path) if name.endswith((".cubin", ".hsaco")))
+    data = bytearray((tmp_path / victim).read_bytes())
+    data[18] ^= 0xFF  # e_machine
+    (tmp_path / victim).write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="expected"):
+        kernel_manifest.check_manifest(str(tmp_path / "manifest.tsv"))
