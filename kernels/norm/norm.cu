@@ -6,11 +6,23 @@
 
 namespace {
 
-constexpr int kMaxThreads = 512;  // 128 registers a thread: room for the row cache
-
-template <class T>
-__device__ __forceinline__ float param(const void *p, long long i, int f32) {
-  return f32 ? static_cast<const float *>(p)[i] : to_f32(static_cast<const T *>(p)[i]);
+// Weight or bias elements c..c+N-1 as fp32, stored as fp32 or as T.  The vector
+// variants have 16-byte aligned params (checked by the host), so they load whole vectors.
+template <class T, int N>
+__device__ __forceinline__ void load_params(const void *p, long long c, int f32, float (&out)[N]) {
+  if (N == 1) {
+    out[0] = f32 ? static_cast<const float *>(p)[c] : to_f32(static_cast<const T *>(p)[c]);
+  } else if (f32) {
+#pragma unroll
+    for (int i = 0; i < N; i += 4) {
+      float part[4];
+      load_f32<float, 4>(static_cast<const float *>(p) + c + i, part);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) out[i + j] = part[j];
+    }
+  } else {
+    load_f32<T, N>(static_cast<const T *>(p) + c, out);
+  }
 }
 
 // Writes the normalized row (already scaled by weight/bias in `y`) as T, or as
@@ -48,7 +60,9 @@ __device__ __forceinline__ void store_row(const NormParams &p, long long row, fl
 }
 
 // Each thread owns R chunks of N contiguous elements: chunk r covers columns
-// (r * blockDim + tid) * N ... + N.  The host picks blockDim so R chunks suffice.
+// (r * blockDim + tid) * N ... + N.  The host picks the smallest R that covers
+// the row with at most the variant's threads: few registers, many blocks per
+// SM, so many loads are in flight.
 template <class T, int N, int R>
 __device__ void norm_row(const NormParams &p) {
   __shared__ float scratch[32];
@@ -101,31 +115,53 @@ __device__ void norm_row(const NormParams &p) {
   for (int r = 0; r < R; ++r) {
     const long long c = (long long)(r * nthreads + tid) * N;
     if (c >= p.cols) continue;
+    float w[N], b[N];
+    load_params<T, N>(p.weight, c, p.params_f32, w);
+    if (p.bias) load_params<T, N>(p.bias, c, p.params_f32, b);
 #pragma unroll
-    for (int i = 0; i < N; ++i) {
-      float y = (v[r][i] - mean) * inv_std * param<T>(p.weight, c + i, p.params_f32);
-      if (p.bias) y += param<T>(p.bias, c + i, p.params_f32);
-      v[r][i] = y;
-    }
+    for (int i = 0; i < N; ++i) v[r][i] = (v[r][i] - mean) * inv_std * w[i] + (p.bias ? b[i] : 0.0f);
   }
   store_row<T, N, R>(p, row, v, scratch);
 }
 
 }  // namespace
 
-// Vector variants need cols % N == 0 and 16-byte aligned rows; scalar ones take anything.
-#define AITER_NORM_KERNEL(name, T, N, R) \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kMaxThreads) name(NormParams p) { norm_row<T, N, R>(p); }
+// Variants: <dtype>.<vec|scalar>.r<R>[.t1024].  Vector variants need cols % N == 0
+// and 16-byte aligned rows and params; scalar ones take anything.  Most launch at
+// most 256 threads; the .t1024 ones take rows too long for that.
+#define AITER_NORM_KERNEL(name, T, N, R, THREADS) \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS(THREADS) name(NormParams p) { norm_row<T, N, R>(p); }
+#define AITER_NORM_FAMILY(tag, T, N)                              \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r1, T, N, 1, 256)      \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r2, T, N, 2, 256)      \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r4, T, N, 4, 256)      \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r8, T, N, 8, 256)      \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r4_t1024, T, N, 4, 1024) \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_scalar_r8, T, 1, 8, 256)   \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_scalar_r16_t1024, T, 1, 16, 1024)
 
-// aiter-kernel: op=norm variant=f32.vec symbol=aiter_norm_f32_vec4 block=512 smem=0
-AITER_NORM_KERNEL(aiter_norm_f32_vec4, float, 4, 16)
-// aiter-kernel: op=norm variant=f16.vec symbol=aiter_norm_f16_vec8 block=512 smem=0
-AITER_NORM_KERNEL(aiter_norm_f16_vec8, half_t, 8, 8)
-// aiter-kernel: op=norm variant=bf16.vec symbol=aiter_norm_bf16_vec8 block=512 smem=0
-AITER_NORM_KERNEL(aiter_norm_bf16_vec8, bf16_t, 8, 8)
-// aiter-kernel: op=norm variant=f32.scalar symbol=aiter_norm_f32_scalar block=512 smem=0
-AITER_NORM_KERNEL(aiter_norm_f32_scalar, float, 1, 16)
-// aiter-kernel: op=norm variant=f16.scalar symbol=aiter_norm_f16_scalar block=512 smem=0
-AITER_NORM_KERNEL(aiter_norm_f16_scalar, half_t, 1, 16)
-// aiter-kernel: op=norm variant=bf16.scalar symbol=aiter_norm_bf16_scalar block=512 smem=0
-AITER_NORM_KERNEL(aiter_norm_bf16_scalar, bf16_t, 1, 16)
+AITER_NORM_FAMILY(f32, float, 4)
+AITER_NORM_FAMILY(f16, half_t, 8)
+AITER_NORM_FAMILY(bf16, bf16_t, 8)
+
+// aiter-kernel: op=norm variant=f32.vec.r1 symbol=aiter_norm_f32_vec_r1 block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r2 symbol=aiter_norm_f32_vec_r2 block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r4 symbol=aiter_norm_f32_vec_r4 block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r8 symbol=aiter_norm_f32_vec_r8 block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r4.t1024 symbol=aiter_norm_f32_vec_r4_t1024 block=1024 smem=0
+// aiter-kernel: op=norm variant=f32.scalar.r8 symbol=aiter_norm_f32_scalar_r8 block=256 smem=0
+// aiter-kernel: op=norm variant=f32.scalar.r16.t1024 symbol=aiter_norm_f32_scalar_r16_t1024 block=1024 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r1 symbol=aiter_norm_f16_vec_r1 block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r2 symbol=aiter_norm_f16_vec_r2 block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r4 symbol=aiter_norm_f16_vec_r4 block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r8 symbol=aiter_norm_f16_vec_r8 block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r4.t1024 symbol=aiter_norm_f16_vec_r4_t1024 block=1024 smem=0
+// aiter-kernel: op=norm variant=f16.scalar.r8 symbol=aiter_norm_f16_scalar_r8 block=256 smem=0
+// aiter-kernel: op=norm variant=f16.scalar.r16.t1024 symbol=aiter_norm_f16_scalar_r16_t1024 block=1024 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r1 symbol=aiter_norm_bf16_vec_r1 block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r2 symbol=aiter_norm_bf16_vec_r2 block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r4 symbol=aiter_norm_bf16_vec_r4 block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r8 symbol=aiter_norm_bf16_vec_r8 block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r4.t1024 symbol=aiter_norm_bf16_vec_r4_t1024 block=1024 smem=0
+// aiter-kernel: op=norm variant=bf16.scalar.r8 symbol=aiter_norm_bf16_scalar_r8 block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.scalar.r16.t1024 symbol=aiter_norm_bf16_scalar_r16_t1024 block=1024 smem=0

@@ -12,7 +12,6 @@ namespace aiter {
 namespace gpu {
 namespace {
 
-constexpr int kMaxThreads = 512;  // the kernels' launch bound
 
 const char *dtype_tag(DType t) { return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16"; }
 
@@ -39,7 +38,27 @@ bool can_vectorize(const NormArgs &a, const NormParams &p, int per_vector) {
                           (p.kind != kNormAddRms ||
                            (p.residual_stride % per_vector == 0 && p.residual_out_stride % per_vector == 0));
   return a.x_rows.cols % per_vector == 0 && strides_ok && aligned16(p.x) && aligned16(p.out) &&
-         aligned16(p.residual) && aligned16(p.residual_out);
+         aligned16(p.residual) && aligned16(p.residual_out) && aligned16(p.weight) && aligned16(p.bias);
+}
+
+// The kernel variant and block size for rows of `chunks` chunks: the smallest
+// register tile R (chunks per thread) that covers a row with at most 256
+// threads, else a 1024-thread variant; "" when even that is too small.
+struct Shape {
+  std::string variant;
+  unsigned threads = 0;
+};
+
+Shape pick_shape(int64_t chunks, bool vec) {
+  struct Option { const char *name; int r; int64_t max_threads; };
+  static const Option vector_options[] = {{"vec.r1", 1, 256}, {"vec.r2", 2, 256}, {"vec.r4", 4, 256},
+                                          {"vec.r8", 8, 256}, {"vec.r4.t1024", 4, 1024}};
+  static const Option scalar_options[] = {{"scalar.r8", 8, 256}, {"scalar.r16.t1024", 16, 1024}};
+  for (const Option &o : vec ? vector_options : scalar_options) {
+    const int64_t threads = ((chunks + o.r - 1) / o.r + 31) / 32 * 32;
+    if (threads <= o.max_threads) return Shape{o.name, unsigned(threads)};
+  }
+  return Shape{};
 }
 
 aiter_status launch_norm(const NormArgs &a, NormKind kind, const GpuCall &call) {
@@ -66,16 +85,14 @@ aiter_status launch_norm(const NormArgs &a, NormKind kind, const GpuCall &call) 
 
   const int per_vector = 16 / dtype_size(a.dtype);
   const bool vec = can_vectorize(a, p, per_vector);
-  const int64_t chunks = vec ? p.cols / per_vector : p.cols;
-  // Chunks a thread keeps in registers: the R of the kernel variants in norm.cu.
-  const int per_thread = vec && a.dtype != DType::f32 ? 8 : 16;
-  const int64_t threads = std::min<int64_t>(kMaxThreads, (chunks + 31) / 32 * 32);
-  if (chunks > threads * per_thread)
-    return fail(AITER_ERR_UNSUPPORTED_SHAPE, "norm on the GPU: rows of %lld elements are too long (at most %lld%s)",
-                (long long)p.cols, (long long)kMaxThreads * per_thread * (vec ? per_vector : 1),
-                vec ? "" : " for rows that are not a multiple of 16 bytes or not 16-byte aligned");
-  const std::string variant = std::string(dtype_tag(a.dtype)) + (vec ? ".vec" : ".scalar");
-  return launch(call, "norm", variant, Dim3{unsigned(p.rows), 1, 1}, unsigned(threads), p);
+  const Shape shape = pick_shape(vec ? p.cols / per_vector : p.cols, vec);
+  if (shape.threads == 0)
+    return fail(AITER_ERR_UNSUPPORTED_SHAPE,
+                "norm on the GPU: rows of %lld elements are too long (at most %d, or %d for rows that are not a "
+                "whole number of 16-byte vectors or not 16-byte aligned)",
+                (long long)p.cols, 1024 * 4 * per_vector, 1024 * 16);
+  return launch(call, "norm", std::string(dtype_tag(a.dtype)) + "." + shape.variant, Dim3{unsigned(p.rows), 1, 1},
+                shape.threads, p);
 }
 
 }  // namespace
