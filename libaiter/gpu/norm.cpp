@@ -1,6 +1,7 @@
 // GPU launchers of the norm kernels (kernels/norm/norm.cu): one block per row.
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 
 #include "gpu/launch.hpp"
@@ -54,7 +55,10 @@ Shape pick_shape(int64_t chunks, bool vec) {
   static const Option vector_options[] = {{"vec.r1", 1, 256}, {"vec.r2", 2, 256}, {"vec.r4", 4, 256},
                                           {"vec.r8", 8, 256}, {"vec.r4.t1024", 4, 1024}};
   static const Option scalar_options[] = {{"scalar.r8", 8, 256}, {"scalar.r16.t1024", 16, 1024}};
-  for (const Option &o : vec ? vector_options : scalar_options) {
+  const Option *options = vec ? vector_options : scalar_options;
+  const size_t count = vec ? std::size(vector_options) : std::size(scalar_options);
+  for (size_t i = 0; i < count; ++i) {
+    const Option &o = options[i];
     const int64_t threads = ((chunks + o.r - 1) / o.r + 31) / 32 * 32;
     if (threads <= o.max_threads) return Shape{o.name, unsigned(threads)};
   }
