@@ -63,18 +63,24 @@ __device__ __forceinline__ void store_row(const NormParams &p, long long row, fl
 // (r * blockDim + tid) * N ... + N.  The host picks the smallest R that covers
 // the row with at most the variant's threads: few registers, many blocks per
 // SM, so many loads are in flight.
+// With small tiles (R <= 2) weights and bias are loaded together with x, so
+// their latency overlaps the row's instead of following the reduction; larger
+// tiles load them afterwards, to keep registers (and so blocks per SM) in budget.
 template <class T, int N, int R>
 __device__ void norm_row(const NormParams &p) {
+  constexpr bool prefetch = R <= 2;
   __shared__ float scratch[32];
   const long long row = block_x();
   const unsigned tid = thread_x(), nthreads = block_dim_x();
-  float v[R][N];
+  float v[R][N], w[R][N], b[R][N];
   float sum = 0.0f;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const long long c = (long long)(r * nthreads + tid) * N;
     if (c < p.cols) {
       load_f32<T, N>(static_cast<const T *>(p.x) + row * p.x_stride + c, v[r]);
+      if (prefetch) load_params<T, N>(p.weight, c, p.params_f32, w[r]);
+      if (prefetch && p.bias) load_params<T, N>(p.bias, c, p.params_f32, b[r]);
       if (p.kind == kNormAddRms) {
         float res[N];
         load_f32<T, N>(static_cast<const T *>(p.residual) + row * p.residual_stride + c, res);
@@ -115,11 +121,10 @@ __device__ void norm_row(const NormParams &p) {
   for (int r = 0; r < R; ++r) {
     const long long c = (long long)(r * nthreads + tid) * N;
     if (c >= p.cols) continue;
-    float w[N], b[N];
-    load_params<T, N>(p.weight, c, p.params_f32, w);
-    if (p.bias) load_params<T, N>(p.bias, c, p.params_f32, b);
+    if (!prefetch) load_params<T, N>(p.weight, c, p.params_f32, w[r]);
+    if (!prefetch && p.bias) load_params<T, N>(p.bias, c, p.params_f32, b[r]);
 #pragma unroll
-    for (int i = 0; i < N; ++i) v[r][i] = (v[r][i] - mean) * inv_std * w[i] + (p.bias ? b[i] : 0.0f);
+    for (int i = 0; i < N; ++i) v[r][i] = (v[r][i] - mean) * inv_std * w[r][i] + (p.bias ? b[r][i] : 0.0f);
   }
   store_row<T, N, R>(p, row, v, scratch);
 }
@@ -138,7 +143,7 @@ __device__ void norm_row(const NormParams &p) {
   AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r8, T, N, 8, 256)      \
   AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r4_t1024, T, N, 4, 1024) \
   AITER_NORM_KERNEL(aiter_norm_##tag##_scalar_r8, T, 1, 8, 256)   \
-  AITER_NORM_KERNEL(aiter_norm_##tag##_scalar_r16_t1024, T, 1, 16, 1024)
+  AITER_NORM_KERNEL(aiter_norm_##tag##_scalar_r8_t1024, T, 1, 8, 1024)
 
 AITER_NORM_FAMILY(f32, float, 4)
 AITER_NORM_FAMILY(f16, half_t, 8)
@@ -150,18 +155,18 @@ AITER_NORM_FAMILY(bf16, bf16_t, 8)
 // aiter-kernel: op=norm variant=f32.vec.r8 symbol=aiter_norm_f32_vec_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=f32.vec.r4.t1024 symbol=aiter_norm_f32_vec_r4_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=f32.scalar.r8 symbol=aiter_norm_f32_scalar_r8 block=256 smem=0
-// aiter-kernel: op=norm variant=f32.scalar.r16.t1024 symbol=aiter_norm_f32_scalar_r16_t1024 block=1024 smem=0
+// aiter-kernel: op=norm variant=f32.scalar.r8.t1024 symbol=aiter_norm_f32_scalar_r8_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r1 symbol=aiter_norm_f16_vec_r1 block=256 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r2 symbol=aiter_norm_f16_vec_r2 block=256 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r4 symbol=aiter_norm_f16_vec_r4 block=256 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r8 symbol=aiter_norm_f16_vec_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r4.t1024 symbol=aiter_norm_f16_vec_r4_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=f16.scalar.r8 symbol=aiter_norm_f16_scalar_r8 block=256 smem=0
-// aiter-kernel: op=norm variant=f16.scalar.r16.t1024 symbol=aiter_norm_f16_scalar_r16_t1024 block=1024 smem=0
+// aiter-kernel: op=norm variant=f16.scalar.r8.t1024 symbol=aiter_norm_f16_scalar_r8_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r1 symbol=aiter_norm_bf16_vec_r1 block=256 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r2 symbol=aiter_norm_bf16_vec_r2 block=256 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r4 symbol=aiter_norm_bf16_vec_r4 block=256 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r8 symbol=aiter_norm_bf16_vec_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r4.t1024 symbol=aiter_norm_bf16_vec_r4_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=bf16.scalar.r8 symbol=aiter_norm_bf16_scalar_r8 block=256 smem=0
-// aiter-kernel: op=norm variant=bf16.scalar.r16.t1024 symbol=aiter_norm_bf16_scalar_r16_t1024 block=1024 smem=0
+// aiter-kernel: op=norm variant=bf16.scalar.r8.t1024 symbol=aiter_norm_bf16_scalar_r8_t1024 block=1024 smem=0

@@ -54,7 +54,7 @@ Shape pick_shape(int64_t chunks, bool vec) {
   struct Option { const char *name; int r; int64_t max_threads; };
   static const Option vector_options[] = {{"vec.r1", 1, 256}, {"vec.r2", 2, 256}, {"vec.r4", 4, 256},
                                           {"vec.r8", 8, 256}, {"vec.r4.t1024", 4, 1024}};
-  static const Option scalar_options[] = {{"scalar.r8", 8, 256}, {"scalar.r16.t1024", 16, 1024}};
+  static const Option scalar_options[] = {{"scalar.r8", 8, 256}, {"scalar.r8.t1024", 8, 1024}};
   const Option *options = vec ? vector_options : scalar_options;
   const size_t count = vec ? std::size(vector_options) : std::size(scalar_options);
   for (size_t i = 0; i < count; ++i) {
@@ -94,7 +94,7 @@ aiter_status launch_norm(const NormArgs &a, NormKind kind, const GpuCall &call) 
     return fail(AITER_ERR_UNSUPPORTED_SHAPE,
                 "norm on the GPU: rows of %lld elements are too long (at most %d, or %d for rows that are not a "
                 "whole number of 16-byte vectors or not 16-byte aligned)",
-                (long long)p.cols, 1024 * 4 * per_vector, 1024 * 16);
+                (long long)p.cols, 1024 * 4 * per_vector, 1024 * 8);
   return launch(call, "norm", std::string(dtype_tag(a.dtype)) + "." + shape.variant, Dim3{unsigned(p.rows), 1, 1},
                 shape.threads, p);
 }

@@ -2,9 +2,12 @@
 first input, the C function run on the caller's stream, its status checked."""
 from ._frameworks import adapter_for, describe
 from ._lib import check, ffi, lib
+from .dtypes import DLPACK
 from .errors import InvalidArgumentError
 
 _READ_ONLY = 1  # DLPACK_FLAG_BITMASK_READ_ONLY
+# C types resolved once: parsing a type string costs more than the call it serves.
+_DLTENSOR_P, _INT64_ARRAY, _VOID_P = ffi.typeof("DLTensor *"), ffi.typeof("int64_t[]"), ffi.typeof("void *")
 
 
 class Arg:
@@ -20,25 +23,14 @@ class Arg:
             self.c = ffi.addressof(d.managed[0], "dl_tensor")
             self._keep = (d.capsule,)
             return
-        t = ffi.new("DLTensor *")
-        shape = ffi.new("int64_t[]", d.shape)
-        strides = ffi.new("int64_t[]", d.strides) if d.strides is not None else ffi.NULL
-        t.data = ffi.cast("void *", d.data)
-        t.device.device_type = d.device_type
-        t.device.device_id = d.device_id
-        t.ndim = len(d.shape)
-        t.dtype.code, t.dtype.bits = _code_bits(d.dtype)
-        t.dtype.lanes = 1
-        t.shape = shape
-        t.strides = strides
-        t.byte_offset = 0
-        self.c = t
-        self._keep = (shape, strides)
-
-
-def _code_bits(name):
-    from .dtypes import DLPACK
-    return DLPACK[name]
+        # Shape and strides share one allocation; the struct is filled in one go.
+        ndim = len(d.shape)
+        dims = ffi.new(_INT64_ARRAY, tuple(d.shape) + tuple(d.strides or ()))
+        code, bits = DLPACK[d.dtype]
+        self.c = ffi.new(_DLTENSOR_P, {
+            "data": ffi.cast(_VOID_P, d.data), "device": (d.device_type, d.device_id), "ndim": ndim,
+            "dtype": (code, bits, 1), "shape": dims, "strides": dims + ndim if d.strides is not None else ffi.NULL})
+        self._keep = dims
 
 
 class Call:
@@ -50,7 +42,7 @@ class Call:
         self.adapter = adapter_for(like)
         self.like = like
         self.raw_stream = self.adapter.stream(like)
-        self.stream = ffi.NULL if self.raw_stream is None else ffi.cast("void *", self.raw_stream)
+        self.stream = ffi.NULL if self.raw_stream is None else ffi.cast(_VOID_P, self.raw_stream)
 
     def input(self, array, name):
         return Arg(array, name, stream=self.raw_stream)

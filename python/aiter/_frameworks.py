@@ -45,8 +45,8 @@ class NumpyAdapter:
 
     @staticmethod
     def describe(arr, what, stream=None):
-        name = dtypes.canonical(arr.dtype.name) if arr.dtype.name in dtypes.DLPACK else None
-        if name is None:
+        name = arr.dtype.name
+        if name not in dtypes.DLPACK:
             raise UnsupportedDtypeError(f"{what}: unsupported dtype {arr.dtype}")
         item = arr.itemsize
         if any(s % item for s in arr.strides):
@@ -78,18 +78,19 @@ class TorchAdapter:
 
     @staticmethod
     def describe(t, what, stream=None):
-        import torch
-        name = str(t.dtype).replace("torch.", "")
-        if name not in dtypes.DLPACK:
-            raise UnsupportedDtypeError(f"{what}: unsupported dtype {t.dtype}")
-        dev = t.device
-        if dev.type == "cpu":
+        name = _TORCH_DTYPE_NAMES.get(t.dtype)
+        if name is None:
+            name = str(t.dtype).replace("torch.", "")
+            if name not in dtypes.DLPACK:
+                raise UnsupportedDtypeError(f"{what}: unsupported dtype {t.dtype}")
+            _TORCH_DTYPE_NAMES[t.dtype] = name
+        if t.is_cuda:
+            kind, index = _torch_gpu_kind(), t.get_device()
+        elif t.device.type == "cpu":
             kind, index = KDL_CPU, 0
-        elif dev.type == "cuda":
-            kind, index = (KDL_ROCM if torch.version.hip else KDL_CUDA), dev.index or 0
         else:
-            raise InvalidArgumentError(f"{what}: device {dev} is not supported (expected cpu or cuda)")
-        return Described(t.data_ptr(), t.shape, tuple(t.stride()), name, kind, index)
+            raise InvalidArgumentError(f"{what}: device {t.device} is not supported (expected cpu or cuda)")
+        return Described(t.data_ptr(), t.shape, t.stride(), name, kind, index)
 
     @staticmethod
     def empty(shape, dtype, like):
@@ -110,6 +111,14 @@ class TorchAdapter:
             return None
         import torch
         return torch.cuda.current_stream(like.device).cuda_stream
+
+
+_TORCH_DTYPE_NAMES = {}
+
+
+def _torch_gpu_kind():
+    import torch
+    return KDL_ROCM if torch.version.hip else KDL_CUDA
 
 
 class DLPackAdapter:
@@ -219,18 +228,21 @@ def _from_capsule(capsule, what):
     return d
 
 
+_ADAPTER_BY_MODULE = {"torch": TorchAdapter, "jax": JaxAdapter, "jaxlib": JaxAdapter, "cupy": CupyAdapter}
+_ADAPTER_BY_TYPE = {}
+
+
 def adapter_for(obj):
     """The adapter of an array's library, by the module its type comes from."""
-    module = type(obj).__module__.split(".", 1)[0]
-    if isinstance(obj, np.ndarray):
-        return NumpyAdapter
-    if module == "torch":
-        return TorchAdapter
-    if module in ("jax", "jaxlib"):
-        return JaxAdapter
-    if module == "cupy":
-        return CupyAdapter
-    return DLPackAdapter
+    kind = type(obj)
+    adapter = _ADAPTER_BY_TYPE.get(kind)
+    if adapter is None:
+        if issubclass(kind, np.ndarray):
+            adapter = NumpyAdapter
+        else:
+            adapter = _ADAPTER_BY_MODULE.get(kind.__module__.split(".", 1)[0], DLPackAdapter)
+        _ADAPTER_BY_TYPE[kind] = adapter
+    return adapter
 
 
 def describe(obj, what, stream=None):
