@@ -208,6 +208,7 @@ def main(argv=None):
     p.add_argument("--tokens", default="1,16,128,4096,16384")
     p.add_argument("--hidden", default="4096,8192")
     p.add_argument("--json", default=None)
+    p.add_argument("--markdown", default=None, help="also write the table as Markdown to this file")
     a = p.parse_args(argv)
     ops = [o for o in a.ops.split(",") if hasattr(aiter, AITER_NAME.get(o, o))]
     missing = sorted(set(a.ops.split(",")) - set(ops))
@@ -243,7 +244,29 @@ def main(argv=None):
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"gpu": props.name, "torch": torch.__version__, "copy_Bps": copy, "rows": rows}, f, indent=1)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(markdown(rows, props.name, copy, " ".join(sys.argv)))
     return 0
+
+
+def markdown(rows, gpu, copy, command):
+    """The results as a Markdown section: setup line, then one table row per case."""
+    import datetime
+    lines = [f"GPU: {gpu}; torch {torch.__version__}; {datetime.date.today()}; device copy measured in the same "
+             f"run: {copy / 1e12:.2f} TB/s (read + write).  Command: `{command}`", "",
+             "| op | tokens | hidden | aiter µs | eager µs | compile µs | aiter GB/s | % of copy | compile / aiter "
+             "| best unfused µs | graph: aiter µs | graph: compile µs |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        unfused = min(r.get("unfused_compile_us", math.inf), r.get("unfused_eager_us", math.inf))
+        cells = [r["op"], r["tokens"], r["hidden"], f"{r['aiter_us']:.1f}", f"{r['eager_us']:.1f}",
+                 f"{r['compile_us']:.1f}", f"{r['gbps']:.0f}", f"{r['pct_copy']:.1f}",
+                 f"{r['speedup_vs_compile']:.2f}", "" if unfused == math.inf else f"{unfused:.1f}",
+                 f"{r['aiter_graph_us']:.1f}" if "aiter_graph_us" in r else "",
+                 f"{r['compile_graph_us']:.1f}" if "compile_graph_us" in r else ""]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

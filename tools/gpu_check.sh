@@ -22,6 +22,6 @@ if [ "$what" != bench ]; then
   status=${PIPESTATUS[0]}
 fi
 if [ "$what" != tests ]; then
-  python3 benchmarks/bench_memory_ops.py --json "$out/bench_memory_ops.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench_memory_ops.txt"
+  python3 benchmarks/bench_memory_ops.py --json "$out/bench_memory_ops.json" --markdown "$out/bench_memory_ops.md" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench_memory_ops.txt"
 fi
 exit $status
