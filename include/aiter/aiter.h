@@ -83,6 +83,12 @@ typedef struct aiter_library_info {
 
 AITER_API aiter_status aiter_get_library_info(aiter_library_info *info);
 
+/* Waits until the work queued on `stream` (NULL: the default stream) of a GPU
+ * device has finished.  Ops never do this themselves; it is for callers with no
+ * GPU runtime of their own (C programs, or JAX, which cannot order its work
+ * after a foreign stream).  A CPU device returns AITER_OK at once. */
+AITER_API aiter_status aiter_synchronize(DLDevice device, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,3 +19,17 @@ aiter_status driver_for(DLDeviceType type, Driver **driver) {
 
 }  // namespace gpu
 }  // namespace aiter
+
+extern "C" AITER_API aiter_status aiter_synchronize(DLDevice device, void *stream) {
+  return aiter::guard("aiter_synchronize", [&] {
+    if (device.device_type == kDLCPU) return AITER_OK;
+    aiter::gpu::Driver *driver = nullptr;
+    aiter::gpu::Context previous = nullptr;
+    aiter_status s = aiter::gpu::driver_for(device.device_type, &driver);
+    if (s == AITER_OK) s = driver->enter(device.device_id, &previous);
+    if (s != AITER_OK) return s;
+    s = driver->synchronize(stream);
+    driver->restore(previous);
+    return s;
+  });
+}

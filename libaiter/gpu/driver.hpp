@@ -40,6 +40,7 @@ class Driver {
   virtual aiter_status launch(Function function, Dim3 grid, Dim3 block, unsigned smem, void *stream,
                               void **args) = 0;
   virtual aiter_status memset_u32_async(void *dst, uint32_t value, size_t count, void *stream) = 0;
+  virtual aiter_status synchronize(void *stream) = 0;
 };
 
 // The driver for tensors of this device type, loaded once; AITER_ERR_NO_DEVICE

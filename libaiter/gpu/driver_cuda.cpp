@@ -29,6 +29,7 @@ struct CudaApi {
   CUresult (*cuLaunchKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              void *, void **, void **);
   CUresult (*cuMemsetD32Async)(uint64_t, unsigned, size_t, void *);
+  CUresult (*cuStreamSynchronize)(void *);
   CUresult (*cuGetErrorString)(CUresult, const char **);
 };
 
@@ -58,6 +59,7 @@ class CudaDriver final : public Driver {
                     resolve(lib, "cuFuncSetAttribute", &api_.cuFuncSetAttribute) &&
                     resolve(lib, "cuLaunchKernel", &api_.cuLaunchKernel) &&
                     resolve(lib, "cuMemsetD32Async", &api_.cuMemsetD32Async) &&
+                    resolve(lib, "cuStreamSynchronize", &api_.cuStreamSynchronize) &&
                     resolve(lib, "cuGetErrorString", &api_.cuGetErrorString);
     if (!ok) return fail(AITER_ERR_NO_DEVICE, "libcuda.so.1 lacks a driver API function libaiter needs: %s", dlerror());
     return check(api_.cuInit(0), "cuInit");
@@ -113,6 +115,10 @@ class CudaDriver final : public Driver {
 
   aiter_status memset_u32_async(void *dst, uint32_t value, size_t count, void *stream) override {
     return check(api_.cuMemsetD32Async(reinterpret_cast<uint64_t>(dst), value, count, stream), "cuMemsetD32Async");
+  }
+
+  aiter_status synchronize(void *stream) override {
+    return check(api_.cuStreamSynchronize(stream), "cuStreamSynchronize");
   }
 
  private:

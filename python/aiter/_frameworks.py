@@ -148,28 +148,40 @@ class DLPackAdapter:
 
 
 class JaxAdapter(DLPackAdapter):
-    """JAX arrays are immutable: outputs are computed in host buffers and returned
-    as new JAX arrays on the input's device; in-place ops work on a copy.  JAX
-    arrays on a GPU are refused: JAX cannot wait for work on a foreign stream, so
-    they need XLA's FFI (a planned aiter.jax module), not DLPack."""
+    """JAX arrays are immutable, and JAX cannot order its work after a foreign
+    stream.  On the CPU, outputs are computed in host buffers and returned as
+    new JAX arrays, and in-place ops work on copies.  On a GPU, outputs are new
+    device arrays written on the default stream, which is synchronized before
+    they are handed to JAX; in-place ops work on device copies."""
     name = "jax"
 
     @staticmethod
-    def describe(obj, what, stream=None):
-        if obj.__dlpack_device__()[0] != KDL_CPU:
-            from .errors import NoDeviceError
-            raise NoDeviceError(f"{what}: JAX arrays on a GPU are not supported yet (JAX cannot order its work "
-                                "after a foreign stream); pass CPU JAX arrays, or PyTorch / CuPy GPU arrays")
-        return DLPackAdapter.describe(obj, what, stream)
+    def _on_gpu(arr):
+        return arr.__dlpack_device__()[0] != KDL_CPU
+
+    @staticmethod
+    def empty(shape, dtype, like):
+        if not JaxAdapter._on_gpu(like):
+            return NumpyAdapter.empty(shape, dtype, like)
+        import jax.numpy as jnp
+        return jnp.empty(shape, dtype=jnp.dtype(dtype), device=next(iter(like.devices())))
 
     @staticmethod
     def writable(arr, what):
-        return np.array(arr)
+        if not JaxAdapter._on_gpu(arr):
+            return np.array(arr)
+        import jax.numpy as jnp
+        return jnp.array(arr, copy=True)
 
     @staticmethod
     def finish(arr, like):
         import jax
-        return jax.device_put(arr, next(iter(like.devices())))
+        if not JaxAdapter._on_gpu(like):
+            return jax.device_put(arr, next(iter(like.devices())))
+        from ._lib import check, ffi, lib
+        kind, index = arr.__dlpack_device__()
+        check(lib.aiter_synchronize({"device_type": int(kind), "device_id": int(index)}, ffi.NULL))
+        return arr
 
 
 class CupyAdapter(DLPackAdapter):

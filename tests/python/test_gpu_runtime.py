@@ -78,3 +78,17 @@ def test_too_long_odd_rows_get_a_clear_error():
     x = torch.randn(2, 20001, device="cuda")  # not a whole number of vectors, and too long for one block
     with pytest.raises(aiter.UnsupportedShapeError, match="too long"):
         aiter.rmsnorm(x, torch.ones(20001, device="cuda"))
+
+
+def test_jax_gpu_arrays_in_and_out(rng):
+    jax = pytest.importorskip("jax")
+    gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    if not gpus:
+        pytest.skip("JAX sees no GPU")
+    x_h, w_h = rand(rng, (32, 1024), "bfloat16"), rand(rng, (1024,), "bfloat16")
+    x, w = jax.device_put(x_h, gpus[0]), jax.device_put(w_h, gpus[0])
+    y = aiter.rmsnorm(x, w)
+    assert isinstance(y, jax.Array) and next(iter(y.devices())).platform == "gpu"
+    assert_close(np.asarray(y), rms_ref(x_h, w_h), "bfloat16")
+    # JAX keeps computing with the result: it must see the finished values.
+    assert_close(np.asarray(y * 2), 2 * rms_ref(x_h, w_h), "bfloat16")
