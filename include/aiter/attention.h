@@ -62,8 +62,10 @@ AITER_API aiter_status aiter_paged_decode_attention(DLTensor *out, const DLTenso
 
 /* Writes key[t], value[t] ([T, Hkv, D], q's dtype rules) to cache slot
  * slot_mapping[t] = block * page_size + row; a negative slot skips the token
- * (padding); a slot >= num_blocks * page_size is an error.  slot_mapping [T]
- * int32 or int64.  For an fp8 cache the stored value is key / k_scale
+ * (padding).  A slot >= num_blocks * page_size is an error on the CPU (nothing
+ * is written); on the GPU, where the host cannot read the slots, such a token
+ * is skipped like a negative one and the others are written.  slot_mapping [T]
+ * int32 or int64, compact.  For an fp8 cache the stored value is key / k_scale
  * (value / v_scale), rounded to nearest and saturated. */
 AITER_API aiter_status aiter_reshape_and_cache(DLTensor *k_cache, DLTensor *v_cache,
                                                const DLTensor *key, const DLTensor *value,

@@ -3,7 +3,11 @@
  *
  * q [T, Hq, D] and k [T, Hk, D]: any strides for T and H (q and k are often
  * views into one fused QKV buffer), unit stride along D.  dtypes fp32/fp16/bf16.
- * positions [T]: int32 or int64, each in [0, max_position).
+ * positions [T]: int32 or int64 (any stride), each in [0, max_position).  On
+ * the CPU an out-of-range position is an error and nothing is written.  On the
+ * GPU the host cannot read the positions: a token whose position is out of
+ * range is skipped (its rows of q and k are left untouched), the others are
+ * rotated, and the call returns AITER_OK.
  * cos_sin_cache [max_position, R]: cos in columns [0, R/2), sin in [R/2, R);
  * R is the rotary dimension (even, <= D); elements D >= R pass through.
  * The cache is fp32 or q's dtype.

@@ -1,7 +1,8 @@
 // aiter_prefill_attention, aiter_paged_decode_attention, aiter_reshape_and_cache:
 // argument checks and dispatch.  The index tensors (cu_seqlens, block_table,
 // context_lens, slot_mapping) address memory, so every value a kernel will use is
-// checked here, on the host, before anything is written.
+// checked here, on the host, before anything is written -- when they are in host
+// memory.  Device memory is not read here: GPU kernels bounds-check each index.
 #include "ops/attention.hpp"
 
 #include <cinttypes>
@@ -16,7 +17,8 @@ namespace {
 
 const OpImpl<PrefillArgs> kPrefill{"aiter_prefill_attention", cpu::prefill_attention, nullptr};
 const OpImpl<DecodeArgs> kDecode{"aiter_paged_decode_attention", cpu::paged_decode_attention, nullptr};
-const OpImpl<CacheWriteArgs> kCacheWrite{"aiter_reshape_and_cache", cpu::reshape_and_cache, nullptr};
+const OpImpl<CacheWriteArgs> kCacheWrite{"aiter_reshape_and_cache", cpu::reshape_and_cache,
+                                         gpu::reshape_and_cache};
 
 constexpr std::initializer_list<DType> kFloatTypes = {DType::f32, DType::f16, DType::bf16};
 
@@ -275,6 +277,7 @@ void check_cache_write(ArgCheck &c, CacheWriteArgs &a, DLTensor *k_cache, DLTens
   a.key_strides = strides_of(key), a.value_strides = strides_of(value);
   a.k_cache = data_ptr<void>(k_cache), a.v_cache = data_ptr<void>(v_cache);
   a.tokens = key->shape[0], a.kv_heads = key->shape[1], a.head_dim = key->shape[2];
+  a.num_slots = k_cache->shape[0] * k_cache->shape[1];  // fits: the cache's element count does
   a.slot_mapping = data_ptr<const void>(slot_mapping);
   a.slots_are_int64 = int64_slots;
   a.k_scale = k_scale, a.v_scale = v_scale;

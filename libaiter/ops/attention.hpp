@@ -1,10 +1,13 @@
 // Checked arguments of the attention ops, shared by every backend.  Every index
 // the kernels use to address memory (cu_seqlens, block ids, context lengths,
-// slots) has been validated against the tensors' extents before these are built.
+// slots) has been validated against the tensors' extents before these are built,
+// when the index tensors are in host memory; GPU kernels bounds-check the values
+// they read from device memory themselves.
 #pragma once
 
 #include <cstdint>
 
+#include "core/backend.hpp"
 #include "core/dtype.hpp"
 #include "core/tensor.hpp"
 
@@ -65,7 +68,8 @@ struct CacheWriteArgs {
   TokenHeadStrides key_strides, value_strides;
   void *k_cache, *v_cache;
   int64_t tokens, kv_heads, head_dim;
-  const void *slot_mapping;  // [tokens] int32 or int64, validated
+  int64_t num_slots;         // num_blocks * page_size
+  const void *slot_mapping;  // [tokens] int32 or int64, compact; values validated on the host only
   bool slots_are_int64;
   float k_scale, v_scale;  // fp8 caches store x / scale
 };
@@ -75,5 +79,9 @@ aiter_status prefill_attention(const PrefillArgs &a);
 aiter_status paged_decode_attention(const DecodeArgs &a);
 aiter_status reshape_and_cache(const CacheWriteArgs &a);
 }  // namespace cpu
+
+namespace gpu {
+aiter_status reshape_and_cache(const CacheWriteArgs &a, const GpuCall &call);
+}  // namespace gpu
 
 }  // namespace aiter

@@ -1,4 +1,4 @@
-// aiter_rope: argument checks (including every position value) and dispatch.
+// aiter_rope: argument checks (including every position value of host tensors) and dispatch.
 #include "ops/rope.hpp"
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 namespace aiter {
 namespace {
 
-const OpImpl<RopeArgs> kRope{"aiter_rope", cpu::rope, nullptr};
+const OpImpl<RopeArgs> kRope{"aiter_rope", cpu::rope, gpu::rope};
 
 // An empty tensor's strides say nothing (NumPy gives it zero strides), so its
 // layout is not checked.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "aiter/rope.h"
+#include "core/backend.hpp"
 #include "core/dtype.hpp"
 #include "core/tensor.hpp"
 
@@ -24,7 +25,8 @@ struct RopeArgs {
   int64_t rotary_dim;  // R: even, 2 <= R <= head_dim
   int64_t max_position;
   RopeHeads q, k;
-  const void *positions;  // every value already checked to be in [0, max_position)
+  const void *positions;  // host tensors: every value checked to be in [0, max_position);
+                          // device tensors: unread, the kernels bounds-check each one
   int64_t pos_stride;
   const void *cache;  // [max_position, rotary_dim], compact
   aiter_rope_style style;
@@ -33,5 +35,9 @@ struct RopeArgs {
 namespace cpu {
 aiter_status rope(const RopeArgs &a);
 }  // namespace cpu
+
+namespace gpu {
+aiter_status rope(const RopeArgs &a, const GpuCall &call);
+}  // namespace gpu
 
 }  // namespace aiter

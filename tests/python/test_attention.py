@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import aiter
-from harness import FLOAT_DTYPES, FP8_DTYPES, assert_close, f64, np_dtype, poisoned, rand
+from harness import (FLOAT_DTYPES, FP8_DTYPES, assert_close, f64, np_dtype, on_host, poisoned, poisoned_on, rand,
+                     to_device)
 
 FP8_MAX = {"float8_e4m3fn": 448.0, "float8_e4m3fnuz": 240.0, "float8_e5m2": 57344.0}
 
@@ -181,7 +182,8 @@ def test_decode(rng, dtype, page_size, window_left, heads):
 
 @pytest.mark.parametrize("cache_dtype", FP8_DTYPES)
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_fp8_cache_write_then_decode(rng, cache_dtype, dtype):
+def test_fp8_cache_write_then_decode(rng, device, cache_dtype, dtype):
+    """The cache written on `device`, then read by decode (on the CPU)."""
     hq, hkv, d, page_size = 8, 2, 64, 5
     lens = np.array([12, 0, 3, 21], np.int32)
     table, num_blocks = paged_layout(rng, lens, page_size)
@@ -190,10 +192,12 @@ def test_fp8_cache_write_then_decode(rng, cache_dtype, dtype):
     # Some keys beyond the format's range: they saturate.
     key = rand(rng, (len(slots), hkv, d), dtype, scale=FP8_MAX[cache_dtype] * k_scale / 2)
     value = rand(rng, (len(slots), hkv, d), dtype)
-    k_cache = np.zeros((num_blocks, page_size, hkv, d), np_dtype(cache_dtype))
-    v_cache = np.zeros_like(k_cache)
-    got = aiter.reshape_and_cache(key, value, k_cache, v_cache, slots, k_scale=k_scale, v_scale=v_scale)
-    assert got[0] is k_cache and got[1] is v_cache
+    k_dev = to_device(np.zeros((num_blocks, page_size, hkv, d), np_dtype(cache_dtype)), device)
+    v_dev = to_device(np.zeros((num_blocks, page_size, hkv, d), np_dtype(cache_dtype)), device)
+    got = aiter.reshape_and_cache(to_device(key, device), to_device(value, device), k_dev, v_dev,
+                                  to_device(slots, device), k_scale=k_scale, v_scale=v_scale)
+    assert got[0] is k_dev and got[1] is v_dev
+    k_cache, v_cache = on_host(k_dev), on_host(v_dev)
     flat_k = k_cache.reshape(-1, hkv, d)
     flat_v = v_cache.reshape(-1, hkv, d)
     np.testing.assert_array_equal(f64(flat_k[slots]), f64(fp8_quantize(key, k_scale, cache_dtype)))
@@ -209,21 +213,82 @@ def test_fp8_cache_write_then_decode(rng, cache_dtype, dtype):
 
 # ---- reshape_and_cache ------------------------------------------------------------
 
+# (Hkv, D, skew): key and value are views of one fused [T, 2 * Hkv * D + skew]
+# buffer starting `skew` elements in.  skew 0: 16-byte aligned rows (the GPU's
+# vector path); skew 1: odd strides and an odd start (its scalar path).  The
+# last two have more (head, chunk) items per token than one GPU block holds.
+LAYOUTS = [(2, 128, 0), (5, 64, 1), (33, 128, 0)]
+
+
+def fused_key_value(buffer, hkv, d, skew):
+    """key, value [T, Hkv, D] as views into buffer [T, 2 * Hkv * D + skew]."""
+    kv = buffer[:, skew:].reshape(buffer.shape[0], 2 * hkv, d)
+    return kv[:, :hkv], kv[:, hkv:]
+
+
+def cache_write_case(rng, device, dtype, cache_dtype, slots, layout, num_blocks=3, page_size=5, scale=1.0):
+    """Writes T = len(slots) fresh tokens on `device` into poisoned caches; returns
+    (host key, host value, host k_cache, host v_cache) with the caches flattened
+    to [num_slots, Hkv, D]."""
+    hkv, d, skew = layout
+    buffer = rand(rng, (len(slots), 2 * hkv * d + skew), dtype, scale=scale)
+    key, value = fused_key_value(to_device(buffer, device), hkv, d, skew)  # views made on the device
+    shape = (num_blocks, page_size, hkv, d)
+    k_cache, v_cache = poisoned_on(shape, cache_dtype, device), poisoned_on(shape, cache_dtype, device)
+    aiter.reshape_and_cache(key, value, k_cache, v_cache, to_device(slots, device), k_scale=0.5, v_scale=0.25)
+    flat = (num_blocks * page_size, hkv, d)
+    return (*fused_key_value(buffer, hkv, d, skew), on_host(k_cache).reshape(flat), on_host(v_cache).reshape(flat))
+
+
+def check_cache_rows(cache, src, slots, stored_as):
+    """Rows slots[t] >= 0 hold stored_as(src[t]) bit for bit; all other rows stay poisoned (NaN)."""
+    written = (slots >= 0) & (slots < cache.shape[0])
+    np.testing.assert_array_equal(f64(cache[slots[written]]), f64(stored_as(src[written])))
+    untouched = np.setdiff1d(np.arange(cache.shape[0]), slots[written])
+    assert np.isnan(f64(cache[untouched])).all(), "a slot nobody maps to was written"
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("slot_dtype", [np.int32, np.int64])
-def test_reshape_and_cache_skips_negative_slots(rng, dtype, slot_dtype):
-    hkv, d = 2, 128
-    kv = rand(rng, (6, 2 * hkv, d), dtype)
-    key, value = kv[:, :hkv], kv[:, hkv:]  # views of one fused buffer
-    slots = np.array([7, -1, 0, 13, -5, 2], slot_dtype)
-    k_cache, v_cache = poisoned((3, 5, hkv, d), dtype), poisoned((3, 5, hkv, d), dtype)
-    aiter.reshape_and_cache(key, value, k_cache, v_cache, slots)
-    written = slots >= 0
-    for cache, src in ((k_cache, key), (v_cache, value)):
-        flat = f64(cache).reshape(15, hkv, d)
-        np.testing.assert_array_equal(flat[slots[written]], f64(src)[written])
-        untouched = np.setdiff1d(np.arange(15), slots[written])
-        assert np.isnan(flat[untouched]).all(), "a slot nobody maps to was written"
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_reshape_and_cache_skips_negative_slots(rng, device, dtype, slot_dtype, layout):
+    slots = np.array([7, -1, 0, 13, -5, 2, 14], slot_dtype)
+    key, value, k_cache, v_cache = cache_write_case(rng, device, dtype, dtype, slots, layout)
+    check_cache_rows(k_cache, key, slots, lambda x: x)
+    check_cache_rows(v_cache, value, slots, lambda x: x)
+
+
+@pytest.mark.parametrize("cache_dtype", FP8_DTYPES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_reshape_and_cache_fp8(rng, device, cache_dtype, dtype, layout):
+    """x / scale rounded to nearest even and saturated, bit for bit (k_scale 0.5,
+    v_scale 0.25); some keys beyond the format's range."""
+    slots = np.array([3, 11, -1, 0, 14], np.int64)
+    key, value, k_cache, v_cache = cache_write_case(rng, device, dtype, cache_dtype, slots, layout,
+                                                    scale=FP8_MAX[cache_dtype] / 4)
+    check_cache_rows(k_cache, key, slots, lambda x: fp8_quantize(x, 0.5, cache_dtype))
+    check_cache_rows(v_cache, value, slots, lambda x: fp8_quantize(x, 0.25, cache_dtype))
+    assert np.abs(f64(v_cache[slots[slots >= 0]])).max() == FP8_MAX[cache_dtype], "nothing saturated"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,cache_dtype", [("bfloat16", "bfloat16"), ("float32", "float8_e4m3fn")])
+@pytest.mark.parametrize("slot_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_reshape_and_cache_gpu_skips_out_of_range_slots(rng, dtype, cache_dtype, slot_dtype, layout):
+    """On the GPU the host cannot read the slots: a token whose slot is past the
+    cache is skipped like a padding token, the others are written."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    info = np.iinfo(slot_dtype)
+    slots = np.array([4, 15, -1, info.max, 0, info.min, 14, 16], slot_dtype)  # 15 = num_slots
+    key, value, k_cache, v_cache = cache_write_case(rng, "cuda", dtype, cache_dtype, slots, layout)
+    stored_as = (lambda x: x) if cache_dtype == dtype else (lambda x: fp8_quantize(x, 0.5, cache_dtype))
+    check_cache_rows(k_cache, key, slots, stored_as)
+    stored_as = (lambda x: x) if cache_dtype == dtype else (lambda x: fp8_quantize(x, 0.25, cache_dtype))
+    check_cache_rows(v_cache, value, slots, stored_as)
 
 
 # ---- bad arguments --------------------------------------------------------------------

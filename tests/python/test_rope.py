@@ -1,9 +1,10 @@
-"""Rotary position embedding (NeoX and GPT-J) against float64 NumPy."""
+"""Rotary position embedding (NeoX and GPT-J) against float64 NumPy, on the CPU
+and (where one is present) on a CUDA GPU."""
 import numpy as np
 import pytest
 
 import aiter
-from harness import FLOAT_DTYPES, assert_close, f64, np_dtype, rand
+from harness import FLOAT_DTYPES, assert_close, f64, np_dtype, on_host, rand, to_device
 
 STYLES = ["neox", "gptj"]
 
@@ -38,7 +39,7 @@ def positions_for(rng, tokens, max_pos, dtype):
 
 
 def check_rotated(after, before, positions, cache, style, dtype, what):
-    """Rotated first R elements, the rest bit-identical to the input."""
+    """Rotated first R elements, the rest bit-identical to the input (host arrays)."""
     rotary = cache.shape[1]
     ref = rope_ref(f64(before), np.asarray(positions), f64(cache), style)
     assert_close(after, ref, dtype, what=what)
@@ -46,58 +47,72 @@ def check_rotated(after, before, positions, cache, style, dtype, what):
         f"{what}: elements past the rotary dim changed"
 
 
-# (T, Hq, Hk, D, R): single token, full rotary, partial rotary, odd sizes.
-SHAPES = [(1, 1, 1, 64, 64), (7, 4, 2, 128, 128), (111, 3, 1, 40, 24), (20, 5, 5, 18, 2)]
+def require_gpu():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+
+
+# (T, Hq, Hk, D, R): single token, full rotary, partial rotary, odd sizes, and
+# more (head, pair) items per token than one GPU block holds.  On the GPU the
+# first two and the last take the 16-byte path, the third for fp32 only.
+SHAPES = [(1, 1, 1, 64, 64), (7, 4, 2, 128, 128), (111, 3, 1, 40, 24), (20, 5, 5, 18, 2), (3, 64, 8, 128, 128)]
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("pos_dtype", ["int32", "int64"])
-def test_rope(rng, dtype, style, shape, pos_dtype):
+def test_rope(rng, device, dtype, style, shape, pos_dtype):
     tokens, hq, hk, dim, rotary = shape
-    q, k = rand(rng, (tokens, hq, dim), dtype), rand(rng, (tokens, hk, dim), dtype)
-    q0, k0 = q.copy(), k.copy()
+    q0, k0 = rand(rng, (tokens, hq, dim), dtype), rand(rng, (tokens, hk, dim), dtype)
     # The cache in q's dtype for one position dtype, fp32 for the other.
     cache = make_cache(300, rotary, dtype if pos_dtype == "int32" else "float32")
     pos = positions_for(rng, tokens, 300, pos_dtype)
-    q_out, k_out = aiter.rope(q, k, pos, cache, style=style)
+    q, k = to_device(q0.copy(), device), to_device(k0.copy(), device)
+    q_out, k_out = aiter.rope(q, k, to_device(pos, device), to_device(cache, device), style=style)
     assert q_out is q and k_out is k
-    check_rotated(q, q0, pos, cache, style, dtype, "q")
-    check_rotated(k, k0, pos, cache, style, dtype, "k")
+    check_rotated(on_host(q), q0, pos, cache, style, dtype, "q")
+    check_rotated(on_host(k), k0, pos, cache, style, dtype, "k")
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("style", STYLES)
-def test_rope_fused_qkv_views(rng, dtype, style):
+@pytest.mark.parametrize("skew", [0, 1])
+def test_rope_fused_qkv_views(rng, device, dtype, style, skew):
     """q and k as strided views into one [T, (Hq + 2Hk) * D] buffer; v and the
-    columns past the rotary dim stay bit-identical."""
+    columns past the rotary dim stay bit-identical.  skew = 1 starts the heads
+    one element into rows of odd length: no 16-byte alignment anywhere."""
     tokens, hq, hk, dim, rotary = 37, 4, 2, 64, 32
-    qkv = rand(rng, (tokens, (hq + 2 * hk) * dim), dtype)
-    before = qkv.copy()
-    heads = qkv.reshape(tokens, hq + 2 * hk, dim)
-    q, k, v = heads[:, :hq], heads[:, hq:hq + hk], heads[:, hq + hk:]
+    width = (hq + 2 * hk) * dim
+    before = rand(rng, (tokens, width + skew), dtype)
+    buffer = to_device(before.copy(), device)  # the views are taken on the device
+    heads = buffer[:, skew:].reshape(tokens, hq + 2 * hk, dim)
+    q, k = heads[:, :hq], heads[:, hq:hq + hk]
     cache = make_cache(64, rotary, dtype)
     pos = positions_for(rng, tokens, 64, "int64")
-    aiter.rope(q, k, pos, cache, style=style)
-    ref = before.reshape(tokens, hq + 2 * hk, dim)
-    check_rotated(q, ref[:, :hq], pos, cache, style, dtype, "q")
-    check_rotated(k, ref[:, hq:hq + hk], pos, cache, style, dtype, "k")
-    assert np.array_equal(v, ref[:, hq + hk:]), "v changed"
+    aiter.rope(q, k, to_device(pos, device), to_device(cache, device), style=style)
+    after = on_host(buffer)  # read through the buffer: the views were written in place
+    assert np.array_equal(after[:, :skew], before[:, :skew]), "the skew column changed"
+    after, ref = after[:, skew:].reshape(tokens, hq + 2 * hk, dim), before[:, skew:].reshape(tokens, hq + 2 * hk, dim)
+    check_rotated(after[:, :hq], ref[:, :hq], pos, cache, style, dtype, "q")
+    check_rotated(after[:, hq:hq + hk], ref[:, hq:hq + hk], pos, cache, style, dtype, "k")
+    assert np.array_equal(after[:, hq + hk:], ref[:, hq + hk:]), "v changed"
 
 
-def test_rope_head_major_layout_and_strided_positions(rng):
+def test_rope_head_major_layout_and_strided_positions(rng, device):
     """q stored [H, T, D] and seen as [T, H, D] (token stride < head stride);
     positions every other element of an int64 buffer."""
     tokens, heads, dim = 9, 3, 16
-    q = rand(rng, (heads, tokens, dim), "float32").transpose(1, 0, 2)
-    q0 = q.copy()
+    q_heads_first = rand(rng, (heads, tokens, dim), "float32")
+    q0 = q_heads_first.swapaxes(0, 1).copy()
+    q = to_device(q_heads_first.copy(), device).swapaxes(0, 1)
     cache = make_cache(10, dim, "float32")
     pos_buffer = np.full(2 * tokens, 10**9, dtype=np.int64)  # the odd elements are out of range
     pos_buffer[::2] = rng.integers(0, 10, size=tokens)
-    q_out, k_out = aiter.rope(q, None, pos_buffer[::2], cache)
+    q_out, k_out = aiter.rope(q, None, to_device(pos_buffer, device)[::2], to_device(cache, device))
     assert q_out is q and k_out is None
-    check_rotated(q, q0, pos_buffer[::2], cache, "neox", "float32", "q")
+    check_rotated(on_host(q), q0, pos_buffer[::2], cache, "neox", "float32", "q")
 
 
 @pytest.mark.parametrize("bad", [10, -1, 2**40])
@@ -117,21 +132,45 @@ def test_rope_rejects_out_of_range_positions_before_writing(rng, bad):
         assert np.array_equal(q, q0) and np.array_equal(k, k0)
 
 
-def test_rope_empty_tokens(rng):
+def test_rope_empty_tokens(rng, device):
     q, k = np.empty((0, 2, 8), np.float16), np.empty((0, 1, 8), np.float16)
-    aiter.rope(q, k, np.empty(0, np.int32), make_cache(0, 8, "float16"))
+    aiter.rope(to_device(q, device), to_device(k, device), to_device(np.empty(0, np.int32), device),
+               to_device(make_cache(0, 8, "float16"), device))
 
 
-def test_rope_torch_in_place(rng):
+def test_rope_torch_in_place(rng, device):
     torch = pytest.importorskip("torch")
-    q = torch.from_numpy(rand(rng, (5, 2, 32), "float32")).to(torch.bfloat16)
+    q = torch.from_numpy(rand(rng, (5, 2, 32), "float32")).to(torch.bfloat16).to(device)
     q0 = q.clone()
-    cache = torch.from_numpy(make_cache(16, 32, "float32"))
-    pos = torch.randint(0, 16, (5,), dtype=torch.int64)
+    cache = torch.from_numpy(make_cache(16, 32, "float32")).to(device)
+    pos = torch.randint(0, 16, (5,), dtype=torch.int64).to(device)
     q_out, k_out = aiter.rope(q, None, pos, cache, style="gptj")
     assert q_out is q and k_out is None
-    ref = rope_ref(f64(q0), pos.numpy(), f64(cache), "gptj")
+    ref = rope_ref(f64(q0), pos.cpu().numpy(), f64(cache), "gptj")
     assert_close(q, ref, "bfloat16")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,dim", [("bfloat16", 128), ("float32", 18)])  # 16-byte path, scalar path
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("pos_dtype", ["int32", "int64"])
+def test_rope_gpu_leaves_tokens_with_out_of_range_positions_untouched(rng, dtype, dim, style, pos_dtype):
+    """On the GPU the host cannot read the positions: a token whose position is
+    out of range keeps its q and k rows bit for bit, the others are rotated."""
+    require_gpu()
+    tokens, hq, hk, max_pos = 9, 4, 2, 50
+    q0, k0 = rand(rng, (tokens, hq, dim), dtype), rand(rng, (tokens, hk, dim), dtype)
+    cache = make_cache(max_pos, dim, "float32")
+    pos = positions_for(rng, tokens, max_pos, pos_dtype)
+    bad = [max_pos, -1, np.iinfo(pos_dtype).max, np.iinfo(pos_dtype).min]
+    skipped = np.array([1, 4, 5, 8])
+    pos[skipped] = bad
+    q, k = to_device(q0.copy(), "cuda"), to_device(k0.copy(), "cuda")
+    aiter.rope(q, k, to_device(pos, "cuda"), to_device(cache, "cuda"), style=style)
+    ok = np.setdiff1d(np.arange(tokens), skipped)
+    for after, before, what in ((on_host(q), q0, "q"), (on_host(k), k0, "k")):
+        assert np.array_equal(after[skipped], before[skipped]), f"{what}: a token with a bad position changed"
+        check_rotated(after[ok], before[ok], pos[ok], cache, style, dtype, what)
 
 
 def test_rope_jax_returns_new_arrays(rng):

@@ -73,8 +73,10 @@ def paged_decode_attention(q, k_cache, v_cache, block_table, context_lens, *, so
 def reshape_and_cache(key, value, k_cache, v_cache, slot_mapping, *, k_scale=1.0, v_scale=1.0):
     """Writes ``key[t]`` and ``value[t]`` (``[T, Hkv, D]``) to cache slot
     ``slot_mapping[t] = block * page_size + row``, in place; a negative slot skips
-    the token.  An fp8 cache stores ``key / k_scale`` (``value / v_scale``), rounded
-    to nearest and saturated.  Returns ``(k_cache, v_cache)``."""
+    the token.  A slot past the cache raises InvalidArgumentError for CPU arrays
+    (nothing is written); on a GPU that token is skipped too.  An fp8 cache
+    stores ``key / k_scale`` (``value / v_scale``), rounded to nearest and
+    saturated.  Returns ``(k_cache, v_cache)``."""
     c = Call("aiter_reshape_and_cache", like=key)
     key_, value_ = c.input(key, "key"), c.input(value, "value")
     kc, vc = c.inplace(k_cache, "k_cache"), c.inplace(v_cache, "v_cache")

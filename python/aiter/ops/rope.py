@@ -18,7 +18,11 @@ def rope(q, k, positions, cos_sin_cache, style="neox"):
     they are.  ``style="neox"`` rotates the pairs (i, i + R/2), ``"gptj"`` the
     pairs (2i, 2i + 1).  ``k`` may be None (then None comes back in its place).
     q and k may be strided views (e.g. of one fused QKV buffer) with a
-    contiguous last dim.  JAX arrays are immutable: new arrays are returned."""
+    contiguous last dim.  JAX arrays are immutable: new arrays are returned.
+
+    A position outside ``[0, max_position)`` raises InvalidArgumentError for CPU
+    arrays (nothing is rotated); on a GPU, where the positions are not read by
+    the host, that token is left untouched and the rest are rotated."""
     if style not in _STYLES:
         raise InvalidArgumentError(f"style: expected 'neox' or 'gptj', got {style!r}")
     c = Call("aiter_rope", like=q)
