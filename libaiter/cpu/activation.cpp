@@ -1,19 +1,24 @@
 // CPU gated activations.  Work is cut into tiles of up to kBlock columns of one
 // row, so that one long row spreads over the threads as well as many short
 // ones do; each tile is widened to fp32 scratch, computed there, and rounded
-// once on the store.
+// once on the store.  silu_and_mul_quant walks whole rows instead, since each
+// row needs its amax before any of it is quantized; its products stay in fp32.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "core/parallel.hpp"
+#include "cpu/quantize.hpp"
 #include "ops/activation.hpp"
 
 namespace aiter {
 namespace cpu {
 namespace {
 
-constexpr int64_t kBlock = 1024;  // columns per tile: two fp32 buffers stay in L1
-constexpr int64_t kGrain = 4;     // tiles per task, so a task is worth a thread hop
+constexpr int64_t kBlock = 1024;      // columns per tile: two fp32 buffers stay in L1
+constexpr int64_t kGrain = 4;         // tiles per task, so a task is worth a thread hop
+constexpr int64_t kTaskElems = 4096;  // the same for whole rows, in elements
 
 struct Silu {
   float operator()(float g) const { return g / (1.0f + std::exp(-g)); }
@@ -28,6 +33,14 @@ struct GeluTanh {
   }
 };
 
+// y[i] = act(gate[i]) * up[i] for i < n <= kBlock, in fp32; `widened_up` is scratch.
+template <class T, class Act>
+void gated_span(const T *gate, const T *up, int64_t n, Act act, float *y, float *widened_up) {
+  for (int64_t i = 0; i < n; ++i) y[i] = to_f32(gate[i]);
+  for (int64_t i = 0; i < n; ++i) widened_up[i] = to_f32(up[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = act(y[i]) * widened_up[i];
+}
+
 template <class T, class Act>
 void gated_tiles(const ActivationArgs &a, Act act) {
   const int64_t d = a.out_rows.cols;
@@ -38,9 +51,7 @@ void gated_tiles(const ActivationArgs &a, Act act) {
       const int64_t r = t / blocks, c0 = (t % blocks) * kBlock, n = std::min(kBlock, d - c0);
       const T *x = static_cast<const T *>(a.x) + r * a.x_rows.row_stride + c0;
       T *out = static_cast<T *>(a.out) + r * a.out_rows.row_stride + c0;
-      for (int64_t i = 0; i < n; ++i) gate[i] = to_f32(x[i]);
-      for (int64_t i = 0; i < n; ++i) up[i] = to_f32(x[d + i]);
-      for (int64_t i = 0; i < n; ++i) gate[i] = act(gate[i]) * up[i];
+      gated_span(x, x + d, n, act, gate, up);
       for (int64_t i = 0; i < n; ++i) out[i] = from_f32<T>(gate[i]);
     }
   });
@@ -53,12 +64,38 @@ aiter_status run_gated(const ActivationArgs &a, Act act) {
   return AITER_OK;
 }
 
+// Each row's products, all of them in fp32, then quantized with the row's own scale.
+template <class T>
+void silu_quant_rows(const ActivationArgs &a) {
+  const int64_t d = a.out_rows.cols;
+  parallel_for(a.out_rows.rows, std::max<int64_t>(1, kTaskElems / d), [&](int64_t begin, int64_t end) {
+    std::vector<float> y(static_cast<size_t>(d));
+    float up[kBlock];
+    for (int64_t r = begin; r < end; ++r) {
+      const T *x = static_cast<const T *>(a.x) + r * a.x_rows.row_stride;
+      for (int64_t c0 = 0; c0 < d; c0 += kBlock)
+        gated_span(x + c0, x + d + c0, std::min(kBlock, d - c0), Silu{}, y.data() + c0, up);
+      uint8_t *out = static_cast<uint8_t *>(a.out) + r * a.out_rows.row_stride;
+      a.scale[r] = quantize_row(y.data(), d, a.quant_dtype, out);
+    }
+  });
+}
+
 }  // namespace
 
 aiter_status silu_and_mul(const ActivationArgs &a) { return run_gated(a, Silu{}); }
 
 aiter_status gelu_and_mul(const ActivationArgs &a) {
   return a.approx == AITER_GELU_TANH ? run_gated(a, GeluTanh{}) : run_gated(a, GeluExact{});
+}
+
+aiter_status silu_and_mul_quant(const ActivationArgs &a) {
+  if (a.out_rows.cols == 0) {  // rows of nothing: amax 0, scale 1 (the row views count no rows then)
+    std::fill(a.scale, a.scale + a.scale_count, 1.0f);
+    return AITER_OK;
+  }
+  visit_float(a.dtype, [&](auto tag) { silu_quant_rows<decltype(tag)>(a); });
+  return AITER_OK;
 }
 
 }  // namespace cpu

@@ -13,6 +13,10 @@ except ImportError:  # the suite installs it; keep import errors readable
 
 FLOAT_DTYPES = ["float32", "float16", "bfloat16"]
 FP8_DTYPES = ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2"]
+QUANT_DTYPES = ["int8"] + FP8_DTYPES
+QMAX = {"int8": 127.0, "float8_e4m3fn": 448.0, "float8_e4m3fnuz": 240.0, "float8_e5m2": 57344.0}
+MANTISSA_BITS = {"float8_e4m3fn": 3, "float8_e4m3fnuz": 3, "float8_e5m2": 2}
+SMALLEST_SUBNORMAL = {"float8_e4m3fn": 2.0 ** -9, "float8_e4m3fnuz": 2.0 ** -10, "float8_e5m2": 2.0 ** -16}
 
 # Elementwise tolerances (rtol, atol) for results rounded once to the dtype,
 # after fp32 arithmetic: a few units in the last place.
@@ -93,3 +97,64 @@ def on_host(a):
 def poisoned_on(shape, dtype, device):
     """poisoned(), on `device`."""
     return to_device(poisoned(shape, dtype), device)
+
+
+# ---- 8-bit quantization ------------------------------------------------------------
+def quant_reference(x64, scale64, dtype):
+    """x / scale rounded to ``dtype`` in float64 NumPy / ml_dtypes, saturated at +-qmax."""
+    qmax = QMAX[dtype]
+    y = np.clip(x64 / scale64, -qmax, qmax)
+    if dtype == "int8":
+        return np.clip(np.rint(y), -127, 127).astype(np.int8)
+    return y.astype(np_dtype(dtype))
+
+
+def near_tie(x64, scale64, dtype, x_rel=0.0):
+    """Where x / scale lies within a few fp32 ulps of a midpoint between two 8-bit
+    values: there the library's fp32 x * fl32(1 / scale) may round to the other side.
+    Such ties are common with bfloat16 inputs (an element at exactly amax / 2, say).
+    ``x_rel`` widens the window by the relative error of values the library computed
+    in fp32 itself (x64 then being their float64 reference)."""
+    y = np.abs(x64 / scale64)
+    if dtype == "int8":
+        step = np.ones_like(y)
+    else:
+        exponent = np.floor(np.log2(np.maximum(y, SMALLEST_SUBNORMAL[dtype])))
+        step = np.maximum(2.0 ** (exponent - MANTISSA_BITS[dtype]), SMALLEST_SUBNORMAL[dtype])
+    units = y / step
+    return np.abs(units - np.floor(units) - 0.5) * step <= (2.0 ** -21 + x_rel) * y
+
+
+def ordinal(q, dtype):
+    """Each 8-bit value's position on the number line: neighbours differ by 1."""
+    q = np.asarray(q)
+    if dtype == "int8":
+        return q.astype(np.int64)
+    bits = q.view(np.uint8).astype(np.int64)
+    return np.where(bits & 0x80, -(bits & 0x7F), bits & 0x7F)
+
+
+def check_quantized(out, x64, scale64, dtype, x_rel=0.0):
+    """out matches the reference, except at ties that fp32 and fp64 round apart (by
+    one step there); no element unwritten; the dequantized error within half a step.
+    ``out`` may live on a device.  ``x_rel``: see near_tie; it also widens the error
+    bound by that much of |x|."""
+    out = on_host(out)
+    assert out.dtype == np_dtype(dtype) and out.shape == x64.shape
+    if dtype == "int8":
+        assert (out != -128).all(), "unwritten (poisoned) elements"
+    else:
+        assert not np.isnan(f64(out)).any(), "unwritten (poisoned) or NaN elements"
+    steps = np.abs(ordinal(out, dtype) - ordinal(quant_reference(x64, scale64, dtype), dtype))
+    assert steps.max(initial=0) <= 1, f"{(steps > 1).sum()} elements off by more than one step"
+    off = (steps != 0) & ~near_tie(x64, scale64, dtype, x_rel)
+    assert not off.any(), f"{off.sum()} of {off.size} elements rounded apart from the reference away from a tie"
+    inside = np.abs(x64 / scale64) <= QMAX[dtype]  # saturated elements have no error bound
+    err = np.abs(f64(out) * scale64 - x64)
+    if dtype == "int8":
+        bound = 0.5 * scale64 * (1 + 1e-5)
+    else:
+        half_ulp = 2.0 ** -(MANTISSA_BITS[dtype] + 1) * (1 + 2.0 ** -MANTISSA_BITS[dtype])
+        bound = half_ulp * np.abs(x64) + 0.5 * SMALLEST_SUBNORMAL[dtype] * scale64 * (1 + 1e-5)
+    bound = np.broadcast_to(bound + x_rel * np.abs(x64), x64.shape)
+    assert (err <= bound)[inside].all(), "dequantized error above half a step"

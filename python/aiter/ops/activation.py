@@ -1,16 +1,21 @@
-"""Gated activations of feed-forward layers: ``act(x[..., :d]) * x[..., d:]``."""
+"""Gated activations of feed-forward layers: ``act(x[..., :d]) * x[..., d:]``,
+and ``silu_and_mul`` fused with dynamic per-row quantization."""
 from .._call import Call
 from ..errors import InvalidArgumentError
+from .quant import _quant_dtype
 
 _GELU_APPROX = {"none": 0, "tanh": 1}  # aiter_gelu_approx
+
+
+def _half_shape(x_):
+    # An odd or missing last dim is left for the library to report.
+    return x_.shape[:-1] + (x_.shape[-1] // 2,) if x_.shape else ()
 
 
 def _gated(symbol, x, out, *extra):
     c = Call(symbol, like=x)
     x_ = c.input(x, "x")
-    # An odd or missing last dim is left for the library to report.
-    shape = x_.shape[:-1] + (x_.shape[-1] // 2,) if x_.shape else ()
-    out_ = c.output(out, "out", shape, x_.dtype)
+    out_ = c.output(out, "out", _half_shape(x_), x_.dtype)
     c.run(out_.c, x_.c, *extra)
     return c.result(out_)
 
@@ -30,3 +35,22 @@ def gelu_and_mul(x, approximate="none", *, out=None):
     if approximate not in _GELU_APPROX:
         raise InvalidArgumentError(f'approximate: expected "none" or "tanh", got {approximate!r}')
     return _gated("aiter_gelu_and_mul", x, out, _GELU_APPROX[approximate])
+
+
+def silu_and_mul_quant(x, dtype="float8_e4m3fn", *, out=None, scale=None):
+    """``silu(x[..., :d]) * x[..., d:]`` computed in float32 and quantized per row
+    with a dynamic scale; returns ``(out, scale)``.
+
+    ``out`` is ``[..., d]`` of ``dtype`` (int8, float8_e4m3fn, float8_e4m3fnuz or
+    float8_e5m2); ``scale`` is float32 of shape ``x.shape[:-1] + (1,)``, ``amax / qmax``
+    of the row's products (1 where they are all 0), so that ``y ~= out * scale``.
+    The products are not rounded to ``x``'s dtype before they are quantized."""
+    name = _quant_dtype(dtype)
+    c = Call("aiter_silu_and_mul_quant", like=x)
+    x_ = c.input(x, "x")
+    out_ = c.output(out, "out", _half_shape(x_), name)
+    if out_.dtype != name:
+        raise InvalidArgumentError(f"out: expected dtype {name} (the dtype argument), got {out_.dtype}")
+    scale_ = c.output(scale, "scale", x_.shape[:-1] + (1,) if x_.shape else (1,), "float32")
+    c.run(out_.c, scale_.c, x_.c)
+    return c.result(out_), c.result(scale_)

@@ -1,0 +1,251 @@
+// Gated activations act(gate) * up, and silu_and_mul fused with dynamic per-row
+// quantization.  All arithmetic in fp32, rounded once on the store.
+//
+// gated: a 2-D grid, x over blocks of a row's columns and y over rows, so that
+// one long row spreads over many blocks as well as many rows do.  Each thread
+// owns one chunk of N columns (16 bytes in the vector variants) of the gate,
+// the up half and out.  No shared memory, no barrier.
+//
+// silu_and_mul_quant: one block per row.  Rows of up to 32768 columns (16-bit x;
+// 16384 for fp32) in 16-byte chunks keep their fp32 products in registers between
+// the amax reduction and the quantized store, so x is read once; longer rows, and
+// rows not in 16-byte chunks, are read twice (the second time mostly from L2).
+#include "../common/numeric.h"
+#include "activation_params.h"
+
+namespace {
+
+constexpr int kGatedThreads = 256;
+constexpr int kQuantThreads = 1024;  // 64 registers a thread
+constexpr int kQuantChunks = 4;      // chunks of products a thread keeps in silu_quant_cached
+
+// ---- the activations --------------------------------------------------------------
+// g * sigmoid(a) = g / (1 + exp(-a)): where exp overflows the quotient is +-0, never
+// NaN.  fast_div (2 ulp) rather than an IEEE division, whose slow-path subroutine
+// costs the register-cached quantizing kernel its stack-free, spill-free build.
+__device__ __forceinline__ float times_sigmoid(float g, float a) { return fast_div(g, 1.0f + fast_exp(-a)); }
+
+struct Silu {
+  __device__ __forceinline__ float operator()(float g) const { return times_sigmoid(g, g); }
+};
+
+// 0.5 (1 + tanh(u)) = sigmoid(2u): the tanh form with no tanh, no cancellation near
+// u = 0 and no inf - inf for large |u|.
+struct GeluTanh {
+  __device__ __forceinline__ float operator()(float g) const {
+    const float u = 0.79788456080286536f * (g + 0.044715f * g * g * g);  // sqrt(2/pi) (g + 0.044715 g^3)
+    return times_sigmoid(g, 2.0f * u);
+  }
+};
+
+// 0.5 (1 + erf(z)), absolute error below 1e-7 (against double erf, fp32 rounding
+// and a 2-ulp exp included).  For z <= -1 it is 0.5 erfc(-z), computed without
+// the cancellation of 1 + erf(z).  The coefficients are Chebyshev least-squares
+// fits in double, rounded to fp32:
+//   |z| < 1:     erf(z) = z + z p(z^2), with p(s) ~ erf(sqrt s) / sqrt s - 1
+//   1 <= t < 4:  erfc(t) = exp(-t^2) q(t - 2.5), with q(t) ~ erfc(t) exp(t^2)
+//   t >= 4:      erfc(t) < 1.6e-8, taken as 0
+__device__ __forceinline__ float half_one_plus_erf(float z) {
+  const float t = fabsf(z);
+  if (t < 1.0f) {
+    const float s = z * z;
+    float p = 7.882497448e-05f;
+    p = p * s - 8.018855006e-04f;
+    p = p * s + 5.189312156e-03f;
+    p = p * s - 2.685432881e-02f;
+    p = p * s + 1.128359735e-01f;
+    p = p * s - 3.761262596e-01f;
+    p = p * s + 1.283791661e-01f;
+    return 0.5f + 0.5f * (p * z + z);
+  }
+  const float u = t - 2.5f;
+  float q = 1.671801783e-06f;
+  q = q * u - 6.386085715e-06f;
+  q = q * u + 1.435366266e-05f;
+  q = q * u - 5.358580893e-05f;
+  q = q * u + 2.129720815e-04f;
+  q = q * u - 7.389975945e-04f;
+  q = q * u + 2.465982456e-03f;
+  q = q * u - 7.999345660e-03f;
+  q = q * u + 2.493820339e-02f;
+  q = q * u - 7.434760034e-02f;
+  q = q * u + 2.108063549e-01f;
+  const float half_erfc = t < 4.0f ? 0.5f * q * fast_exp(-(t * t)) : 0.0f;  // NaN z lands here: 0
+  return z > 0.0f ? 1.0f - half_erfc : half_erfc;
+}
+
+struct GeluExact {
+  __device__ __forceinline__ float operator()(float g) const {
+    return g * half_one_plus_erf(g * 0.70710678118654752f);  // g / sqrt 2
+  }
+};
+
+// ---- gated --------------------------------------------------------------------------
+template <class T, int N, class Act>
+__device__ __forceinline__ void gated_chunk(const ActivationParams &p, Act act) {
+  const long long c = ((long long)block_x() * block_dim_x() + thread_x()) * N;
+  if (c >= p.cols) return;
+  for (long long row = block_y(); row < p.rows; row += p.row_step) {
+    const T *x = static_cast<const T *>(p.x) + row * p.x_stride + c;
+    float gate[N], up[N];
+    load_f32<T, N>(x, gate);
+    load_f32<T, N>(x + p.cols, up);
+#pragma unroll
+    for (int i = 0; i < N; ++i) gate[i] = act(gate[i]) * up[i];
+    store_f32<T, N>(static_cast<T *>(p.out) + row * p.out_stride + c, gate);
+  }
+}
+
+// The activation is chosen once per thread, not per element.
+template <class T, int N>
+__device__ void gated(const ActivationParams &p) {
+  switch (p.act) {
+    case kActSilu: return gated_chunk<T, N>(p, Silu{});
+    case kActGeluExact: return gated_chunk<T, N>(p, GeluExact{});
+    default: return gated_chunk<T, N>(p, GeluTanh{});
+  }
+}
+
+// ---- silu_and_mul + per-row quantization ---------------------------------------------
+// Both kernels compute y = silu(gate) * up in fp32 (not rounded to T), find the
+// row's amax over the block, and store y * (1 / scale) quantized: the CPU's
+// order of operations, so that both round alike.
+__device__ __forceinline__ float silu_times(float g, float up) { return Silu{}(g) * up; }
+
+template <int Q>
+__device__ __forceinline__ float row_scale(float amax, float *scratch, float *scale_out, long long row) {
+  const float scale = dynamic_scale(block_max(amax, scratch), Q);  // fmaxf skipped NaN, as the CPU does
+  if (thread_x() == 0) scale_out[row] = scale;
+  return scale;
+}
+
+template <class T, int N>
+__device__ __forceinline__ void silu_chunk(const T *gate, const T *up_half, float (&y)[N]) {
+  float up[N];
+  load_f32<T, N>(gate, y);
+  load_f32<T, N>(up_half, up);
+#pragma unroll
+  for (int i = 0; i < N; ++i) y[i] = silu_times(y[i], up[i]);
+}
+
+template <int N, int Q>
+__device__ __forceinline__ void store_quantized(uint8_t *out, const float (&y)[N], float inv) {
+  Vec<uint8_t, N> q;
+#pragma unroll
+  for (int i = 0; i < N; ++i) q.v[i] = quantize(y[i] * inv, Q);
+  *reinterpret_cast<Vec<uint8_t, N> *>(out) = q;
+}
+
+// Rows of up to blockDim * kQuantChunks * N columns, read once: each thread keeps
+// kQuantChunks chunks of N products in registers, chunk r covering columns
+// (r * blockDim + tid) * N ... + N.
+template <class T, int N, int Q>
+__device__ __forceinline__ void silu_quant_cached(const ActivationParams &p, float *scratch) {
+  const int tid = int(thread_x()), nthreads = int(block_dim_x());
+  const int cols = int(p.cols);  // at most kQuantThreads * kQuantChunks * N (the host checks)
+  for (long long row = block_x(); row < p.rows; row += p.row_step) {
+    const T *x = static_cast<const T *>(p.x) + row * p.x_stride;
+    float y[kQuantChunks][N];
+    float amax = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kQuantChunks; ++r) {
+      const int c = (r * nthreads + tid) * N;
+      if (c >= cols) continue;
+      silu_chunk<T, N>(x + c, x + cols + c, y[r]);
+#pragma unroll
+      for (int i = 0; i < N; ++i) amax = fmaxf(amax, fabsf(y[r][i]));
+    }
+    const float inv = 1.0f / row_scale<Q>(amax, scratch, p.scale_out, row);
+    uint8_t *out = static_cast<uint8_t *>(p.out) + row * p.out_stride;
+#pragma unroll
+    for (int r = 0; r < kQuantChunks; ++r) {
+      const int c = (r * nthreads + tid) * N;
+      if (c < cols) store_quantized<N, Q>(out + c, y[r], inv);
+    }
+  }
+}
+
+// Rows of any length, read twice: once for amax, once more (mostly from L2) to
+// quantize.  Both passes compute each product the same way, so they agree bit for bit.
+template <class T, int N, int Q>
+__device__ __forceinline__ void silu_quant_reread(const ActivationParams &p, float *scratch) {
+  const long long first = (long long)thread_x() * N, step = (long long)block_dim_x() * N;
+  for (long long row = block_x(); row < p.rows; row += p.row_step) {
+    const T *x = static_cast<const T *>(p.x) + row * p.x_stride;
+    float amax = 0.0f;
+    for (long long c = first; c < p.cols; c += step) {
+      float y[N];
+      silu_chunk<T, N>(x + c, x + p.cols + c, y);
+#pragma unroll
+      for (int i = 0; i < N; ++i) amax = fmaxf(amax, fabsf(y[i]));
+    }
+    const float inv = 1.0f / row_scale<Q>(amax, scratch, p.scale_out, row);
+    uint8_t *out = static_cast<uint8_t *>(p.out) + row * p.out_stride;
+    for (long long c = first; c < p.cols; c += step) {
+      float y[N];
+      silu_chunk<T, N>(x + c, x + p.cols + c, y);
+      store_quantized<N, Q>(out + c, y, inv);
+    }
+  }
+}
+
+template <class T, int N, bool kCached, int Q>
+__device__ __forceinline__ void silu_quant_rows(const ActivationParams &p, float *scratch) {
+  if constexpr (kCached) silu_quant_cached<T, N, Q>(p, scratch);
+  else silu_quant_reread<T, N, Q>(p, scratch);
+}
+
+// The output format is chosen once per block, so that quantize() folds to one format.
+template <class T, int N, bool kCached>
+__device__ void silu_quant(const ActivationParams &p) {
+  __shared__ float scratch[32];
+  switch (p.quant) {
+    case kQuantInt8: return silu_quant_rows<T, N, kCached, kQuantInt8>(p, scratch);
+    case kQuantE4m3fn: return silu_quant_rows<T, N, kCached, kQuantE4m3fn>(p, scratch);
+    case kQuantE5m2: return silu_quant_rows<T, N, kCached, kQuantE5m2>(p, scratch);
+    default: return silu_quant_rows<T, N, kCached, kQuantE4m3fnuz>(p, scratch);
+  }
+}
+
+}  // namespace
+
+// Vector variants need d % N == 0 and 16-byte aligned rows of x (and N-byte aligned
+// rows of a quantized out); scalar ones take anything.
+#define AITER_GATED_KERNEL(name, T, N) \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kGatedThreads) name(ActivationParams p) { gated<T, N>(p); }
+#define AITER_SILU_QUANT_KERNEL(name, T, N, cached) \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kQuantThreads) name(ActivationParams p) { silu_quant<T, N, cached>(p); }
+
+// aiter-kernel: op=gated variant=f32.vec symbol=aiter_gated_f32_vec4 block=256 smem=0
+AITER_GATED_KERNEL(aiter_gated_f32_vec4, float, 4)
+// aiter-kernel: op=gated variant=f16.vec symbol=aiter_gated_f16_vec8 block=256 smem=0
+AITER_GATED_KERNEL(aiter_gated_f16_vec8, half_t, 8)
+// aiter-kernel: op=gated variant=bf16.vec symbol=aiter_gated_bf16_vec8 block=256 smem=0
+AITER_GATED_KERNEL(aiter_gated_bf16_vec8, bf16_t, 8)
+// aiter-kernel: op=gated variant=f32.scalar symbol=aiter_gated_f32_scalar block=256 smem=0
+AITER_GATED_KERNEL(aiter_gated_f32_scalar, float, 1)
+// aiter-kernel: op=gated variant=f16.scalar symbol=aiter_gated_f16_scalar block=256 smem=0
+AITER_GATED_KERNEL(aiter_gated_f16_scalar, half_t, 1)
+// aiter-kernel: op=gated variant=bf16.scalar symbol=aiter_gated_bf16_scalar block=256 smem=0
+AITER_GATED_KERNEL(aiter_gated_bf16_scalar, bf16_t, 1)
+
+// Per-row quantization: .vec keeps the row in registers; .vec.long (rows longer
+// than .vec holds) and .scalar read x twice.
+// aiter-kernel: op=silu_and_mul_quant variant=f32.vec symbol=aiter_silu_quant_f32_vec4 block=1024 smem=0
+AITER_SILU_QUANT_KERNEL(aiter_silu_quant_f32_vec4, float, 4, true)
+// aiter-kernel: op=silu_and_mul_quant variant=f16.vec symbol=aiter_silu_quant_f16_vec8 block=1024 smem=0
+AITER_SILU_QUANT_KERNEL(aiter_silu_quant_f16_vec8, half_t, 8, true)
+// aiter-kernel: op=silu_and_mul_quant variant=bf16.vec symbol=aiter_silu_quant_bf16_vec8 block=1024 smem=0
+AITER_SILU_QUANT_KERNEL(aiter_silu_quant_bf16_vec8, bf16_t, 8, true)
+// aiter-kernel: op=silu_and_mul_quant variant=f32.vec.long symbol=aiter_silu_quant_f32_vec4_long block=1024 smem=0
+AITER_SILU_QUANT_KERNEL(aiter_silu_quant_f32_vec4_long, float, 4, false)
+// aiter-kernel: op=silu_and_mul_quant variant=f16.vec.long symbol=aiter_silu_quant_f16_vec8_long block=1024 smem=0
+AITER_SILU_QUANT_KERNEL(aiter_silu_quant_f16_vec8_long, half_t, 8, false)
+// aiter-kernel: op=silu_and_mul_quant variant=bf16.vec.long symbol=aiter_silu_quant_bf16_vec8_long block=1024 smem=0
+AITER_SILU_QUANT_KERNEL(aiter_silu_quant_bf16_vec8_long, bf16_t, 8, false)
+// aiter-kernel: op=silu_and_mul_quant variant=f32.scalar symbol=aiter_silu_quant_f32_scalar block=1024 smem=0
+AITER_SILU_QUANT_KERNEL(aiter_silu_quant_f32_scalar, float, 1, false)
+// aiter-kernel: op=silu_and_mul_quant variant=f16.scalar symbol=aiter_silu_quant_f16_scalar block=1024 smem=0
+AITER_SILU_QUANT_KERNEL(aiter_silu_quant_f16_scalar, half_t, 1, false)
+// aiter-kernel: op=silu_and_mul_quant variant=bf16.scalar symbol=aiter_silu_quant_bf16_scalar block=1024 smem=0
+AITER_SILU_QUANT_KERNEL(aiter_silu_quant_bf16_scalar, bf16_t, 1, false)
