@@ -1,5 +1,5 @@
 // Which driver serves which tensors.
-#include "gpu/driver.hpp"
+#include "gpu/launch.hpp"
 
 #include "core/error.hpp"
 
@@ -23,13 +23,7 @@ aiter_status driver_for(DLDeviceType type, Driver **driver) {
 extern "C" AITER_API aiter_status aiter_synchronize(DLDevice device, void *stream) {
   return aiter::guard("aiter_synchronize", [&] {
     if (device.device_type == kDLCPU) return AITER_OK;
-    aiter::gpu::Driver *driver = nullptr;
-    aiter::gpu::Context previous = nullptr;
-    aiter_status s = aiter::gpu::driver_for(device.device_type, &driver);
-    if (s == AITER_OK) s = driver->enter(device.device_id, &previous);
-    if (s != AITER_OK) return s;
-    s = driver->synchronize(stream);
-    driver->restore(previous);
-    return s;
+    aiter::gpu::DeviceScope scope(device);
+    return scope.status() != AITER_OK ? scope.status() : scope.driver()->synchronize(stream);
   });
 }

@@ -14,42 +14,54 @@
 namespace aiter {
 namespace gpu {
 
+// The driver of a device with its primary context current, for one scope;
+// the caller's context is restored when the scope ends.
+class DeviceScope {
+ public:
+  explicit DeviceScope(DLDevice device) {
+    status_ = driver_for(device.device_type, &driver_);
+    if (status_ == AITER_OK) status_ = driver_->enter(device.device_id, &previous_);
+    entered_ = status_ == AITER_OK;
+  }
+  ~DeviceScope() {
+    if (entered_) driver_->restore(previous_);
+  }
+  DeviceScope(const DeviceScope &) = delete;
+  DeviceScope &operator=(const DeviceScope &) = delete;
+
+  aiter_status status() const { return status_; }
+  Driver *driver() const { return driver_; }
+
+ private:
+  Driver *driver_ = nullptr;
+  Context previous_ = nullptr;
+  aiter_status status_ = AITER_OK;
+  bool entered_ = false;
+};
+
 // `params` is the kernel's single by-value argument.
 template <class Params>
 aiter_status launch(const GpuCall &call, const char *op, const std::string &variant, Dim3 grid, unsigned block,
                     const Params &params) {
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return AITER_OK;  // nothing to do
-  Driver *driver = nullptr;
-  aiter_status s = driver_for(call.device.device_type, &driver);
-  if (s != AITER_OK) return s;
-  Context previous = nullptr;
-  s = driver->enter(call.device.device_id, &previous);
-  if (s != AITER_OK) return s;
+  DeviceScope scope(call.device);
+  if (scope.status() != AITER_OK) return scope.status();
   Kernel kernel;
-  s = find_kernel(driver, call.device.device_id, op, variant, &kernel);
+  aiter_status s = find_kernel(scope.driver(), call.device.device_id, op, variant, &kernel);
   if (s == AITER_OK && int(block) > kernel.max_block)
-    s = fail(AITER_ERR_INTERNAL, "%s/%s: block of %u threads exceeds the kernel's bound %d", op, variant.c_str(),
-             block, kernel.max_block);
-  if (s == AITER_OK) {
-    void *args[] = {const_cast<Params *>(&params)};
-    s = driver->launch(kernel.function, grid, Dim3{block, 1, 1}, unsigned(kernel.smem), call.stream, args);
-  }
-  driver->restore(previous);
-  return s;
+    return fail(AITER_ERR_INTERNAL, "%s/%s: block of %u threads exceeds the kernel's bound %d", op, variant.c_str(),
+                block, kernel.max_block);
+  if (s != AITER_OK) return s;
+  void *args[] = {const_cast<Params *>(&params)};
+  return scope.driver()->launch(kernel.function, grid, Dim3{block, 1, 1}, unsigned(kernel.smem), call.stream, args);
 }
 
 // Fills `count` 32-bit words of device memory on the caller's stream.
 inline aiter_status memset_u32(const GpuCall &call, void *dst, uint32_t value, size_t count) {
   if (count == 0) return AITER_OK;
-  Driver *driver = nullptr;
-  aiter_status s = driver_for(call.device.device_type, &driver);
-  if (s != AITER_OK) return s;
-  Context previous = nullptr;
-  s = driver->enter(call.device.device_id, &previous);
-  if (s != AITER_OK) return s;
-  s = driver->memset_u32_async(dst, value, count, call.stream);
-  driver->restore(previous);
-  return s;
+  DeviceScope scope(call.device);
+  if (scope.status() != AITER_OK) return scope.status();
+  return scope.driver()->memset_u32_async(dst, value, count, call.stream);
 }
 
 }  // namespace gpu
