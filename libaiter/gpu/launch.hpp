@@ -4,6 +4,9 @@
 // allocation, so launches can be captured into CUDA graphs.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "core/backend.hpp"
@@ -62,6 +65,21 @@ inline aiter_status memset_u32(const GpuCall &call, void *dst, uint32_t value, s
   DeviceScope scope(call.device);
   if (scope.status() != AITER_OK) return scope.status();
   return scope.driver()->memset_u32_async(dst, value, count, call.stream);
+}
+
+// The device's multiprocessor count, for sizing grid-stride launches; asked of
+// the driver once per device.
+inline aiter_status multiprocessors(const GpuCall &call, int *count) {
+  static std::atomic<int> known[2][64] = {};  // [CUDA, other][device id]
+  const int id = call.device.device_id;
+  const bool cacheable = id >= 0 && id < 64;
+  std::atomic<int> *slot = cacheable ? &known[call.device.device_type == kDLCUDA ? 0 : 1][id] : nullptr;
+  if (slot && (*count = slot->load(std::memory_order_relaxed)) > 0) return AITER_OK;
+  Driver *driver = nullptr;
+  aiter_status s = driver_for(call.device.device_type, &driver);
+  if (s == AITER_OK) s = driver->multiprocessor_count(id, count);
+  if (s == AITER_OK && slot) slot->store(*count, std::memory_order_relaxed);
+  return s;
 }
 
 }  // namespace gpu

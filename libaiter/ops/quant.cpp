@@ -11,9 +11,12 @@
 namespace aiter {
 namespace {
 
-const OpImpl<QuantArgs> kPerTensorDynamic{"aiter_quant_per_tensor_dynamic", cpu::quant_per_tensor_dynamic, nullptr};
-const OpImpl<QuantArgs> kPerTokenDynamic{"aiter_quant_per_token_dynamic", cpu::quant_per_token_dynamic, nullptr};
-const OpImpl<QuantArgs> kPerTensorStatic{"aiter_quant_per_tensor_static", cpu::quant_per_tensor_static, nullptr};
+const OpImpl<QuantArgs> kPerTensorDynamic{"aiter_quant_per_tensor_dynamic", cpu::quant_per_tensor_dynamic,
+                                            gpu::quant_per_tensor_dynamic};
+const OpImpl<QuantArgs> kPerTokenDynamic{"aiter_quant_per_token_dynamic", cpu::quant_per_token_dynamic,
+                                           gpu::quant_per_token_dynamic};
+const OpImpl<QuantArgs> kPerTensorStatic{"aiter_quant_per_tensor_static", cpu::quant_per_tensor_static,
+                                           gpu::quant_per_tensor_static};
 
 // x [..., H] in a float dtype, out of x's shape in an 8-bit dtype; null checks done by the caller.
 void check_x_out(ArgCheck &c, QuantArgs &a, DLTensor *out, const DLTensor *x) {

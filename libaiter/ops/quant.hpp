@@ -1,6 +1,7 @@
 // Checked arguments of the 8-bit quantization ops, shared by every backend.
 #pragma once
 
+#include "core/backend.hpp"
 #include "core/dtype.hpp"
 #include "core/tensor.hpp"
 
@@ -15,7 +16,7 @@ struct QuantArgs {
   RowView out_rows;
   float *scale;           // dynamic ops: written, one value or one per row of x
   int64_t scale_count;    // values in scale (per token: x's rows, even where a row is empty)
-  const float *scale_in;  // the static op: read, one value (checked finite and normal on the CPU)
+  const float *scale_in;  // the static op: read, one value (its value checked only for CPU tensors)
 };
 
 namespace cpu {
@@ -23,5 +24,11 @@ aiter_status quant_per_tensor_dynamic(const QuantArgs &a);
 aiter_status quant_per_token_dynamic(const QuantArgs &a);
 aiter_status quant_per_tensor_static(const QuantArgs &a);
 }  // namespace cpu
+
+namespace gpu {
+aiter_status quant_per_tensor_dynamic(const QuantArgs &a, const GpuCall &call);
+aiter_status quant_per_token_dynamic(const QuantArgs &a, const GpuCall &call);
+aiter_status quant_per_tensor_static(const QuantArgs &a, const GpuCall &call);
+}  // namespace gpu
 
 }  // namespace aiter

@@ -1,0 +1,309 @@
+// Quantization to int8 / fp8 with the CPU backend's rules (libaiter/cpu/quantize.hpp):
+// amax skips NaN, scale = dynamic_scale(amax), values x * (1.0f / scale) rounded by
+// quantize().
+//
+// Per token: one block per row.  The row stays in registers between its amax and
+// its quantization (x read once) when it fits; longer or unaligned rows are read
+// twice, the second time mostly from L2.
+// Per tensor, dynamic: four steps on one stream, no allocation, no host sync:
+//   memset the scale slot to 0 (host), `amax` (atomic max of |x|'s float bits into
+//   the slot: non-negative floats order like their bits), `tensor` (quantize with
+//   the scale made from the slot), `finalize` (the slot becomes the scale; only
+//   after every block of `tensor` has read the amax).
+// Per tensor, static: `tensor` alone, with the given scale.
+#include "../common/numeric.h"
+#include "quant_params.h"
+
+namespace {
+
+constexpr int kTokenThreads = 512;   // per-token launch bound
+constexpr int kTensorThreads = 256;  // per-tensor launch bound
+constexpr int kChunk = 8;            // elements of a vector access: 16-byte loads (two for fp32), 8-byte stores
+// Chunks a thread loads at once: 4 for amax (persistent blocks, 48 registers),
+// 2 for quantizing (one tile per block; at 4 the 64 registers a thread halve the
+// warps an SM holds, and H100 bandwidth drops from 2.93 to 2.65 TB/s).
+constexpr int kAmaxUnroll = 4;
+constexpr int kQuantizeUnroll = 2;
+
+// The output format as a compile-time constant, so quantize() folds its switch
+// out of the inner loops.
+template <int K>
+struct Kind {
+  static constexpr int value = K;
+};
+
+template <class F>
+__device__ __forceinline__ void with_kind(int kind, F &&f) {
+  switch (kind) {
+    case kQuantInt8: f(Kind<kQuantInt8>{}); break;
+    case kQuantE4m3fn: f(Kind<kQuantE4m3fn>{}); break;
+    case kQuantE4m3fnuz: f(Kind<kQuantE4m3fnuz>{}); break;
+    case kQuantE5m2: f(Kind<kQuantE5m2>{}); break;
+    default: break;  // the host passes only these
+  }
+}
+
+// N elements of T at p, as fp32: 16-byte loads when N fills them, else single elements.
+template <class T, int N>
+__device__ __forceinline__ void load_chunk(const T *p, float (&out)[N]) {
+  constexpr int kPer16 = 16 / int(sizeof(T));
+  if constexpr (N % kPer16 == 0) {
+#pragma unroll
+    for (int j = 0; j < N; j += kPer16) {
+      float part[kPer16];
+      load_f32<T, kPer16>(p + j, part);
+#pragma unroll
+      for (int i = 0; i < kPer16; ++i) out[j + i] = part[i];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = to_f32(p[i]);
+  }
+}
+
+template <int N>
+__device__ __forceinline__ void zero(float (&v)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) v[i] = 0.0f;
+}
+
+// fmaxf skips NaN, as std::max(m, |x|) does on the CPU.
+template <int N>
+__device__ __forceinline__ float amax_of(float m, const float (&v)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) m = fmaxf(m, fabsf(v[i]));
+  return m;
+}
+
+// N values times inv_scale, quantized (in pairs where N allows), stored in one
+// access of N bytes.
+template <int K, int N>
+__device__ __forceinline__ void store_quantized(uint8_t *p, const float (&v)[N], float inv_scale) {
+  if constexpr (N % 2 == 0) {
+    Vec<uint16_t, N / 2> q;
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) q.v[i] = quantize2(v[2 * i] * inv_scale, v[2 * i + 1] * inv_scale, K);
+    *reinterpret_cast<Vec<uint16_t, N / 2> *>(p) = q;
+  } else {
+    Vec<uint8_t, N> q;
+#pragma unroll
+    for (int i = 0; i < N; ++i) q.v[i] = quantize(v[i] * inv_scale, K);
+    *reinterpret_cast<Vec<uint8_t, N> *>(p) = q;
+  }
+}
+
+// A group: U chunks of a thread, `step` columns apart from column c0 on.  All
+// are loaded before any is used, so U loads are in flight; chunks past the row's
+// end read as 0.
+template <class T, int N, int U>
+__device__ __forceinline__ void load_group(const T *x, long long c0, long long step, long long cols,
+                                           float (&v)[U][N]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const long long c = c0 + u * step;
+    if (c < cols)
+      load_chunk<T, N>(x + c, v[u]);
+    else
+      zero(v[u]);
+  }
+}
+
+// Stores the chunks of a group that lie inside the row, quantized.
+template <int K, int N, int U>
+__device__ __forceinline__ void store_group(uint8_t *out, long long c0, long long step, long long cols,
+                                            const float (&v)[U][N], float inv_scale) {
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (c0 + u * step < cols) store_quantized<K, N>(out + c0 + u * step, v[u], inv_scale);
+}
+
+template <class T>
+__device__ __forceinline__ const T *x_row(const QuantParams &p, long long row) {
+  return static_cast<const T *>(p.x) + row * p.x_stride;
+}
+__device__ __forceinline__ uint8_t *out_row(const QuantParams &p, long long row) {
+  return static_cast<uint8_t *>(p.out) + row * p.out_stride;
+}
+
+// ---- per token ------------------------------------------------------------------
+// Thread t owns chunks r * blockDim + t (r < R) of N elements; the host picks
+// blockDim so that R chunks a thread cover the row.
+template <class T, int N, int R>
+__device__ void per_token_cached(const QuantParams &p) {
+  __shared__ float scratch[32];
+  const long long row = block_x();
+  const unsigned tid = thread_x(), threads = block_dim_x();
+  const T *x = x_row<T>(p, row);
+  float v[R][N];
+  float amax = 0.0f;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const long long c = (long long)(r * threads + tid) * N;
+    if (c < p.cols)
+      load_chunk<T, N>(x + c, v[r]);
+    else
+      zero(v[r]);
+    amax = amax_of(amax, v[r]);
+  }
+  const float scale = dynamic_scale(block_max(amax, scratch), p.quant);
+  if (tid == 0) p.scale[row] = scale;
+  const float inv_scale = 1.0f / scale;
+  uint8_t *out = out_row(p, row);
+  with_kind(p.quant, [&](auto kind) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const long long c = (long long)(r * threads + tid) * N;
+      if (c < p.cols) store_quantized<decltype(kind)::value, N>(out + c, v[r], inv_scale);
+    }
+  });
+}
+
+// Rows of any length: amax in one pass over the row, quantization in a second
+// (from L2, mostly), kTwoPassUnroll chunks a thread in flight.
+constexpr int kTwoPassUnroll = 4;
+
+template <class T, int N>
+__device__ void per_token_two_pass(const QuantParams &p) {
+  __shared__ float scratch[32];
+  const long long row = block_x();
+  const long long step = (long long)block_dim_x() * N, tile = step * kTwoPassUnroll;
+  const long long first = (long long)thread_x() * N;
+  const T *x = x_row<T>(p, row);
+  float amax = 0.0f;
+  for (long long c0 = first; c0 < p.cols; c0 += tile) {
+    float v[kTwoPassUnroll][N];
+    load_group<T, N, kTwoPassUnroll>(x, c0, step, p.cols, v);
+#pragma unroll
+    for (int u = 0; u < kTwoPassUnroll; ++u) amax = amax_of(amax, v[u]);
+  }
+  const float scale = dynamic_scale(block_max(amax, scratch), p.quant);
+  if (thread_x() == 0) p.scale[row] = scale;
+  const float inv_scale = 1.0f / scale;
+  uint8_t *out = out_row(p, row);
+  with_kind(p.quant, [&](auto kind) {
+    for (long long c0 = first; c0 < p.cols; c0 += tile) {
+      float v[kTwoPassUnroll][N];
+      load_group<T, N, kTwoPassUnroll>(x, c0, step, p.cols, v);
+      store_group<decltype(kind)::value, N, kTwoPassUnroll>(out, c0, step, p.cols, v, inv_scale);
+    }
+  });
+}
+
+// ---- per tensor -----------------------------------------------------------------
+// A grid-stride walk over tiles of blockDim * U chunks, each tile a contiguous
+// stretch of one row: blocks (grid_cols x grid_rows) stride over rows with block_y
+// and along each row with block_x.  f gets the thread's first column c0 in the
+// tile; its U chunks are `step` columns apart.
+template <int N, int U, class F>
+__device__ __forceinline__ void for_each_group(const QuantParams &p, F &&f) {
+  const long long step = (long long)block_dim_x() * N, tile = step * U;
+  const long long first = (long long)block_x() * tile + (long long)thread_x() * N;
+  for (long long row = block_y(); row < p.rows; row += p.grid_rows)
+    for (long long c0 = first; c0 < p.cols; c0 += p.grid_cols * tile) f(row, c0, step);
+}
+
+template <class T, int N>
+__device__ void tensor_amax(const QuantParams &p) {
+  __shared__ float scratch[32];
+  float amax = 0.0f;
+  for_each_group<N, kAmaxUnroll>(p, [&](long long row, long long c0, long long step) {
+    float v[kAmaxUnroll][N];
+    load_group<T, N, kAmaxUnroll>(x_row<T>(p, row), c0, step, p.cols, v);
+#pragma unroll
+    for (int u = 0; u < kAmaxUnroll; ++u) amax = amax_of(amax, v[u]);
+  });
+  amax = block_max(amax, scratch);
+  if (thread_x() == 0 && amax > 0.0f) atomic_max_u32(reinterpret_cast<uint32_t *>(p.scale), f32_bits(amax));
+}
+
+// The scale to divide by: given, or made from the amax in the slot.
+__device__ __forceinline__ float inverse_scale(const QuantParams &p) {
+  const float given = *p.scale_in;
+  return 1.0f / (p.scale_is_amax ? dynamic_scale(given, p.quant) : given);
+}
+
+// Launched with one tile per block, so the scale is read once per block, after
+// the block's loads of x are on their way (its latency then hides behind theirs).
+template <class T, int N>
+__device__ void tensor_quantize(const QuantParams &p) {
+  with_kind(p.quant, [&](auto kind) {
+    for_each_group<N, kQuantizeUnroll>(p, [&](long long row, long long c0, long long step) {
+      float v[kQuantizeUnroll][N];
+      load_group<T, N, kQuantizeUnroll>(x_row<T>(p, row), c0, step, p.cols, v);
+      store_group<decltype(kind)::value, N, kQuantizeUnroll>(out_row(p, row), c0, step, p.cols, v, inverse_scale(p));
+    });
+  });
+}
+
+}  // namespace
+
+// Vector variants (N = kChunk) need cols % 8 == 0, 16-byte aligned rows of x and
+// 8-byte aligned rows of out; scalar ones (N = 1) take anything.
+#define AITER_QUANT_TOKEN_KERNEL(name, T, R) \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTokenThreads) name(QuantParams p) { per_token_cached<T, kChunk, R>(p); }
+#define AITER_QUANT_LOOP_KERNEL(name, T, N) \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTokenThreads) name(QuantParams p) { per_token_two_pass<T, N>(p); }
+#define AITER_QUANT_TENSOR_KERNELS(amax_name, quantize_name, T, N)                                          \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTensorThreads) amax_name(QuantParams p) { tensor_amax<T, N>(p); } \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTensorThreads) quantize_name(QuantParams p) { tensor_quantize<T, N>(p); }
+
+// Per token, row in registers: R chunks of 8 a thread, 512 threads, so rows of up
+// to 8192 (r2), 16384 (r4) or 32768 (r8) elements.
+// aiter-kernel: op=quant variant=token.f32.r2 symbol=aiter_quant_token_f32_r2 block=512 smem=0
+AITER_QUANT_TOKEN_KERNEL(aiter_quant_token_f32_r2, float, 2)
+// aiter-kernel: op=quant variant=token.f32.r4 symbol=aiter_quant_token_f32_r4 block=512 smem=0
+AITER_QUANT_TOKEN_KERNEL(aiter_quant_token_f32_r4, float, 4)
+// aiter-kernel: op=quant variant=token.f32.r8 symbol=aiter_quant_token_f32_r8 block=512 smem=0
+AITER_QUANT_TOKEN_KERNEL(aiter_quant_token_f32_r8, float, 8)
+// aiter-kernel: op=quant variant=token.f16.r2 symbol=aiter_quant_token_f16_r2 block=512 smem=0
+AITER_QUANT_TOKEN_KERNEL(aiter_quant_token_f16_r2, half_t, 2)
+// aiter-kernel: op=quant variant=token.f16.r4 symbol=aiter_quant_token_f16_r4 block=512 smem=0
+AITER_QUANT_TOKEN_KERNEL(aiter_quant_token_f16_r4, half_t, 4)
+// aiter-kernel: op=quant variant=token.f16.r8 symbol=aiter_quant_token_f16_r8 block=512 smem=0
+AITER_QUANT_TOKEN_KERNEL(aiter_quant_token_f16_r8, half_t, 8)
+// aiter-kernel: op=quant variant=token.bf16.r2 symbol=aiter_quant_token_bf16_r2 block=512 smem=0
+AITER_QUANT_TOKEN_KERNEL(aiter_quant_token_bf16_r2, bf16_t, 2)
+// aiter-kernel: op=quant variant=token.bf16.r4 symbol=aiter_quant_token_bf16_r4 block=512 smem=0
+AITER_QUANT_TOKEN_KERNEL(aiter_quant_token_bf16_r4, bf16_t, 4)
+// aiter-kernel: op=quant variant=token.bf16.r8 symbol=aiter_quant_token_bf16_r8 block=512 smem=0
+AITER_QUANT_TOKEN_KERNEL(aiter_quant_token_bf16_r8, bf16_t, 8)
+
+// Per token, any row: read twice.
+// aiter-kernel: op=quant variant=token.f32.loop.vec symbol=aiter_quant_token_f32_loop_vec block=512 smem=0
+AITER_QUANT_LOOP_KERNEL(aiter_quant_token_f32_loop_vec, float, kChunk)
+// aiter-kernel: op=quant variant=token.f16.loop.vec symbol=aiter_quant_token_f16_loop_vec block=512 smem=0
+AITER_QUANT_LOOP_KERNEL(aiter_quant_token_f16_loop_vec, half_t, kChunk)
+// aiter-kernel: op=quant variant=token.bf16.loop.vec symbol=aiter_quant_token_bf16_loop_vec block=512 smem=0
+AITER_QUANT_LOOP_KERNEL(aiter_quant_token_bf16_loop_vec, bf16_t, kChunk)
+// aiter-kernel: op=quant variant=token.f32.loop.scalar symbol=aiter_quant_token_f32_loop_scalar block=512 smem=0
+AITER_QUANT_LOOP_KERNEL(aiter_quant_token_f32_loop_scalar, float, 1)
+// aiter-kernel: op=quant variant=token.f16.loop.scalar symbol=aiter_quant_token_f16_loop_scalar block=512 smem=0
+AITER_QUANT_LOOP_KERNEL(aiter_quant_token_f16_loop_scalar, half_t, 1)
+// aiter-kernel: op=quant variant=token.bf16.loop.scalar symbol=aiter_quant_token_bf16_loop_scalar block=512 smem=0
+AITER_QUANT_LOOP_KERNEL(aiter_quant_token_bf16_loop_scalar, bf16_t, 1)
+
+// Per tensor: amax into the slot, and quantization with the slot's or a given scale.
+// aiter-kernel: op=quant variant=amax.f32.vec symbol=aiter_quant_amax_f32_vec block=256 smem=0
+// aiter-kernel: op=quant variant=tensor.f32.vec symbol=aiter_quant_tensor_f32_vec block=256 smem=0
+AITER_QUANT_TENSOR_KERNELS(aiter_quant_amax_f32_vec, aiter_quant_tensor_f32_vec, float, kChunk)
+// aiter-kernel: op=quant variant=amax.f16.vec symbol=aiter_quant_amax_f16_vec block=256 smem=0
+// aiter-kernel: op=quant variant=tensor.f16.vec symbol=aiter_quant_tensor_f16_vec block=256 smem=0
+AITER_QUANT_TENSOR_KERNELS(aiter_quant_amax_f16_vec, aiter_quant_tensor_f16_vec, half_t, kChunk)
+// aiter-kernel: op=quant variant=amax.bf16.vec symbol=aiter_quant_amax_bf16_vec block=256 smem=0
+// aiter-kernel: op=quant variant=tensor.bf16.vec symbol=aiter_quant_tensor_bf16_vec block=256 smem=0
+AITER_QUANT_TENSOR_KERNELS(aiter_quant_amax_bf16_vec, aiter_quant_tensor_bf16_vec, bf16_t, kChunk)
+// aiter-kernel: op=quant variant=amax.f32.scalar symbol=aiter_quant_amax_f32_scalar block=256 smem=0
+// aiter-kernel: op=quant variant=tensor.f32.scalar symbol=aiter_quant_tensor_f32_scalar block=256 smem=0
+AITER_QUANT_TENSOR_KERNELS(aiter_quant_amax_f32_scalar, aiter_quant_tensor_f32_scalar, float, 1)
+// aiter-kernel: op=quant variant=amax.f16.scalar symbol=aiter_quant_amax_f16_scalar block=256 smem=0
+// aiter-kernel: op=quant variant=tensor.f16.scalar symbol=aiter_quant_tensor_f16_scalar block=256 smem=0
+AITER_QUANT_TENSOR_KERNELS(aiter_quant_amax_f16_scalar, aiter_quant_tensor_f16_scalar, half_t, 1)
+// aiter-kernel: op=quant variant=amax.bf16.scalar symbol=aiter_quant_amax_bf16_scalar block=256 smem=0
+// aiter-kernel: op=quant variant=tensor.bf16.scalar symbol=aiter_quant_tensor_bf16_scalar block=256 smem=0
+AITER_QUANT_TENSOR_KERNELS(aiter_quant_amax_bf16_scalar, aiter_quant_tensor_bf16_scalar, bf16_t, 1)
+
+// The amax in the slot becomes the scale.  One thread.
+// aiter-kernel: op=quant variant=finalize symbol=aiter_quant_finalize block=32 smem=0
+AITER_KERNEL void AITER_LAUNCH_BOUNDS(32) aiter_quant_finalize(QuantParams p) {
+  if (thread_x() == 0 && block_x() == 0) p.scale[0] = dynamic_scale(p.scale[0], p.quant);
+}

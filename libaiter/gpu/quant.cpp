@@ -1,0 +1,191 @@
+// GPU launchers of the quantization kernels (kernels/quant/quant.cu).  Per token:
+// one block per row.  Per tensor: grid-stride kernels sized to fill the device,
+// the dynamic op in four stream-ordered steps (memset, amax, quantize, finalize),
+// so nothing is allocated and nothing waits on the host.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "gpu/launch.hpp"
+#include "kernels/common/quant_kind.h"
+#include "kernels/quant/quant_params.h"
+#include "ops/quant.hpp"
+
+namespace aiter {
+namespace gpu {
+namespace {
+
+constexpr int kTokenThreads = 512;   // the per-token kernels' launch bound
+constexpr int kTensorThreads = 256;  // the per-tensor kernels' launch bound
+constexpr int kChunk = 8;            // elements a vector access moves
+constexpr int kAmaxUnroll = 4;       // chunks a thread of the amax kernel handles per step
+constexpr int kQuantizeUnroll = 2;   // the same for the quantizing kernel
+constexpr int kBlocksPerSm = 4;      // amax grid: resident at once (<= 64 registers a thread)
+constexpr unsigned kMaxGridY = 65535;
+
+const char *dtype_tag(DType t) { return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16"; }
+
+QuantKind kind_of(DType t) {
+  switch (t) {
+    case DType::i8: return kQuantInt8;
+    case DType::e4m3fn: return kQuantE4m3fn;
+    case DType::e4m3fnuz: return kQuantE4m3fnuz;
+    default: return kQuantE5m2;
+  }
+}
+
+bool aligned(const void *p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+QuantParams params_of(const QuantArgs &a) {
+  QuantParams p{};
+  p.x = a.x;
+  p.out = a.out;
+  p.rows = a.x_rows.rows;
+  p.cols = a.x_rows.cols;
+  p.x_stride = a.x_rows.row_stride;
+  p.out_stride = a.out_rows.row_stride;
+  p.quant = kind_of(a.out_dtype);
+  return p;
+}
+
+// The vector variants read 16-byte pieces of x and write 8-byte pieces of out,
+// so every row must start on such a boundary and hold whole chunks.
+bool can_vectorize(const QuantArgs &a, const QuantParams &p) {
+  const int64_t x_bytes = dtype_size(a.x_dtype);
+  return p.cols % kChunk == 0 && aligned(p.x, 16) && aligned(p.out, 8) && (p.x_stride * x_bytes) % 16 == 0 &&
+         p.out_stride % 8 == 0;
+}
+
+// Unaligned elements would fault on the GPU (the CPU tolerates them).
+aiter_status check_alignment(const QuantArgs &a, const char *op, const void *scale) {
+  if (!aligned(a.x, size_t(dtype_size(a.x_dtype))))
+    return fail(AITER_ERR_INVALID_ARGUMENT, "%s: x: expected data aligned to its %d-byte elements on the GPU", op,
+                dtype_size(a.x_dtype));
+  if (scale && !aligned(scale, 4))
+    return fail(AITER_ERR_INVALID_ARGUMENT, "%s: scale: expected data aligned to 4 bytes on the GPU", op);
+  return AITER_OK;
+}
+
+// ---- per token ------------------------------------------------------------------
+// Chunks of 8 a thread keeps in registers, and the variant holding them.
+struct TokenPlan {
+  int per_thread;  // 0: the two-pass variant
+  unsigned threads;
+};
+
+TokenPlan plan_token(int64_t chunks) {
+  for (int r : {2, 4, 8})
+    if (chunks <= int64_t(kTokenThreads) * r) {
+      // Whole 64-thread groups (wave64 on AMD), each thread up to r chunks.
+      const int64_t threads = std::max<int64_t>(64, (chunks + r - 1) / r + 63) / 64 * 64;
+      return {r, unsigned(std::min<int64_t>(threads, kTokenThreads))};
+    }
+  return {0, unsigned(kTokenThreads)};
+}
+
+// ---- per tensor -----------------------------------------------------------------
+// Contiguous rows (x and out both) fold into one long row, which the grid-stride
+// kernels walk with every block; otherwise blocks stride over rows too.
+void fold_rows(QuantParams &p) {
+  if (p.rows > 1 && p.x_stride == p.cols && p.out_stride == p.cols) {
+    p.cols *= p.rows;
+    p.rows = 1;
+    p.x_stride = p.out_stride = p.cols;
+  }
+}
+
+// Blocks along a row: one per tile of kTensorThreads * unroll chunks, at most
+// `max_along`; blocks across rows: the rest of `max_blocks`, at most grid.y's limit.
+void size_grid(QuantParams &p, int per_chunk, int unroll, int64_t max_along, int64_t max_blocks, Dim3 *grid) {
+  const int64_t tile = int64_t(kTensorThreads) * unroll * per_chunk;
+  const int64_t along = std::min<int64_t>(max_along, (p.cols + tile - 1) / tile);
+  const int64_t across = std::min<int64_t>({p.rows, std::max<int64_t>(1, max_blocks / along), int64_t(kMaxGridY)});
+  p.grid_cols = unsigned(along);
+  p.grid_rows = unsigned(across);
+  *grid = Dim3{p.grid_cols, p.grid_rows, 1};
+}
+
+// Quantizes all of x with the scale in `scale_in` (an amax when `is_amax`): one
+// block per tile, as many as there are (grid.x takes 2^31 - 1).
+aiter_status launch_tensor_quantize(const QuantArgs &a, const GpuCall &call, const float *scale_in, bool is_amax) {
+  QuantParams p = params_of(a);
+  fold_rows(p);
+  p.scale_in = scale_in;
+  p.scale_is_amax = is_amax;
+  const bool vec = can_vectorize(a, p);
+  Dim3 grid;
+  size_grid(p, vec ? kChunk : 1, kQuantizeUnroll, INT32_MAX, INT64_MAX, &grid);
+  const std::string variant = std::string("tensor.") + dtype_tag(a.x_dtype) + (vec ? ".vec" : ".scalar");
+  return launch(call, "quant", variant, grid, kTensorThreads, p);
+}
+
+// The amax kernel ends in one atomic per block, so its grid is only as large as
+// the device holds at once, each block striding over many tiles.
+aiter_status launch_tensor_amax(const QuantArgs &a, const GpuCall &call) {
+  QuantParams p = params_of(a);
+  fold_rows(p);
+  p.scale = a.scale;
+  int sms = 0;
+  aiter_status s = multiprocessors(call, &sms);
+  if (s != AITER_OK) return s;
+  const int64_t resident = int64_t(std::max(sms, 1)) * kBlocksPerSm;
+  const bool vec = can_vectorize(a, p);
+  Dim3 grid;
+  size_grid(p, vec ? kChunk : 1, kAmaxUnroll, resident, resident, &grid);
+  const std::string variant = std::string("amax.") + dtype_tag(a.x_dtype) + (vec ? ".vec" : ".scalar");
+  return launch(call, "quant", variant, grid, kTensorThreads, p);
+}
+
+}  // namespace
+
+aiter_status quant_per_token_dynamic(const QuantArgs &a, const GpuCall &call) {
+  const char *op = "aiter_quant_per_token_dynamic";
+  aiter_status s = check_alignment(a, op, a.scale);
+  if (s != AITER_OK) return s;
+  if (a.x_rows.cols == 0) return memset_u32(call, a.scale, bits_of(1.0f), size_t(a.scale_count));  // amax 0
+  QuantParams p = params_of(a);
+  p.scale = a.scale;
+  if (p.rows > INT32_MAX)
+    return fail(AITER_ERR_UNSUPPORTED_SHAPE, "%s: at most %d rows on the GPU, got %lld", op, INT32_MAX,
+                (long long)p.rows);
+  const bool vec = can_vectorize(a, p);
+  const TokenPlan plan = vec ? plan_token(p.cols / kChunk) : TokenPlan{0, unsigned(kTokenThreads)};
+  std::string variant = std::string("token.") + dtype_tag(a.x_dtype);
+  if (plan.per_thread > 0)
+    variant += ".r" + std::to_string(plan.per_thread);
+  else
+    variant += vec ? ".loop.vec" : ".loop.scalar";
+  return launch(call, "quant", variant, Dim3{unsigned(p.rows), 1, 1}, plan.threads, p);
+}
+
+aiter_status quant_per_tensor_dynamic(const QuantArgs &a, const GpuCall &call) {
+  aiter_status s = check_alignment(a, "aiter_quant_per_tensor_dynamic", a.scale);
+  if (s != AITER_OK) return s;
+  if (a.x_rows.rows == 0 || a.x_rows.cols == 0) return memset_u32(call, a.scale, bits_of(1.0f), 1);  // amax 0
+  // The slot holds amax's bits until `finalize`; 0 is the amax of nothing.
+  s = memset_u32(call, a.scale, 0, 1);
+  if (s == AITER_OK) s = launch_tensor_amax(a, call);
+  if (s == AITER_OK) s = launch_tensor_quantize(a, call, a.scale, true);
+  if (s != AITER_OK) return s;
+  QuantParams p{};
+  p.scale = a.scale;
+  p.quant = kind_of(a.out_dtype);
+  return launch(call, "quant", "finalize", Dim3{1, 1, 1}, 1, p);
+}
+
+aiter_status quant_per_tensor_static(const QuantArgs &a, const GpuCall &call) {
+  aiter_status s = check_alignment(a, "aiter_quant_per_tensor_static", a.scale_in);
+  if (s != AITER_OK) return s;
+  if (a.x_rows.rows == 0 || a.x_rows.cols == 0) return AITER_OK;
+  return launch_tensor_quantize(a, call, a.scale_in, false);
+}
+
+}  // namespace gpu
+}  // namespace aiter
