@@ -42,6 +42,7 @@ void check_single_scale(ArgCheck &c, const DLTensor *scale, const DLTensor *x) {
 
 // One scale per row: x's shape with the last dim 1, compact so that row r's scale is scale[r].
 void check_token_scale(ArgCheck &c, const DLTensor *scale, const DLTensor *x) {
+  if (!c.ok()) return;  // x and scale may be NULL
   c.dtype(scale, "scale", {DType::f32}).same_device(scale, "scale", x, "x").ndim(scale, "scale", x->ndim);
   for (int i = 0; i + 1 < x->ndim; ++i) c.dim(scale, "scale", i, x->shape[i], "the same dim of x");
   c.dim(scale, "scale", -1, 1, "one scale per row of x").contiguous(scale, "scale");

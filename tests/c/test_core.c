@@ -1,7 +1,53 @@
 /* Status strings, last error, version and library info. */
 #include "harness.h"
 
+/* Every op called with NULL for every pointer: an error naming an argument, never a crash. */
+static void test_all_null_arguments(void) {
+  const aiter_status bad = AITER_ERR_INVALID_ARGUMENT;
+  EXPECT_STATUS(aiter_rmsnorm(NULL, NULL, NULL, 1e-6f, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_add_rmsnorm(NULL, NULL, NULL, NULL, NULL, 1e-6f, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_layernorm(NULL, NULL, NULL, NULL, 1e-6f, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_rmsnorm_quant(NULL, NULL, NULL, NULL, 1e-6f, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_add_rmsnorm_quant(NULL, NULL, NULL, NULL, NULL, NULL, 1e-6f, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_silu_and_mul(NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_gelu_and_mul(NULL, NULL, AITER_GELU_TANH, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_silu_and_mul_quant(NULL, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_rope(NULL, NULL, NULL, NULL, AITER_ROPE_NEOX, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_quant_per_tensor_dynamic(NULL, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_quant_per_token_dynamic(NULL, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_quant_per_tensor_static(NULL, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_gemm_a16w16(NULL, NULL, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_gemm_a8w8(NULL, NULL, NULL, NULL, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_prefill_attention(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_paged_decode_attention(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), bad,
+                "expected a tensor");
+  EXPECT_STATUS(aiter_reshape_and_cache(NULL, NULL, NULL, NULL, NULL, 1.0f, 1.0f, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_topk_softmax(NULL, NULL, NULL, 0, NULL), bad, "expected a tensor");
+}
+
+/* One valid tensor and NULL for the rest: the checks that run after a failure must not touch them. */
+static void test_one_tensor_rest_null(void) {
+  test_tensor x;
+  DLTensor *t = make_tensor(&x, F32, 2, (int64_t[]){2, 8});
+  const aiter_status bad = AITER_ERR_INVALID_ARGUMENT;
+  EXPECT_STATUS(aiter_quant_per_token_dynamic(t, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_quant_per_token_dynamic(NULL, t, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_quant_per_tensor_dynamic(NULL, NULL, t, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_silu_and_mul_quant(NULL, NULL, t, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_rmsnorm_quant(NULL, NULL, t, NULL, 1e-6f, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_add_rmsnorm_quant(NULL, NULL, NULL, t, NULL, NULL, 1e-6f, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_rope(t, NULL, NULL, NULL, AITER_ROPE_NEOX, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_gemm_a8w8(NULL, t, t, NULL, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_prefill_attention(NULL, t, t, t, NULL, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_paged_decode_attention(NULL, t, t, t, NULL, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_reshape_and_cache(t, t, NULL, NULL, NULL, 1.0f, 1.0f, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_topk_softmax(t, NULL, NULL, 0, NULL), bad, "expected a tensor");
+  free_tensor(&x);
+}
+
 int main(void) {
+  test_all_null_arguments();
+  test_one_tensor_rest_null();
   CHECK(strcmp(aiter_status_string(AITER_OK), "success") == 0);
   CHECK(strcmp(aiter_status_string(AITER_ERR_NO_DEVICE), "no device") == 0);
   CHECK(strcmp(aiter_status_string((aiter_status)999), "unknown status") == 0);

@@ -158,3 +158,9 @@ def check_quantized(out, x64, scale64, dtype, x_rel=0.0):
         bound = half_ulp * np.abs(x64) + 0.5 * SMALLEST_SUBNORMAL[dtype] * scale64 * (1 + 1e-5)
     bound = np.broadcast_to(bound + x_rel * np.abs(x64), x64.shape)
     assert (err <= bound)[inside].all(), "dequantized error above half a step"
+
+
+def jax_cpu(a):
+    """A NumPy array as a JAX array on the CPU (JAX's default device may be a GPU)."""
+    import jax
+    return jax.device_put(a, jax.devices("cpu")[0])

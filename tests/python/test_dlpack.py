@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 
 import aiter
-from harness import assert_close, f64, rand
+from harness import assert_close, f64, jax_cpu, rand
 
 torch = pytest.importorskip("torch")
 jax = pytest.importorskip("jax")
-jnp = jax.numpy
 
 
 def rms_ref(x, w, eps=1e-6):
@@ -44,8 +43,8 @@ def test_torch_out_is_written_in_place_and_views_are_honoured():
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_jax_in_jax_out(dtype):
     rng = np.random.default_rng()
-    x = jnp.asarray(rand(rng, (5, 64), dtype))
-    w = jnp.asarray(rand(rng, (64,), dtype))
+    x = jax_cpu(rand(rng, (5, 64), dtype))
+    w = jax_cpu(rand(rng, (64,), dtype))
     y = aiter.rmsnorm(x, w)
     assert isinstance(y, jax.Array) and str(y.dtype) == dtype
     assert list(y.devices())[0].platform == "cpu"
@@ -53,9 +52,9 @@ def test_jax_in_jax_out(dtype):
 
 
 def test_jax_out_is_refused_because_jax_arrays_are_immutable():
-    x = jnp.ones((2, 8))
+    x = jax_cpu(np.ones((2, 8), np.float32))
     with pytest.raises(aiter.InvalidArgumentError, match="immutable"):
-        aiter.rmsnorm(x, jnp.ones(8), out=jnp.zeros((2, 8)))
+        aiter.rmsnorm(x, jax_cpu(np.ones(8, np.float32)), out=jax_cpu(np.zeros((2, 8), np.float32)))
 
 
 def test_numpy_bfloat16_through_ml_dtypes(rng):
