@@ -63,12 +63,13 @@ __device__ __forceinline__ void store_row(const NormParams &p, long long row, fl
 // (r * blockDim + tid) * N ... + N.  The host picks the smallest R that covers
 // the row with at most the variant's threads: few registers, many blocks per
 // SM, so many loads are in flight.
-// With small tiles (R <= 2) weights and bias are loaded together with x, so
-// their latency overlaps the row's instead of following the reduction; larger
-// tiles load them afterwards, to keep registers (and so blocks per SM) in budget.
-template <class T, int N, int R>
+// PREFETCH loads weights and bias together with x, so their latency overlaps the
+// row's instead of following the reduction: good for latency (few rows), bad for
+// throughput, where the extra registers cost occupancy (Nsight Compute on an H100:
+// 64 registers, 50% occupancy, 64% of DRAM bandwidth for 16384 x 4096 bf16).
+template <class T, int N, int R, bool PREFETCH>
 __device__ void norm_row(const NormParams &p) {
-  constexpr bool prefetch = R <= 2;
+  constexpr bool prefetch = PREFETCH;
   __shared__ float scratch[32];
   const long long row = block_x();
   const unsigned tid = thread_x(), nthreads = block_dim_x();
@@ -131,42 +132,38 @@ __device__ void norm_row(const NormParams &p) {
 
 }  // namespace
 
-// Variants: <dtype>.<vec|scalar>.r<R>[.t1024].  Vector variants need cols % N == 0
-// and 16-byte aligned rows and params; scalar ones take anything.  Most launch at
-// most 256 threads; the .t1024 ones take rows too long for that.
-#define AITER_NORM_KERNEL(name, T, N, R, THREADS) \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(THREADS) name(NormParams p) { norm_row<T, N, R>(p); }
-#define AITER_NORM_FAMILY(tag, T, N)                              \
-  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r1, T, N, 1, 256)      \
-  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r2, T, N, 2, 256)      \
-  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r4, T, N, 4, 256)      \
-  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r8, T, N, 8, 256)      \
-  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r4_t1024, T, N, 4, 1024) \
-  AITER_NORM_KERNEL(aiter_norm_##tag##_scalar_r8, T, 1, 8, 256)   \
-  AITER_NORM_KERNEL(aiter_norm_##tag##_scalar_r8_t1024, T, 1, 8, 1024)
+// Variants: <dtype>.<vec|scalar>.r<R>[.t1024][.prefetch].  Vector variants need
+// cols % N == 0 and 16-byte aligned rows and params; scalar ones take anything.
+// The host picks by row count and length (libaiter/gpu/norm.cpp).
+#define AITER_NORM_KERNEL(name, T, N, R, THREADS, PREFETCH) \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS(THREADS) name(NormParams p) { norm_row<T, N, R, PREFETCH>(p); }
+#define AITER_NORM_FAMILY(tag, T, N)                                                \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r1_t1024_prefetch, T, N, 1, 1024, true)  \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r2, T, N, 2, 256, false)                 \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r4, T, N, 4, 256, false)                 \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r8, T, N, 8, 256, false)                 \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r4_t1024, T, N, 4, 1024, false)          \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_scalar_r8_t1024, T, 1, 8, 1024, false)
 
 AITER_NORM_FAMILY(f32, float, 4)
 AITER_NORM_FAMILY(f16, half_t, 8)
 AITER_NORM_FAMILY(bf16, bf16_t, 8)
 
-// aiter-kernel: op=norm variant=f32.vec.r1 symbol=aiter_norm_f32_vec_r1 block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r1.t1024.prefetch symbol=aiter_norm_f32_vec_r1_t1024_prefetch block=1024 smem=0
 // aiter-kernel: op=norm variant=f32.vec.r2 symbol=aiter_norm_f32_vec_r2 block=256 smem=0
 // aiter-kernel: op=norm variant=f32.vec.r4 symbol=aiter_norm_f32_vec_r4 block=256 smem=0
 // aiter-kernel: op=norm variant=f32.vec.r8 symbol=aiter_norm_f32_vec_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=f32.vec.r4.t1024 symbol=aiter_norm_f32_vec_r4_t1024 block=1024 smem=0
-// aiter-kernel: op=norm variant=f32.scalar.r8 symbol=aiter_norm_f32_scalar_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=f32.scalar.r8.t1024 symbol=aiter_norm_f32_scalar_r8_t1024 block=1024 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r1 symbol=aiter_norm_f16_vec_r1 block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r1.t1024.prefetch symbol=aiter_norm_f16_vec_r1_t1024_prefetch block=1024 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r2 symbol=aiter_norm_f16_vec_r2 block=256 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r4 symbol=aiter_norm_f16_vec_r4 block=256 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r8 symbol=aiter_norm_f16_vec_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r4.t1024 symbol=aiter_norm_f16_vec_r4_t1024 block=1024 smem=0
-// aiter-kernel: op=norm variant=f16.scalar.r8 symbol=aiter_norm_f16_scalar_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=f16.scalar.r8.t1024 symbol=aiter_norm_f16_scalar_r8_t1024 block=1024 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r1 symbol=aiter_norm_bf16_vec_r1 block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r1.t1024.prefetch symbol=aiter_norm_bf16_vec_r1_t1024_prefetch block=1024 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r2 symbol=aiter_norm_bf16_vec_r2 block=256 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r4 symbol=aiter_norm_bf16_vec_r4 block=256 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r8 symbol=aiter_norm_bf16_vec_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r4.t1024 symbol=aiter_norm_bf16_vec_r4_t1024 block=1024 smem=0
-// aiter-kernel: op=norm variant=bf16.scalar.r8 symbol=aiter_norm_bf16_scalar_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=bf16.scalar.r8.t1024 symbol=aiter_norm_bf16_scalar_r8_t1024 block=1024 smem=0
