@@ -136,6 +136,9 @@ def run(dtype=None, decode_steps=4, seed=0):
     print(f"  hidden {c['hidden']}, {c['heads']} query / {c['kv_heads']} kv heads of {c['head_dim']}, "
           f"intermediate {c['intermediate']}, KV page size {c['page_size']}")
     print(f"  prefill of {n_seq} sequences ({', '.join(map(str, lens))} tokens), then {decode_steps} decode steps")
+    if info["gpu_targets"]:
+        print("  (GPU code objects are built, but GEMM and attention have no GPU kernels yet, so the whole "
+              "layer runs on the CPU)")
 
     weights = make_weights(rng, c, dt)
     timer = OpTimer()
