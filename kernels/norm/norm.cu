@@ -67,8 +67,18 @@ __device__ __forceinline__ void store_row(const NormParams &p, long long row, fl
 // row's instead of following the reduction: good for latency (few rows), bad for
 // throughput, where the extra registers cost occupancy (Nsight Compute on an H100:
 // 64 registers, 50% occupancy, 64% of DRAM bandwidth for 16384 x 4096 bf16).
-template <class T, int N, int R, bool PREFETCH>
-__device__ void norm_row(const NormParams &p) {
+// KIND >= 0 fixes the norm kind (and QUANT whether the output is quantized) at
+// compile time: the branches of the other kinds drop out, and with them registers
+// (rmsnorm, R = 2: 48 -> 32 registers, so twice the blocks per SM).  KIND < 0
+// reads both from the params at run time.
+template <class T, int N, int R, bool PREFETCH, int KIND = -1, bool QUANT = false>
+__device__ void norm_row(const NormParams &params) {
+  NormParams p = params;
+  if (KIND >= 0) {
+    p.kind = KIND;
+    if (!QUANT) p.quant = kQuantNone;
+    if (KIND != kNormLayer) p.bias = nullptr;
+  }
   constexpr bool prefetch = PREFETCH;
   __shared__ float scratch[32];
   const long long row = block_x();
@@ -132,15 +142,24 @@ __device__ void norm_row(const NormParams &p) {
 
 }  // namespace
 
-// Variants: <dtype>.<vec|scalar>.r<R>[.t1024][.prefetch].  Vector variants need
-// cols % N == 0 and 16-byte aligned rows and params; scalar ones take anything.
-// The host picks by row count and length (libaiter/gpu/norm.cpp).
+// Variants: <dtype>.<vec|scalar>.r<R>[.t1024][.prefetch][.<kind>].  Vector variants
+// need cols % N == 0 and 16-byte aligned rows and params; scalar ones take
+// anything.  The host picks by row count and length (libaiter/gpu/norm.cpp); the
+// many-rows tiles r2 and r4 come specialized per kind (rms, add, layer, rms_q, add_q).
 #define AITER_NORM_KERNEL(name, T, N, R, THREADS, PREFETCH) \
   AITER_KERNEL void AITER_LAUNCH_BOUNDS(THREADS) name(NormParams p) { norm_row<T, N, R, PREFETCH>(p); }
+#define AITER_NORM_KIND(name, T, N, R, KIND, QUANT) \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS(256) name(NormParams p) { norm_row<T, N, R, false, KIND, QUANT>(p); }
+#define AITER_NORM_KINDS(tag, T, N, R)                                         \
+  AITER_NORM_KIND(aiter_norm_##tag##_vec_r##R##_rms, T, N, R, kNormRms, false)   \
+  AITER_NORM_KIND(aiter_norm_##tag##_vec_r##R##_add, T, N, R, kNormAddRms, false) \
+  AITER_NORM_KIND(aiter_norm_##tag##_vec_r##R##_layer, T, N, R, kNormLayer, false) \
+  AITER_NORM_KIND(aiter_norm_##tag##_vec_r##R##_rms_q, T, N, R, kNormRms, true)  \
+  AITER_NORM_KIND(aiter_norm_##tag##_vec_r##R##_add_q, T, N, R, kNormAddRms, true)
 #define AITER_NORM_FAMILY(tag, T, N)                                                \
   AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r1_t1024_prefetch, T, N, 1, 1024, true)  \
-  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r2, T, N, 2, 256, false)                 \
-  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r4, T, N, 4, 256, false)                 \
+  AITER_NORM_KINDS(tag, T, N, 2)                                                   \
+  AITER_NORM_KINDS(tag, T, N, 4)                                                   \
   AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r8, T, N, 8, 256, false)                 \
   AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r4_t1024, T, N, 4, 1024, false)          \
   AITER_NORM_KERNEL(aiter_norm_##tag##_scalar_r8_t1024, T, 1, 8, 1024, false)
@@ -150,20 +169,44 @@ AITER_NORM_FAMILY(f16, half_t, 8)
 AITER_NORM_FAMILY(bf16, bf16_t, 8)
 
 // aiter-kernel: op=norm variant=f32.vec.r1.t1024.prefetch symbol=aiter_norm_f32_vec_r1_t1024_prefetch block=1024 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r2 symbol=aiter_norm_f32_vec_r2 block=256 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r4 symbol=aiter_norm_f32_vec_r4 block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r2.rms symbol=aiter_norm_f32_vec_r2_rms block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r2.add symbol=aiter_norm_f32_vec_r2_add block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r2.layer symbol=aiter_norm_f32_vec_r2_layer block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r2.rms_q symbol=aiter_norm_f32_vec_r2_rms_q block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r2.add_q symbol=aiter_norm_f32_vec_r2_add_q block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r4.rms symbol=aiter_norm_f32_vec_r4_rms block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r4.add symbol=aiter_norm_f32_vec_r4_add block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r4.layer symbol=aiter_norm_f32_vec_r4_layer block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r4.rms_q symbol=aiter_norm_f32_vec_r4_rms_q block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r4.add_q symbol=aiter_norm_f32_vec_r4_add_q block=256 smem=0
 // aiter-kernel: op=norm variant=f32.vec.r8 symbol=aiter_norm_f32_vec_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=f32.vec.r4.t1024 symbol=aiter_norm_f32_vec_r4_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=f32.scalar.r8.t1024 symbol=aiter_norm_f32_scalar_r8_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r1.t1024.prefetch symbol=aiter_norm_f16_vec_r1_t1024_prefetch block=1024 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r2 symbol=aiter_norm_f16_vec_r2 block=256 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r4 symbol=aiter_norm_f16_vec_r4 block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r2.rms symbol=aiter_norm_f16_vec_r2_rms block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r2.add symbol=aiter_norm_f16_vec_r2_add block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r2.layer symbol=aiter_norm_f16_vec_r2_layer block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r2.rms_q symbol=aiter_norm_f16_vec_r2_rms_q block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r2.add_q symbol=aiter_norm_f16_vec_r2_add_q block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r4.rms symbol=aiter_norm_f16_vec_r4_rms block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r4.add symbol=aiter_norm_f16_vec_r4_add block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r4.layer symbol=aiter_norm_f16_vec_r4_layer block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r4.rms_q symbol=aiter_norm_f16_vec_r4_rms_q block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r4.add_q symbol=aiter_norm_f16_vec_r4_add_q block=256 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r8 symbol=aiter_norm_f16_vec_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r4.t1024 symbol=aiter_norm_f16_vec_r4_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=f16.scalar.r8.t1024 symbol=aiter_norm_f16_scalar_r8_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r1.t1024.prefetch symbol=aiter_norm_bf16_vec_r1_t1024_prefetch block=1024 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r2 symbol=aiter_norm_bf16_vec_r2 block=256 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r4 symbol=aiter_norm_bf16_vec_r4 block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r2.rms symbol=aiter_norm_bf16_vec_r2_rms block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r2.add symbol=aiter_norm_bf16_vec_r2_add block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r2.layer symbol=aiter_norm_bf16_vec_r2_layer block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r2.rms_q symbol=aiter_norm_bf16_vec_r2_rms_q block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r2.add_q symbol=aiter_norm_bf16_vec_r2_add_q block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r4.rms symbol=aiter_norm_bf16_vec_r4_rms block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r4.add symbol=aiter_norm_bf16_vec_r4_add block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r4.layer symbol=aiter_norm_bf16_vec_r4_layer block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r4.rms_q symbol=aiter_norm_bf16_vec_r4_rms_q block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r4.add_q symbol=aiter_norm_bf16_vec_r4_add_q block=256 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r8 symbol=aiter_norm_bf16_vec_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r4.t1024 symbol=aiter_norm_bf16_vec_r4_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=bf16.scalar.r8.t1024 symbol=aiter_norm_bf16_scalar_r8_t1024 block=1024 smem=0

@@ -53,12 +53,21 @@ struct Shape {
   unsigned threads = 0;
 };
 
-Shape pick_shape(int64_t rows, int64_t chunks, bool vec, int multiprocessors) {
+// The suffix of the variants specialized per kind ("vec.r2.*" -> "vec.r2.rms_q").
+const char *kind_suffix(NormKind kind, bool quantized) {
+  switch (kind) {
+    case kNormAddRms: return quantized ? "add_q" : "add";
+    case kNormLayer: return "layer";
+    default: return quantized ? "rms_q" : "rms";
+  }
+}
+
+Shape pick_shape(int64_t rows, int64_t chunks, bool vec, int multiprocessors, const char *kind) {
   struct Option { const char *name; int r; int64_t max_threads; };
   static const Option few_rows[] = {{"vec.r1.t1024.prefetch", 1, 1024}, {"vec.r4.t1024", 4, 1024}};
   // One chunk per thread for many rows too was measured slower (16384 x 4096
   // bf16 on an H100: 139 us against 110 us for R = 2 with 256 threads).
-  static const Option many_rows[] = {{"vec.r2", 2, 256}, {"vec.r4", 4, 256}, {"vec.r8", 8, 256},
+  static const Option many_rows[] = {{"vec.r2.*", 2, 256}, {"vec.r4.*", 4, 256}, {"vec.r8", 8, 256},
                                      {"vec.r4.t1024", 4, 1024}};
   static const Option scalar[] = {{"scalar.r8.t1024", 8, 1024}};
   const bool few = rows < 2 * int64_t(multiprocessors);
@@ -67,7 +76,10 @@ Shape pick_shape(int64_t rows, int64_t chunks, bool vec, int multiprocessors) {
   for (size_t i = 0; i < count; ++i) {
     const Option &o = options[i];
     const int64_t threads = ((chunks + o.r - 1) / o.r + 31) / 32 * 32;
-    if (threads <= o.max_threads) return Shape{o.name, unsigned(threads)};
+    if (threads > o.max_threads) continue;
+    std::string name = o.name;
+    if (name.back() == '*') name.replace(name.size() - 1, 1, kind);
+    return Shape{name, unsigned(threads)};
   }
   return Shape{};
 }
@@ -99,7 +111,8 @@ aiter_status launch_norm(const NormArgs &a, NormKind kind, const GpuCall &call) 
   int sms = 0;
   const aiter_status s = multiprocessors(call, &sms);
   if (s != AITER_OK) return s;
-  const Shape shape = pick_shape(p.rows, vec ? p.cols / per_vector : p.cols, vec, sms);
+  const Shape shape =
+      pick_shape(p.rows, vec ? p.cols / per_vector : p.cols, vec, sms, kind_suffix(kind, p.quant != kQuantNone));
   if (shape.threads == 0)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE,
                 "norm on the GPU: rows of %lld elements are too long (at most %d, or %d for rows that are not a "
