@@ -235,7 +235,48 @@ __device__ void tensor_quantize(const QuantParams &p) {
   });
 }
 
+// Small tensors in one launch: a single block (grid 1 x 1, so the grid-stride
+// loops cover everything) finds amax, writes the scale and quantizes, the second
+// read of x coming from cache.  Same amax, scale and rounding as the
+// memset + amax + tensor + finalize sequence, without its three extra launches.
+template <class T, int N>
+__device__ void tensor_small(const QuantParams &p) {
+  __shared__ float scratch[32];
+  float amax = 0.0f;
+  for_each_group<N, kAmaxUnroll>(p, [&](long long row, long long c0, long long step) {
+    float v[kAmaxUnroll][N];
+    load_group<T, N, kAmaxUnroll>(x_row<T>(p, row), c0, step, p.cols, v);
+#pragma unroll
+    for (int u = 0; u < kAmaxUnroll; ++u) amax = amax_of(amax, v[u]);
+  });
+  const float scale = dynamic_scale(block_max(amax, scratch), p.quant);
+  if (thread_x() == 0) p.scale[0] = scale;
+  const float inv = 1.0f / scale;
+  with_kind(p.quant, [&](auto kind) {
+    for_each_group<N, kQuantizeUnroll>(p, [&](long long row, long long c0, long long step) {
+      float v[kQuantizeUnroll][N];
+      load_group<T, N, kQuantizeUnroll>(x_row<T>(p, row), c0, step, p.cols, v);
+      store_group<decltype(kind)::value, N, kQuantizeUnroll>(out_row(p, row), c0, step, p.cols, v, inv);
+    });
+  });
+}
+
 }  // namespace
+
+#define AITER_QUANT_SMALL_KERNEL(name, T, N) \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTensorThreads) name(QuantParams p) { tensor_small<T, N>(p); }
+// aiter-kernel: op=quant variant=small.f32.vec symbol=aiter_quant_small_f32_vec block=256 smem=0
+AITER_QUANT_SMALL_KERNEL(aiter_quant_small_f32_vec, float, kChunk)
+// aiter-kernel: op=quant variant=small.f16.vec symbol=aiter_quant_small_f16_vec block=256 smem=0
+AITER_QUANT_SMALL_KERNEL(aiter_quant_small_f16_vec, half_t, kChunk)
+// aiter-kernel: op=quant variant=small.bf16.vec symbol=aiter_quant_small_bf16_vec block=256 smem=0
+AITER_QUANT_SMALL_KERNEL(aiter_quant_small_bf16_vec, bf16_t, kChunk)
+// aiter-kernel: op=quant variant=small.f32.scalar symbol=aiter_quant_small_f32_scalar block=256 smem=0
+AITER_QUANT_SMALL_KERNEL(aiter_quant_small_f32_scalar, float, 1)
+// aiter-kernel: op=quant variant=small.f16.scalar symbol=aiter_quant_small_f16_scalar block=256 smem=0
+AITER_QUANT_SMALL_KERNEL(aiter_quant_small_f16_scalar, half_t, 1)
+// aiter-kernel: op=quant variant=small.bf16.scalar symbol=aiter_quant_small_bf16_scalar block=256 smem=0
+AITER_QUANT_SMALL_KERNEL(aiter_quant_small_bf16_scalar, bf16_t, 1)
 
 // Vector variants (N = kChunk) need cols % 8 == 0, 16-byte aligned rows of x and
 // 8-byte aligned rows of out; scalar ones (N = 1) take anything.

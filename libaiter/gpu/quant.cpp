@@ -165,10 +165,24 @@ aiter_status quant_per_token_dynamic(const QuantArgs &a, const GpuCall &call) {
   return launch(call, "quant", variant, Dim3{unsigned(p.rows), 1, 1}, plan.threads, p);
 }
 
+// Up to this many elements one block does the whole per-tensor op in one launch
+// instead of memset + three launches.  Measured on an H100 under graph replay:
+// 1 x 4096 bf16 6.1 us (10.4 before), but 16 x 4096 took 22 us in one block
+// against 11 us with all blocks, so the cut is well below that.
+constexpr int64_t kSmallTensor = 16384;
+
 aiter_status quant_per_tensor_dynamic(const QuantArgs &a, const GpuCall &call) {
   aiter_status s = check_alignment(a, "aiter_quant_per_tensor_dynamic", a.scale);
   if (s != AITER_OK) return s;
   if (a.x_rows.rows == 0 || a.x_rows.cols == 0) return memset_u32(call, a.scale, bits_of(1.0f), 1);  // amax 0
+  if (a.x_rows.rows * a.x_rows.cols <= kSmallTensor) {
+    QuantParams p = params_of(a);
+    p.scale = a.scale;
+    p.grid_cols = p.grid_rows = 1;
+    const bool vec = can_vectorize(a, p);
+    return launch(call, "quant", std::string("small.") + dtype_tag(a.x_dtype) + (vec ? ".vec" : ".scalar"),
+                  Dim3{1, 1, 1}, kTensorThreads, p);
+  }
   // The slot holds amax's bits until `finalize`; 0 is the amax of nothing.
   s = memset_u32(call, a.scale, 0, 1);
   if (s == AITER_OK) s = launch_tensor_amax(a, call);
