@@ -74,7 +74,7 @@ typedef struct aiter_library_info {
   int32_t version_major;
   int32_t version_minor;
   int32_t version_patch;
-  uint32_t backends;        /* AITER_BACKEND_* bits */
+  uint32_t backends;        /* AITER_BACKEND_* bits of the backends that can run */
   const char *gpu_targets;  /* comma-separated GPU targets built, "" if none */
   const char *build_config; /* compiler, build type, CPU ISA flags */
   int32_t cpu_threads;      /* worker threads the CPU backend uses (AITER_NUM_THREADS) */
