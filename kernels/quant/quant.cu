@@ -202,9 +202,9 @@ __device__ __forceinline__ void for_each_group(const QuantParams &p, F &&f) {
     for (long long c0 = first; c0 < p.cols; c0 += p.grid_cols * tile) f(row, c0, step);
 }
 
+// max |x| over the block's groups (the whole tensor when the grid is 1 x 1).
 template <class T, int N>
-__device__ void tensor_amax(const QuantParams &p) {
-  __shared__ float scratch[32];
+__device__ __forceinline__ float groups_amax(const QuantParams &p, float *scratch) {
   float amax = 0.0f;
   for_each_group<N, kAmaxUnroll>(p, [&](long long row, long long c0, long long step) {
     float v[kAmaxUnroll][N];
@@ -212,7 +212,26 @@ __device__ void tensor_amax(const QuantParams &p) {
 #pragma unroll
     for (int u = 0; u < kAmaxUnroll; ++u) amax = amax_of(amax, v[u]);
   });
-  amax = block_max(amax, scratch);
+  return block_max(amax, scratch);
+}
+
+// Quantizes the block's groups; inv_scale() gives 1 / scale, read after the
+// first loads of x are on their way.
+template <class T, int N, class InvScale>
+__device__ __forceinline__ void quantize_groups(const QuantParams &p, InvScale &&inv_scale) {
+  with_kind(p.quant, [&](auto kind) {
+    for_each_group<N, kQuantizeUnroll>(p, [&](long long row, long long c0, long long step) {
+      float v[kQuantizeUnroll][N];
+      load_group<T, N, kQuantizeUnroll>(x_row<T>(p, row), c0, step, p.cols, v);
+      store_group<decltype(kind)::value, N, kQuantizeUnroll>(out_row(p, row), c0, step, p.cols, v, inv_scale());
+    });
+  });
+}
+
+template <class T, int N>
+__device__ void tensor_amax(const QuantParams &p) {
+  __shared__ float scratch[32];
+  const float amax = groups_amax<T, N>(p, scratch);
   if (thread_x() == 0 && amax > 0.0f) atomic_max_u32(reinterpret_cast<uint32_t *>(p.scale), f32_bits(amax));
 }
 
@@ -226,13 +245,7 @@ __device__ __forceinline__ float inverse_scale(const QuantParams &p) {
 // the block's loads of x are on their way (its latency then hides behind theirs).
 template <class T, int N>
 __device__ void tensor_quantize(const QuantParams &p) {
-  with_kind(p.quant, [&](auto kind) {
-    for_each_group<N, kQuantizeUnroll>(p, [&](long long row, long long c0, long long step) {
-      float v[kQuantizeUnroll][N];
-      load_group<T, N, kQuantizeUnroll>(x_row<T>(p, row), c0, step, p.cols, v);
-      store_group<decltype(kind)::value, N, kQuantizeUnroll>(out_row(p, row), c0, step, p.cols, v, inverse_scale(p));
-    });
-  });
+  quantize_groups<T, N>(p, [&] { return inverse_scale(p); });
 }
 
 // Small tensors in one launch: a single block (grid 1 x 1, so the grid-stride
@@ -242,23 +255,10 @@ __device__ void tensor_quantize(const QuantParams &p) {
 template <class T, int N>
 __device__ void tensor_small(const QuantParams &p) {
   __shared__ float scratch[32];
-  float amax = 0.0f;
-  for_each_group<N, kAmaxUnroll>(p, [&](long long row, long long c0, long long step) {
-    float v[kAmaxUnroll][N];
-    load_group<T, N, kAmaxUnroll>(x_row<T>(p, row), c0, step, p.cols, v);
-#pragma unroll
-    for (int u = 0; u < kAmaxUnroll; ++u) amax = amax_of(amax, v[u]);
-  });
-  const float scale = dynamic_scale(block_max(amax, scratch), p.quant);
+  const float scale = dynamic_scale(groups_amax<T, N>(p, scratch), p.quant);
   if (thread_x() == 0) p.scale[0] = scale;
   const float inv = 1.0f / scale;
-  with_kind(p.quant, [&](auto kind) {
-    for_each_group<N, kQuantizeUnroll>(p, [&](long long row, long long c0, long long step) {
-      float v[kQuantizeUnroll][N];
-      load_group<T, N, kQuantizeUnroll>(x_row<T>(p, row), c0, step, p.cols, v);
-      store_group<decltype(kind)::value, N, kQuantizeUnroll>(out_row(p, row), c0, step, p.cols, v, inv);
-    });
-  });
+  quantize_groups<T, N>(p, [&] { return inv; });
 }
 
 }  // namespace
