@@ -11,6 +11,7 @@
 // fp32 computes it exactly).  The store scales, adds the bias and rounds once.
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -285,7 +286,7 @@ std::vector<float> bias_f32(const GemmArgs &g) {
 
 }  // namespace
 
-aiter_status gemm(const GemmArgs &g) {
+aiter_status gemm_tiled(const GemmArgs &g, const GpuCall *) {
   if (g.m == 0 || g.n == 0) return AITER_OK;
   const std::vector<float> bias = bias_f32(g);
   Plan p{};
@@ -306,6 +307,20 @@ aiter_status gemm(const GemmArgs &g) {
       run_tiles<O, float>(p);
   });
   return AITER_OK;
+}
+
+namespace {
+bool plain(const GemmArgs &g, const GpuCall *) { return g.batch == 1 && !g.block_scaled; }
+
+const Variant<GemmArgs> kPlainVariants[] = {{"cpu.tiled", plain, nullptr, gemm_tiled}};
+}  // namespace
+
+VariantList<GemmArgs> gemm_variants(GemmOp op) {
+  switch (op) {
+    case GemmOp::a16w16:
+    case GemmOp::a8w8: return {kPlainVariants, std::size(kPlainVariants)};
+    default: return {};
+  }
 }
 
 }  // namespace cpu

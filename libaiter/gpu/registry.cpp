@@ -201,6 +201,25 @@ aiter_status find_kernel(Driver *driver, int device, const char *op, const std::
               dk.target.c_str(), manifest().directory.c_str());
 }
 
+aiter_status code_target(Driver *driver, int device, std::string *target) {
+  DeviceKernels &dk = device_kernels(driver, device);
+  std::lock_guard<std::mutex> lock(dk.mutex);
+  if (!dk.resolved) {
+    aiter_status s = choose_target(driver, device, dk);
+    if (s != AITER_OK) return s;
+  }
+  *target = dk.target;
+  return AITER_OK;
+}
+
+bool has_kernel(Driver *driver, int device, const char *op, const std::string &variant) {
+  std::string target;
+  if (code_target(driver, device, &target) != AITER_OK) return false;
+  for (const Entry &e : manifest().entries)
+    if (e.target == target && e.op == op && e.variant == variant) return true;
+  return false;
+}
+
 std::string kernel_directory() { return manifest().directory; }
 std::vector<std::string> built_targets() { return manifest().targets; }
 

@@ -21,6 +21,12 @@ struct Kernel {
 // names the device's target and the targets that were built.
 aiter_status find_kernel(Driver *driver, int device, const char *op, const std::string &variant, Kernel *kernel);
 
+// The built target whose code objects run on `device` ("sm_90a" on an H100).
+aiter_status code_target(Driver *driver, int device, std::string *target);
+
+// Whether the manifest has `op`/`variant` for the device's target (no loading).
+bool has_kernel(Driver *driver, int device, const char *op, const std::string &variant);
+
 // Where code objects were found ("" if nowhere) and the targets they cover.
 std::string kernel_directory();
 std::vector<std::string> built_targets();

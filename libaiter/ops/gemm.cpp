@@ -1,5 +1,8 @@
-// aiter_gemm_a16w16, aiter_gemm_a8w8: argument checks and dispatch.
+// aiter_gemm_a16w16, aiter_gemm_a8w8: argument checks and dispatch to the
+// selected kernel variant (tuning/select.hpp).
 #include "ops/gemm.hpp"
+
+#include <iterator>
 
 #include "core/backend.hpp"
 #include "core/error.hpp"
@@ -7,8 +10,51 @@
 namespace aiter {
 namespace {
 
-const OpImpl<GemmArgs> kGemmA16W16{"aiter_gemm_a16w16", cpu::gemm, nullptr};
-const OpImpl<GemmArgs> kGemmA8W8{"aiter_gemm_a8w8", cpu::gemm, nullptr};
+void gemm_key(const GemmArgs &g, TuneKey *key) {
+  key->batch = g.batch;
+  key->m = g.m, key->n = g.n, key->k = g.k;
+  key->a_dtype = g.in_dtype;
+  key->out_dtype = g.out_dtype;
+}
+
+struct OpNames {
+  GemmOp op;
+  const char *symbol, *name;
+};
+constexpr OpNames kOpNames[] = {
+    {GemmOp::a16w16, "aiter_gemm_a16w16", "gemm_a16w16"},
+    {GemmOp::a8w8, "aiter_gemm_a8w8", "gemm_a8w8"},
+    {GemmOp::a8w8_blockscale, "aiter_gemm_a8w8_blockscale", "gemm_a8w8_blockscale"},
+    {GemmOp::batched_a16w16, "aiter_batched_gemm_a16w16", "batched_gemm_a16w16"},
+    {GemmOp::batched_a8w8, "aiter_batched_gemm_a8w8", "batched_gemm_a8w8"},
+};
+
+template <GemmOp Op>
+std::vector<const char *> names_of(DLDeviceType backend) {
+  return variant_names(gemm_op(Op), backend);
+}
+
+}  // namespace
+
+const TunedOp<GemmArgs> &gemm_op(GemmOp op) {
+  static const auto table = [] {
+    std::vector<TunedOp<GemmArgs>> t;
+    for (const OpNames &o : kOpNames)
+      t.push_back(TunedOp<GemmArgs>{o.symbol, o.name, cpu::gemm_variants(o.op), gpu::gemm_variants(o.op), gemm_key});
+    return t;
+  }();
+  return table[size_t(op)];
+}
+
+std::vector<TunedOpNames> gemm_tuned_op_names() {
+  return {{"gemm_a16w16", names_of<GemmOp::a16w16>},
+          {"gemm_a8w8", names_of<GemmOp::a8w8>},
+          {"gemm_a8w8_blockscale", names_of<GemmOp::a8w8_blockscale>},
+          {"batched_gemm_a16w16", names_of<GemmOp::batched_a16w16>},
+          {"batched_gemm_a8w8", names_of<GemmOp::batched_a8w8>}};
+}
+
+namespace {
 
 constexpr std::initializer_list<DType> kOutDtypes = {DType::f32, DType::f16, DType::bf16};
 
@@ -94,24 +140,26 @@ extern "C" {
 
 AITER_API aiter_status aiter_gemm_a16w16(DLTensor *out, const DLTensor *a, const DLTensor *w,
                                          const DLTensor *bias, void *stream) {
-  return guard(kGemmA16W16.name, [&] {
-    ArgCheck c(kGemmA16W16.name);
+  const TunedOp<GemmArgs> &op = gemm_op(GemmOp::a16w16);
+  return guard(op.symbol, [&] {
+    ArgCheck c(op.symbol);
     GemmArgs g{};
     check_operands(c, g, out, a, w, bias, {DType::f32, DType::f16, DType::bf16});
-    return c.ok() ? run(kGemmA16W16, a, g, stream) : c.status();
+    return c.ok() ? run_tuned(op, a, g, stream) : c.status();
   });
 }
 
 AITER_API aiter_status aiter_gemm_a8w8(DLTensor *out, const DLTensor *a, const DLTensor *w,
                                        const DLTensor *a_scale, const DLTensor *w_scale,
                                        const DLTensor *bias, void *stream) {
-  return guard(kGemmA8W8.name, [&] {
-    ArgCheck c(kGemmA8W8.name);
+  const TunedOp<GemmArgs> &op = gemm_op(GemmOp::a8w8);
+  return guard(op.symbol, [&] {
+    ArgCheck c(op.symbol);
     GemmArgs g{};
     check_operands(c, g, out, a, w, bias, {DType::i8, DType::e4m3fn, DType::e4m3fnuz, DType::e5m2});
     g.a_scale = check_scale(c, a_scale, "a_scale", true, g.m, "M", a, &g.a_scale_per_token);
     g.w_scale = check_scale(c, w_scale, "w_scale", false, g.n, "N", a, &g.w_scale_per_channel);
-    return c.ok() ? run(kGemmA8W8, a, g, stream) : c.status();
+    return c.ok() ? run_tuned(op, a, g, stream) : c.status();
   });
 }
 

@@ -3,6 +3,7 @@
 
 #include "core/dtype.hpp"
 #include "core/tensor.hpp"
+#include "tuning/select.hpp"
 
 namespace aiter {
 
@@ -28,10 +29,35 @@ struct GemmArgs {
   bool a_scale_per_token;
   const float *w_scale;  // null (a16w16), or [N] (per channel) / [1] (per tensor)
   bool w_scale_per_channel;
+
+  // Batched ops: `batch` independent products; matrix b of each operand starts
+  // `*_batch_stride` elements after matrix b - 1 (0: shared by every b).
+  int64_t batch = 1;
+  int64_t a_batch_stride = 0, w_batch_stride = 0, out_batch_stride = 0;
+  int64_t a_scale_batch_stride = 0, w_scale_batch_stride = 0;  // fp32 elements
+
+  // gemm_a8w8_blockscale: a_scale is [M, ceil(K / kScaleBlock)] (one per token
+  // and K group), w_scale [ceil(N / kScaleBlock), ceil(K / kScaleBlock)] (one per
+  // 128 x 128 block of W), both contiguous; a_scale_per_token and
+  // w_scale_per_channel are unused.
+  bool block_scaled = false;
 };
 
+constexpr int64_t kScaleBlock = 128;
+
+// The GEMM ops, each with its own variant lists.
+enum class GemmOp { a16w16, a8w8, a8w8_blockscale, batched_a16w16, batched_a8w8 };
+
+// The variants of `op` per backend, in heuristic order (see tuning/select.hpp).
 namespace cpu {
-aiter_status gemm(const GemmArgs &a);
+VariantList<GemmArgs> gemm_variants(GemmOp op);
 }  // namespace cpu
+namespace gpu {
+VariantList<GemmArgs> gemm_variants(GemmOp op);
+}  // namespace gpu
+
+// The tuned-op table of each GEMM op, and their names for aiter/tuning.h.
+const TunedOp<GemmArgs> &gemm_op(GemmOp op);
+std::vector<TunedOpNames> gemm_tuned_op_names();
 
 }  // namespace aiter
