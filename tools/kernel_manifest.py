@@ -6,6 +6,12 @@ usage: kernel_manifest.py OUTPUT TARGET:SOURCE:OBJECT...
 
 Each kernel source declares its kernels in comments:
     // aiter-kernel: op=norm variant=bf16.vec symbol=aiter_norm_bf16_vec8 block=512 smem=0
+or, for families of instantiations, a template expanded over lists of values:
+    // aiter-kernel-family: op=gemm variant=x.{dt}.{shape} symbol=k_{dt}_{sym} block={block} smem={smem} \
+    //     dt=bf16,e4m3fn@89 shape=128x128:128x128_s4:256:131072
+A list value "v@89" exists only for targets sm_89 and up; a value with ':' parts
+also binds the names after the first ("shape" binds sym, block, smem here, in the
+order the template's other fields first use them).
 For every declared kernel the object must be an ELF for the target's machine
 and architecture (EM_CUDA with the SM number, or EM_AMDGPU with the gfx
 processor) and must define the symbol.  Any mismatch fails the build.
@@ -18,6 +24,8 @@ import sys
 EM_CUDA, EM_AMDGPU = 190, 224
 AMDGPU_MACH = {"gfx90a": 0x3F, "gfx942": 0x4C, "gfx950": 0x4F, "gfx1100": 0x41, "gfx1201": 0x4E}
 DECLARATION = re.compile(r"//\s*aiter-kernel:\s*(.*)$")
+FAMILY = re.compile(r"//\s*aiter-kernel-family:\s*(.*)$")
+TEMPLATE_KEYS = ("op", "variant", "symbol", "block", "smem")
 COLUMNS = ("target", "op", "variant", "file", "symbol", "block", "smem")
 
 
@@ -56,13 +64,43 @@ def check_target(path, target, machine, flags):
             raise ValueError(f"{path}: expected an AMDGPU ELF for {target}, got machine {machine} flags {flags:#x}")
 
 
-def declarations(source):
+def expand_family(fields):
+    """The declarations of a kernel-family line, each with its minimum SM (0: any)."""
+    lists = {k: v.split(",") for k, v in fields.items() if k not in TEMPLATE_KEYS}
+    bound_names = []  # names bound by the ':' parts of a list value, in template order
+    for key in TEMPLATE_KEYS:
+        for name in re.findall(r"{(\w+)}", fields[key]):
+            if name not in lists and name not in bound_names:
+                bound_names.append(name)
+    combos = [({}, 0)]
+    for name, values in lists.items():
+        expanded = []
+        for binding, min_sm in combos:
+            for value in values:
+                value, _, sm = value.partition("@")
+                first, *rest = value.split(":")
+                extra = dict(zip(bound_names, rest)) if rest else {}
+                expanded.append(({**binding, name: first, **extra}, max(min_sm, int(sm or 0))))
+        combos = expanded
+    for binding, min_sm in combos:
+        yield {k: fields[k].format(**binding) for k in TEMPLATE_KEYS}, min_sm
+
+
+def declarations(source, target):
+    """The kernels a source declares for a target."""
+    sm = int(re.match(r"sm_(\d+)", target).group(1)) if target.startswith("sm_") else 0
     with open(source, encoding="utf-8") as f:
         for line in f:
             m = DECLARATION.search(line)
             if m:
                 fields = dict(item.split("=", 1) for item in m.group(1).split())
-                yield {k: fields[k] for k in ("op", "variant", "symbol", "block", "smem")}
+                yield {k: fields[k] for k in TEMPLATE_KEYS}
+            m = FAMILY.search(line)
+            if m:
+                fields = dict(item.split("=", 1) for item in m.group(1).split())
+                for kernel, min_sm in expand_family(fields):
+                    if min_sm == 0 or sm >= min_sm:
+                        yield kernel
 
 
 def check_object(path, target, symbols_wanted):
@@ -77,7 +115,7 @@ def write(output, triplets):
     rows = []
     for triplet in triplets:
         target, source, obj = triplet.split(":", 2)
-        kernels = list(declarations(source))
+        kernels = list(declarations(source, target))
         check_object(obj, target, [k["symbol"] for k in kernels])
         for k in kernels:
             rows.append((target, k["op"], k["variant"], os.path.basename(obj), k["symbol"], k["block"], k["smem"]))

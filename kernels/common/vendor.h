@@ -27,6 +27,7 @@ struct alignas(8) uint2 { uint32_t x, y; };
 __device__ __forceinline__ unsigned thread_x() { return __builtin_amdgcn_workitem_id_x(); }
 __device__ __forceinline__ unsigned block_x() { return __builtin_amdgcn_workgroup_id_x(); }
 __device__ __forceinline__ unsigned block_y() { return __builtin_amdgcn_workgroup_id_y(); }
+__device__ __forceinline__ unsigned block_z() { return __builtin_amdgcn_workgroup_id_z(); }
 __device__ __forceinline__ unsigned block_dim_x() { return __builtin_amdgcn_workgroup_size_x(); }
 __device__ __forceinline__ int warp_size() { return __builtin_amdgcn_wavefrontsize(); }
 __device__ __forceinline__ void sync_block() {
@@ -58,6 +59,7 @@ __device__ __forceinline__ void atomic_max_u32(uint32_t *p, uint32_t v) {
 __device__ __forceinline__ unsigned thread_x() { return threadIdx.x; }
 __device__ __forceinline__ unsigned block_x() { return blockIdx.x; }
 __device__ __forceinline__ unsigned block_y() { return blockIdx.y; }
+__device__ __forceinline__ unsigned block_z() { return blockIdx.z; }
 __device__ __forceinline__ unsigned block_dim_x() { return blockDim.x; }
 __device__ __forceinline__ int warp_size() { return 32; }
 __device__ __forceinline__ void sync_block() { __syncthreads(); }

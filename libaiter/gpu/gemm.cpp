@@ -1,10 +1,211 @@
-// GPU GEMM variants (kernels/gemm/): filled in by the GEMM kernel work.
+// GPU GEMM variants (kernels/gemm/): the skinny tensor-core kernels for M <= 16,
+// the tiled tensor-core kernels (NVIDIA targets), and the portable kernel that
+// runs any call on every target.  Each variant is one row of kKernels; the
+// tuned selection (tuning/select.hpp) picks among those that can run a call.
+#include <array>
+#include <atomic>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpu/launch.hpp"
+#include "kernels/gemm/gemm_params.h"
 #include "ops/gemm.hpp"
 
 namespace aiter {
 namespace gpu {
+namespace {
 
-VariantList<GemmArgs> gemm_variants(GemmOp) { return {}; }
+enum class Family { skinny, tiled, generic };
+
+// skinny: tokens = 8 * NT, rows = 16 * RT of W per block, `warps` split K.
+// tiled: bm x bn tiles, `stages` deep, `threads` per block.
+struct KernelShape {
+  Family family;
+  DType dtype;
+  int nt, rt, warps;
+  int bm, bn, stages, threads;
+  bool block_scaled;
+};
+
+constexpr KernelShape skinny(DType dt, int nt, int rt, int warps) {
+  return {Family::skinny, dt, nt, rt, warps, 0, 0, 0, warps * 32, false};
+}
+constexpr KernelShape tiled(DType dt, int bm, int bn, int stages, int threads, bool bs = false) {
+  return {Family::tiled, dt, 0, 0, 0, bm, bn, stages, threads, bs};
+}
+constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 64, 64, 0, 256, false}; }
+
+#define SKINNY_SHAPES(dt)                                                                                  \
+  skinny(dt, 1, 1, 8), skinny(dt, 1, 1, 4), skinny(dt, 1, 2, 8), skinny(dt, 1, 2, 4), skinny(dt, 2, 1, 8), \
+      skinny(dt, 2, 1, 4), skinny(dt, 2, 2, 8), skinny(dt, 2, 2, 4)
+#define TILED_SHAPES(dt)                                                                         \
+  tiled(dt, 64, 64, 4, 128), tiled(dt, 64, 128, 4, 256), tiled(dt, 128, 128, 4, 256), \
+      tiled(dt, 128, 256, 3, 256)
+
+// In heuristic order: the first that can run a call and fits it wins.
+constexpr KernelShape kKernels[] = {
+    SKINNY_SHAPES(DType::bf16), SKINNY_SHAPES(DType::f16), SKINNY_SHAPES(DType::i8),
+    SKINNY_SHAPES(DType::e4m3fn), SKINNY_SHAPES(DType::e5m2),
+    TILED_SHAPES(DType::bf16), TILED_SHAPES(DType::f16), TILED_SHAPES(DType::i8),
+    TILED_SHAPES(DType::e4m3fn), TILED_SHAPES(DType::e5m2),
+    tiled(DType::e4m3fn, 64, 128, 4, 256, true), tiled(DType::e4m3fn, 128, 128, 4, 256, true),
+    generic(DType::f32), generic(DType::f16), generic(DType::bf16), generic(DType::i8),
+    generic(DType::e4m3fn), generic(DType::e4m3fnuz), generic(DType::e5m2),
+};
+constexpr size_t kCount = std::size(kKernels);
+
+// The short dtype names of the kernel symbols.
+const char *dtype_tag(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::i8: return "i8";
+    case DType::e4m3fn: return "e4m3fn";
+    case DType::e4m3fnuz: return "e4m3fnuz";
+    default: return "e5m2";
+  }
+}
+
+std::string variant_name(const KernelShape &s) {
+  const std::string dt = dtype_tag(s.dtype);
+  switch (s.family) {
+    case Family::skinny:
+      return "skinny." + dt + ".t" + std::to_string(s.nt) + ".r" + std::to_string(s.rt) + ".w" +
+             std::to_string(s.warps);
+    case Family::tiled:
+      return "tiled." + dt + "." + std::to_string(s.bm) + "x" + std::to_string(s.bn) + ".s" +
+             std::to_string(s.stages) + (s.block_scaled ? ".bs" : "");
+    default: return "generic." + dt;
+  }
+}
+
+const std::vector<std::string> &variant_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const KernelShape &s : kKernels) v.push_back(variant_name(s));
+    return v;
+  }();
+  return names;
+}
+
+// Whether the device's target has kernel I, asked of the manifest once per device.
+template <size_t I>
+bool built_for(const GpuCall &call) {
+  static std::atomic<signed char> known[64] = {};  // 0 unknown, 1 yes, -1 no
+  const int id = call.device.device_id;
+  if (id >= 0 && id < 64 && known[id].load(std::memory_order_relaxed) != 0) return known[id] > 0;
+  Driver *driver = nullptr;
+  const bool yes = driver_for(call.device.device_type, &driver) == AITER_OK &&
+                   has_kernel(driver, id, "gemm", variant_names()[I]);
+  if (id >= 0 && id < 64) known[id].store(yes ? 1 : -1, std::memory_order_relaxed);
+  return yes;
+}
+
+bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// The tensor-core kernels read 16-byte pieces of rows.
+bool rows_in_16_bytes(const GemmArgs &g) {
+  const int64_t size = dtype_size(g.in_dtype);
+  return (g.k * size) % 16 == 0 && (g.a.row_stride * size) % 16 == 0 && (g.w.row_stride * size) % 16 == 0 &&
+         (g.a_batch_stride * size) % 16 == 0 && (g.w_batch_stride * size) % 16 == 0 && aligned16(g.a.data) &&
+         aligned16(g.w.data);
+}
+
+// int8 sums are exact in int32 up to this K (127 * 127 * K < 2^31).
+constexpr int64_t kMaxInt8K = 131072;
+
+template <size_t I>
+bool supports(const GemmArgs &g, const GpuCall *call) {
+  constexpr KernelShape s = kKernels[I];
+  if (call == nullptr || g.in_dtype != s.dtype || g.batch > 65535) return false;
+  if (s.dtype == DType::i8 && g.k > kMaxInt8K) return false;
+  if (s.family == Family::skinny && (g.m > 8 * s.nt || g.block_scaled || !rows_in_16_bytes(g))) return false;
+  if (s.family == Family::tiled && (g.block_scaled != s.block_scaled || !rows_in_16_bytes(g))) return false;
+  if (s.family != Family::skinny && (g.m + s.bm - 1) / s.bm > 65535) return false;
+  return built_for<I>(*call);
+}
+
+// The heuristic's preferences: the smallest token tile that holds M, the
+// smallest output tile that still fills the GPU for larger M.
+template <size_t I>
+bool good_fit(const GemmArgs &g) {
+  constexpr KernelShape s = kKernels[I];
+  switch (s.family) {
+    case Family::skinny: return s.rt == 1 && s.warps == 8 && (s.nt == 1 || g.m > 8);
+    case Family::tiled:
+      if (s.bn == 256) return false;
+      return s.bm == 64 ? (s.bn == 64 ? g.m <= 64 : g.m <= 128) : true;
+    default: return true;
+  }
+}
+
+GemmParams params_of(const GemmArgs &g) {
+  GemmParams p{};
+  p.a = g.a.data, p.w = g.w.data, p.out = g.out, p.bias = g.bias;
+  p.a_scale = g.a_scale, p.w_scale = g.w_scale;
+  p.m = g.m, p.n = g.n, p.k = g.k;
+  p.lda = g.a.row_stride, p.ldw = g.w.row_stride, p.ldo = g.out_row_stride;
+  p.a_batch = g.a_batch_stride, p.w_batch = g.w_batch_stride, p.out_batch = g.out_batch_stride;
+  p.a_scale_batch = g.a_scale_batch_stride, p.w_scale_batch = g.w_scale_batch_stride;
+  p.out_kind = g.out_dtype == DType::f32 ? kGemmOutF32 : g.out_dtype == DType::f16 ? kGemmOutF16 : kGemmOutBf16;
+  p.bias_f32 = g.bias_dtype == DType::f32;
+  p.a_scale_step = g.a_scale_per_token ? 1 : 0;
+  p.w_scale_step = g.w_scale_per_channel ? 1 : 0;
+  p.block_scaled = g.block_scaled;
+  p.kgroups = int((g.k + kScaleBlock - 1) / kScaleBlock);
+  return p;
+}
+
+template <size_t I>
+aiter_status run(const GemmArgs &g, const GpuCall *call) {
+  constexpr KernelShape s = kKernels[I];
+  if (g.m == 0 || g.n == 0) return AITER_OK;
+  const unsigned batch = unsigned(g.batch);
+  Dim3 grid;
+  if (s.family == Family::skinny)
+    grid = Dim3{unsigned((g.n + 16 * s.rt - 1) / (16 * s.rt)), 1, batch};
+  else
+    grid = Dim3{unsigned((g.n + s.bn - 1) / s.bn), unsigned((g.m + s.bm - 1) / s.bm), batch};
+  return launch(*call, "gemm", variant_names()[I], grid, unsigned(s.threads), params_of(g));
+}
+
+template <size_t... I>
+std::vector<Variant<GemmArgs>> all_variants(std::index_sequence<I...>) {
+  return {Variant<GemmArgs>{variant_names()[I].c_str(), supports<I>, good_fit<I>, run<I>}...};
+}
+
+// The variants whose kernels an op can use: 16-bit for a16w16, 8-bit for
+// a8w8, the block-scaled and portable fp8 kernels for blockscale.
+bool belongs(GemmOp op, const KernelShape &s) {
+  const bool sixteen = s.dtype == DType::f32 || s.dtype == DType::f16 || s.dtype == DType::bf16;
+  switch (op) {
+    case GemmOp::a16w16:
+    case GemmOp::batched_a16w16: return sixteen;
+    case GemmOp::a8w8:
+    case GemmOp::batched_a8w8: return !sixteen && !s.block_scaled;
+    case GemmOp::a8w8_blockscale:
+      return (s.dtype == DType::e4m3fn || s.dtype == DType::e4m3fnuz) &&
+             (s.block_scaled || s.family == Family::generic);
+  }
+  return false;
+}
+
+}  // namespace
+
+VariantList<GemmArgs> gemm_variants(GemmOp op) {
+  static const auto lists = [] {
+    const std::vector<Variant<GemmArgs>> all = all_variants(std::make_index_sequence<kCount>{});
+    std::array<std::vector<Variant<GemmArgs>>, 5> per_op;
+    for (size_t o = 0; o < per_op.size(); ++o)
+      for (size_t i = 0; i < kCount; ++i)
+        if (belongs(GemmOp(o), kKernels[i])) per_op[o].push_back(all[i]);
+    return per_op;
+  }();
+  const auto &list = lists[size_t(op)];
+  return {list.data(), list.size()};
+}
 
 }  // namespace gpu
 }  // namespace aiter

@@ -1,0 +1,25 @@
+// Arguments of the GEMM kernels, shared by the kernel sources and the host
+// launcher (libaiter/gpu/gemm.cpp): plain data, passed by value.
+// out[b][m, n] = (sum_k a[b][m, k] * w[b][n, k]) * a_scale * w_scale + bias[n].
+#pragma once
+
+enum GemmOutKind { kGemmOutF32 = 0, kGemmOutF16 = 1, kGemmOutBf16 = 2 };
+
+struct GemmParams {
+  const void *a;             // [batch][m, k], rows lda elements apart
+  const void *w;             // [batch][n, k], rows ldw elements apart
+  void *out;                 // [batch][m, n], rows ldo elements apart
+  const void *bias;          // null or [n], fp32 when bias_f32 else out's dtype
+  const float *a_scale;      // null (no scaling), [m] per token, [1] per tensor, or [m, kgroups] block-scaled
+  const float *w_scale;      // null, [n] per channel, [1] per tensor, or [ceil(n/128), kgroups] block-scaled
+  long long m, n, k;
+  long long lda, ldw, ldo;
+  long long a_batch, w_batch, out_batch;              // elements between batch matrices (0: shared)
+  long long a_scale_batch, w_scale_batch;             // fp32 elements between batch scale vectors
+  int out_kind;              // GemmOutKind
+  int bias_f32;              // bias is fp32 (else out's dtype)
+  int a_scale_step;          // 1 per token, 0 per tensor
+  int w_scale_step;          // 1 per channel, 0 per tensor
+  int block_scaled;          // scales per 128-wide K group (and 128 rows of w)
+  int kgroups;               // ceil(k / 128) when block_scaled
+};

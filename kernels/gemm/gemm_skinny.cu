@@ -1,0 +1,113 @@
+// GEMM for few rows of A (M <= 16: decode and small batches), where the time is
+// the time to stream W once.  The product is computed transposed, out^T = W A^T,
+// so W's rows fill the 16-row side of the tensor-core tile and the tokens its
+// 8-column side.  Each thread loads 16 contiguous bytes of a W row and the same
+// 16 bytes of K of a token straight from global memory into registers: the dot
+// product does not care which K lands in which fragment slot, only that W and
+// A agree, so no shared memory staging or shuffles are needed (mma.h).
+//
+// A block owns 16 * RT rows of W and all M <= 8 * NT tokens; its WARPS warps
+// split K, each streaming U * 64 bytes of every row per step, and the partial
+// sums meet in shared memory.  Requires K * element size, the row strides and
+// the pointers to be multiples of 16 bytes (the launcher checks).
+#include "mma.h"
+
+namespace {
+
+template <class T, int NT, int RT, int WARPS, int U>
+__device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
+  using Mma = MmaOf<T>;
+  using Acc = typename Mma::Acc;
+  constexpr int kElems = 16 / int(sizeof(T));  // elements per 16-byte load
+  constexpr int kStep = 4 * kElems;            // K per fragment pair: 4 lanes x 16 bytes
+  __shared__ Acc partial[WARPS][RT * 16][NT * 8 + 1];
+
+  const long long batch = blockIdx.z;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+  const long long n0 = (long long)blockIdx.x * RT * 16;
+  const char *w_rows[RT][2];
+  const char *a_rows[NT];
+#pragma unroll
+  for (int r = 0; r < RT; ++r)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // rows past N read row N - 1; their results are dropped
+      const long long n = n0 + r * 16 + h * 8 + g;
+      w_rows[r][h] = static_cast<const char *>(p.w) + (batch * p.w_batch + (n < p.n ? n : p.n - 1) * p.ldw) * sizeof(T);
+    }
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const long long m = j * 8 + g;
+    a_rows[j] = static_cast<const char *>(p.a) + (batch * p.a_batch + (m < p.m ? m : p.m - 1) * p.lda) * sizeof(T);
+  }
+
+  Acc acc[RT][NT][4] = {};
+  for (long long k0 = (long long)warp * U * kStep; k0 < p.k; k0 += (long long)WARPS * U * kStep) {
+    uint4 wv[RT][2][U], av[NT][U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const long long k = k0 + u * kStep + t * kElems;
+      const bool in = k < p.k;
+      const uint4 zero = {0, 0, 0, 0};
+#pragma unroll
+      for (int r = 0; r < RT; ++r)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) wv[r][h][u] = in ? load_stream(w_rows[r][h] + k * sizeof(T)) : zero;
+#pragma unroll
+      for (int j = 0; j < NT; ++j) av[j][u] = in ? load_cached(a_rows[j] + k * sizeof(T)) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int r = 0; r < RT; ++r)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const uint4 &lo = wv[r][0][u], &hi = wv[r][1][u], &b = av[j][u];
+          Mma::run(acc[r][j], lo.x, hi.x, lo.y, hi.y, b.x, b.y);
+          Mma::run(acc[r][j], lo.z, hi.z, lo.w, hi.w, b.z, b.w);
+        }
+  }
+
+#pragma unroll
+  for (int r = 0; r < RT; ++r)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) partial[warp][r * 16 + g + (i / 2) * 8][j * 8 + t * 2 + i % 2] = acc[r][j][i];
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < RT * 16 * NT * 8; idx += WARPS * 32) {
+    const int row = idx / (NT * 8), token = idx % (NT * 8);
+    const long long n = n0 + row;
+    if (n >= p.n || token >= p.m) continue;
+    Acc sum = 0;
+#pragma unroll
+    for (int v = 0; v < WARPS; ++v) sum += partial[v][row][token];
+    store_output(p, batch, token, n, float(sum), false);
+  }
+}
+
+}  // namespace
+
+#define SKINNY(dt, T, NT, RT, WARPS, U)                                                                        \
+  extern "C" __global__ void __launch_bounds__(WARPS * 32)                                                     \
+      aiter_gemm_skinny_##dt##_t##NT##_r##RT##_w##WARPS(GemmParams p) {                                        \
+    gemm_skinny<T, NT, RT, WARPS, U>(p);                                                                       \
+  }
+#define SKINNY_SHAPES(dt, T, U) \
+  SKINNY(dt, T, 1, 1, 4, U)     \
+  SKINNY(dt, T, 1, 1, 8, U)     \
+  SKINNY(dt, T, 1, 2, 4, U)     \
+  SKINNY(dt, T, 1, 2, 8, U)     \
+  SKINNY(dt, T, 2, 1, 4, U)     \
+  SKINNY(dt, T, 2, 1, 8, U)     \
+  SKINNY(dt, T, 2, 2, 4, U)     \
+  SKINNY(dt, T, 2, 2, 8, U)
+
+SKINNY_SHAPES(bf16, bf16_t, 4)
+SKINNY_SHAPES(f16, half_t, 4)
+SKINNY_SHAPES(i8, int8_t, 4)
+SKINNY_SHAPES(e4m3fn, e4m3fn_t, 4)
+SKINNY_SHAPES(e5m2, e5m2_t, 4)
+
+// The variant names are skinny.<dtype>.t<NT>.r<RT>.w<WARPS>: NT * 8 tokens,
+// RT * 16 rows of W per block, WARPS warps splitting K.
+// aiter-kernel-family: op=gemm variant=skinny.{dt}.t{nt}.r{rt}.w{w} symbol=aiter_gemm_skinny_{dt}_t{nt}_r{rt}_w{w} block={block} smem=0 dt=bf16,f16,i8,e4m3fn@89,e5m2@89 nt=1,2 rt=1,2 w=4:128,8:256

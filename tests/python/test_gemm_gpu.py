@@ -1,0 +1,153 @@
+"""Every GPU GEMM kernel variant, forced one at a time, against float64 NumPy:
+out = (a @ w.T) * scales + bias, on shapes each variant is meant to handle
+(ragged N, K with a tail, M at and around the variant's tile edges)."""
+import numpy as np
+import pytest
+
+import aiter
+from harness import TOLERANCE, assert_close, f64, on_host, poisoned_on, rand, to_device
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU", allow_module_level=True)
+
+NAME = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "i8": "int8", "e4m3fn": "float8_e4m3fn",
+        "e4m3fnuz": "float8_e4m3fnuz", "e5m2": "float8_e5m2"}
+CUDA = "cuda"
+
+
+def variants(op):
+    return aiter.tuning.variants(op, device=CUDA)
+
+
+def forced(op, variant):
+    return aiter.tuning.force_variant(op, variant)
+
+
+def dtype_of(variant):
+    return NAME[variant.split(".")[1]]
+
+
+def sizes_for(variant, itemsize):
+    """(M values, N, K) that exercise a variant: its token or row tile edges,
+    N not a multiple of 16, K a multiple of 16 bytes with a tail."""
+    family = variant.split(".")[0]
+    k = 528 if itemsize == 1 else 520
+    if family == "skinny":
+        tokens = 8 * int(variant.split(".t")[1].split(".")[0])
+        return [1, tokens - 3, tokens], 200, k
+    if family == "tiled":
+        bm = int(variant.split(".")[2].split("x")[0])
+        return [bm - 5, bm + 3, 2 * bm + 17], 200, k
+    return [1, 7, 70], 33, 13  # any shape, any alignment
+
+
+def quantized(rng, shape, dtype):
+    if dtype == "int8":
+        return rng.integers(-128, 128, size=shape, dtype=np.int8)
+    return rand(rng, shape, dtype, scale=2.0)
+
+
+def check(out, ref, out_dtype, k, magnitude):
+    rtol, atol = TOLERANCE[out_dtype]
+    assert_close(out, ref, out_dtype, rtol=rtol, atol=atol * np.sqrt(k) * magnitude)
+
+
+def ran(variant):
+    op, name, how = aiter.tuning.last_variant()
+    assert (name, how) == (variant, 2), f"expected the forced {variant}, ran {name} (how {how})"
+
+
+@pytest.mark.parametrize("variant", variants("gemm_a16w16"))
+@pytest.mark.parametrize("out_dtype", ["bfloat16", "float32"])
+def test_a16w16_variant(rng, variant, out_dtype):
+    dtype = dtype_of(variant)
+    ms, n, k = sizes_for(variant, 2 if dtype != "float32" else 4)
+    for m in ms:
+        a, w, bias = rand(rng, (m, k), dtype), rand(rng, (n, k), dtype), rand(rng, (n,), "float32")
+        out = poisoned_on((m, n), out_dtype, CUDA)
+        with forced("gemm_a16w16", variant):
+            aiter.gemm_a16w16(to_device(a, CUDA), to_device(w, CUDA), to_device(bias, CUDA), out=out)
+            ran(variant)
+        check(on_host(out), f64(a) @ f64(w).T + f64(bias), out_dtype, k, 1.0)
+
+
+@pytest.mark.parametrize("variant", variants("gemm_a8w8"))
+@pytest.mark.parametrize("per_token", [True, False])
+def test_a8w8_variant(rng, variant, per_token):
+    dtype = dtype_of(variant)
+    ms, n, k = sizes_for(variant, 1)
+    for m in ms:
+        a, w = quantized(rng, (m, k), dtype), quantized(rng, (n, k), dtype)
+        a_scale = (rng.random((m, 1) if per_token else (1,)) + 0.5).astype(np.float32) / 64
+        w_scale = (rng.random((1, n) if per_token else (1,)) + 0.5).astype(np.float32) / 64
+        out = poisoned_on((m, n), "bfloat16", CUDA)
+        with forced("gemm_a8w8", variant):
+            aiter.gemm_a8w8(*(to_device(x, CUDA) for x in (a, w, a_scale, w_scale)), out=out)
+            ran(variant)
+        ref = (f64(a) @ f64(w).T) * f64(a_scale).reshape(-1, 1) * f64(w_scale).reshape(1, -1)
+        magnitude = float(np.abs(f64(a)).mean() * np.abs(f64(w)).mean()) / 64 / 64 * 4
+        check(on_host(out), ref, "bfloat16", k, magnitude)
+
+
+def blockscale_reference(a, w, a_scale, w_scale):
+    m, k = a.shape
+    n = w.shape[0]
+    out = np.zeros((m, n))
+    for g in range(a_scale.shape[1]):
+        part = f64(a)[:, g * 128:(g + 1) * 128] @ f64(w)[:, g * 128:(g + 1) * 128].T
+        out += part * f64(a_scale)[:, g:g + 1] * np.repeat(f64(w_scale)[:, g], 128)[:n][None, :]
+    return out
+
+
+@pytest.mark.parametrize("variant", variants("gemm_a8w8_blockscale"))
+def test_blockscale_variant(rng, variant):
+    dtype = dtype_of(variant)
+    for m, n, k in [(1, 200, 528), (70, 300, 1040), (130, 129, 400)]:
+        if not variant.startswith("generic") and (k % 16):
+            continue
+        groups = -(-k // 128)
+        a, w = quantized(rng, (m, k), dtype), quantized(rng, (n, k), dtype)
+        a_scale = (rng.random((m, groups)) + 0.5).astype(np.float32) / 32
+        w_scale = (rng.random((-(-n // 128), groups)) + 0.5).astype(np.float32) / 32
+        out = poisoned_on((m, n), "float32", CUDA)
+        with forced("gemm_a8w8_blockscale", variant):
+            aiter.gemm_a8w8_blockscale(*(to_device(x, CUDA) for x in (a, w, a_scale, w_scale)), out=out)
+            ran(variant)
+        check(on_host(out), blockscale_reference(a, w, a_scale, w_scale), "float32", k, 4 / 32 / 32)
+
+
+@pytest.mark.parametrize("variant", [v for v in variants("batched_gemm_a16w16") if ".bf16" in v or "f32" in v])
+def test_batched_a16w16_variant(rng, variant):
+    dtype = dtype_of(variant)
+    ms, n, k = sizes_for(variant, 2 if dtype != "float32" else 4)
+    b, m = 3, ms[1]
+    a, w = rand(rng, (b, m, k), dtype), rand(rng, (b, n, k), dtype)
+    out = poisoned_on((b, m, n), "bfloat16", CUDA)
+    with forced("batched_gemm_a16w16", variant):
+        aiter.batched_gemm_a16w16(to_device(a, CUDA), to_device(w, CUDA), out=out)
+        ran(variant)
+    check(on_host(out), np.einsum("bmk,bnk->bmn", f64(a), f64(w)), "bfloat16", k, 1.0)
+
+
+def test_heuristic_choices(rng):
+    """Without a tuned row: the skinny kernels for a few tokens, tiles for many."""
+    n, k = 256, 512
+    w = to_device(rand(rng, (n, k), "bfloat16"), CUDA)
+    for m, family in [(1, "skinny"), (16, "skinny"), (100, "tiled"), (1000, "tiled")]:
+        aiter.gemm_a16w16(to_device(rand(rng, (m, k), "bfloat16"), CUDA), w)
+        _, name, _ = aiter.tuning.last_variant()
+        assert name.startswith(family), (m, name)
+
+
+def test_misaligned_rows_use_generic(rng):
+    """K * 2 bytes not a multiple of 16: only the portable kernel can run it."""
+    m, n, k = 4, 40, 13
+    a, w = rand(rng, (m, k), "bfloat16"), rand(rng, (n, k), "bfloat16")
+    out = aiter.gemm_a16w16(to_device(a, CUDA), to_device(w, CUDA))
+    assert aiter.tuning.last_variant()[1] == "generic.bf16"
+    check(on_host(out), f64(a) @ f64(w).T, "bfloat16", k, 1.0)
+    with pytest.raises(aiter.AiterError, match="cannot run this call"):
+        with forced("gemm_a16w16", "skinny.bf16.t1.r1.w8"):
+            aiter.gemm_a16w16(to_device(a, CUDA), to_device(w, CUDA))
