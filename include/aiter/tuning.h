@@ -35,6 +35,11 @@ AITER_API aiter_status aiter_force_kernel_variant(const char *op, const char *va
  * and how (0 heuristic, 1 tuned table row, 2 forced).  Strings are static. */
 AITER_API aiter_status aiter_last_kernel_variant(const char **op, const char **variant, int *how);
 
+/* The target ("cpu", "sm_90a", "gfx942", ...) and compute-unit count (CPU
+ * threads, GPU multiprocessors) that table rows for `device` are keyed by, as a
+ * tuner writes them.  *target is valid until the next call on this thread. */
+AITER_API aiter_status aiter_tuned_config_device(DLDevice device, const char **target, int *compute_units);
+
 /* Re-reads the tuned tables (and the AITER_CONFIG_PATH, AITER_LOG_* settings). */
 AITER_API aiter_status aiter_reload_tuned_configs(void);
 

@@ -20,13 +20,25 @@ LogLevel log_level() {
   return level;
 }
 
+// One fprintf per line, so that lines of several threads do not interleave.
+static void write_line(const char *fmt, va_list args) {
+  char text[1024];
+  std::vsnprintf(text, sizeof text, fmt, args);
+  std::fprintf(stderr, "[aiter] %s\n", text);
+}
+
 void log_message(LogLevel level, const char *fmt, ...) {
   if (level == LogLevel::off || static_cast<int>(level) > static_cast<int>(log_level())) return;
   va_list args;
   va_start(args, fmt);
-  std::fputs("[aiter] ", stderr);
-  std::vfprintf(stderr, fmt, args);
-  std::fputc('\n', stderr);
+  write_line(fmt, args);
+  va_end(args);
+}
+
+void log_line(const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  write_line(fmt, args);
   va_end(args);
 }
 

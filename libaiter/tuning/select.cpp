@@ -131,6 +131,25 @@ AITER_API aiter_status aiter_last_kernel_variant(const char **op, const char **v
   });
 }
 
+AITER_API aiter_status aiter_tuned_config_device(DLDevice device, const char **target, int *compute_units) {
+  return guard("aiter_tuned_config_device", [&] {
+    if (target == nullptr || compute_units == nullptr)
+      return fail(AITER_ERR_INVALID_ARGUMENT, "aiter_tuned_config_device: target and compute_units must not be NULL");
+    if (device.device_type != kDLCPU && device.device_type != kDLCUDA && device.device_type != kDLROCM)
+      return fail(AITER_ERR_INVALID_ARGUMENT,
+                  "aiter_tuned_config_device: device: expected kDLCPU, kDLCUDA or kDLROCM");
+    const GpuCall call{device, nullptr};
+    TuneKey key;
+    const aiter_status s = backend_identity(device.device_type == kDLCPU ? nullptr : &call, &key);
+    if (s != AITER_OK) return s;
+    thread_local std::string name;
+    name = key.target;
+    *target = name.c_str();
+    *compute_units = key.compute_units;
+    return AITER_OK;
+  });
+}
+
 AITER_API aiter_status aiter_reload_tuned_configs(void) {
   return guard("aiter_reload_tuned_configs", [] { return reload_tuned_configs(); });
 }

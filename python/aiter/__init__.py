@@ -5,7 +5,7 @@ Every op takes arrays from NumPy, PyTorch, JAX, CuPy or anything with
 device.  Outputs are allocated unless passed as ``out=``.  Failures raise
 ``aiter.AiterError`` subclasses carrying the library's message.
 """
-from . import dtypes
+from . import dtypes, tuning
 from ._lib import ffi as _ffi, lib as _lib, library_path
 from .errors import (AiterError, DeviceError, InternalError, InvalidArgumentError, NoDeviceError,
                      NoKernelError, OutOfMemoryError, UnsupportedDtypeError, UnsupportedShapeError)
@@ -36,4 +36,4 @@ def library_info():
 
 __all__ = ["AiterError", "InvalidArgumentError", "UnsupportedDtypeError", "UnsupportedShapeError",
            "NoDeviceError", "NoKernelError", "OutOfMemoryError", "DeviceError", "InternalError",
-           "dtypes", "library_info", "__version__"] + list(_op_names)
+           "dtypes", "tuning", "library_info", "__version__"] + list(_op_names)

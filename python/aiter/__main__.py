@@ -1,4 +1,4 @@
-"""python -m aiter {info,demo}"""
+"""python -m aiter {info,demo,bench,tune}"""
 import sys
 
 

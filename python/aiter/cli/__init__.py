@@ -1,19 +1,44 @@
-"""python -m aiter COMMAND: info, demo."""
+"""python -m aiter COMMAND: info, demo, bench, tune."""
 import argparse
 
+from ..errors import AiterError
 
-def main(argv):
+
+def _parser():
+    from .gemm_problems import OPS, add_problem_options
     parser = argparse.ArgumentParser(prog="python -m aiter", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("info", help="version, backends, devices, GPU targets and code objects")
+    commands.add_parser("info", help="version, backends, devices, GPU targets, code objects and tuned tables")
     demo = commands.add_parser("demo", help="a Llama-style decoder layer, verified against NumPy float64")
     demo.add_argument("--dtype", choices=["bfloat16", "float16", "float32"], default=None,
                       help="activation/weight dtype (default: bfloat16 if ml_dtypes is installed, else float32)")
     demo.add_argument("--decode-steps", type=int, default=4)
     demo.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    ops = ", ".join(OPS)
+    bench = commands.add_parser("bench", help="time GEMM shapes with the kernel variants selected now")
+    bench.add_argument("--gemm", action="append", required=True, metavar="OP[,OP]", help=f"{ops} or all")
+    add_problem_options(bench)
+    tune = commands.add_parser("tune", help="tune GEMM kernel selection: bench, try every variant, write a "
+                                            "tuned CSV, bench again")
+    tune.add_argument("--op", action="append", metavar="OP[,OP]", help=f"{ops} or all (default all)")
+    add_problem_options(tune)
+    tune.add_argument("--out", default="aiter_tuned_gemm.csv",
+                      help="the tuned CSV to write; rows of other shapes already in it are kept")
+    tune.add_argument("--log-dir", default="tune_logs")
+    return parser
+
+
+def main(argv):
+    args = _parser().parse_args(argv)
     if args.command == "info":
         from .info import run
         return run()
-    from .demo import run
-    return run(dtype=args.dtype, decode_steps=args.decode_steps, seed=args.seed)
+    if args.command == "demo":
+        from .demo import run
+        return run(dtype=args.dtype, decode_steps=args.decode_steps, seed=args.seed)
+    from . import bench, tune
+    try:
+        return (bench if args.command == "bench" else tune).run(args)
+    except (AiterError, OSError) as e:
+        print(f"python -m aiter {args.command}: {e}")
+        return 2

@@ -14,6 +14,10 @@ def run():
     print(f"  code objects: {info['kernel_dir'] + '/manifest.tsv' if targets else 'none (CPU-only build)'}")
     for line in _manifest_summary(info["kernel_dir"]):
         print(f"                {line}")
+    sources = aiter.tuning.config_sources()
+    print(f"  tuned tables: {sources[0] if sources else 'none'}")
+    for line in sources[1:]:
+        print(f"                {line}")
     print(f"  devices:      {', '.join(_devices())}")
     return 0
 

@@ -1,0 +1,40 @@
+// One tuned table file: a CSV with a header naming its columns, rows mapping a
+// problem key to a kernel variant.  Columns the reader does not know (the
+// tuner's us, tflops, error) are skipped by name.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "core/dtype.hpp"
+
+namespace aiter {
+
+// A table row's key; `m` is a bucket, `compute_units` 0 matches any count.
+struct RowKey {
+  std::string op, target;
+  int compute_units = 0;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  DType a_dtype = DType::unknown, out_dtype = DType::unknown;
+
+  bool operator<(const RowKey &o) const {
+    return std::tie(op, target, compute_units, batch, m, n, k, a_dtype, out_dtype) <
+           std::tie(o.op, o.target, o.compute_units, o.batch, o.m, o.n, o.k, o.a_dtype, o.out_dtype);
+  }
+};
+
+using Table = std::map<RowKey, std::string>;  // key -> variant
+
+struct TableFile {
+  Table rows;
+  size_t row_count = 0;  // rows read (a key repeated in the file counts each time)
+  std::string error;     // "path:line: what is wrong", or "" when the file is good
+};
+
+// Reads `path`.  On the first malformed line the error names it and `rows` is
+// left empty: a half-read table would select kernels nobody tuned together.
+TableFile read_table(const std::string &path);
+
+}  // namespace aiter
