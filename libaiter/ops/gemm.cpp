@@ -1,8 +1,13 @@
 // aiter_gemm_a16w16, aiter_gemm_a8w8: argument checks and dispatch to the
-// selected kernel variant (tuning/select.hpp).
+// selected kernel variant (tuning/select.hpp); the tuned-op tables of every
+// GEMM op and the checks the others share (ops/gemm_checks.hpp).
 #include "ops/gemm.hpp"
 
-#include <iterator>
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "ops/gemm_checks.hpp"
 
 #include "core/backend.hpp"
 #include "core/error.hpp"
@@ -66,72 +71,107 @@ void contiguous(ArgCheck &c, const DLTensor *t, const char *name) {
   if (c.ok() && numel(t) > 0) c.contiguous(t, name);
 }
 
-// Rows `row_stride` elements apart; a single row has no stride to speak of.
-MatrixRef matrix_ref(const DLTensor *t) {
-  return MatrixRef{data_ptr<const void>(t), t->shape[0] > 1 ? stride(t, 0) : t->shape[1]};
+// The matrices of `t` have their rows along dim `row_dim`, `row_stride`
+// elements apart; a single row has no stride to speak of.
+MatrixRef matrix_ref(const DLTensor *t, int row_dim) {
+  return MatrixRef{data_ptr<const void>(t), t->shape[row_dim] > 1 ? stride(t, row_dim) : t->shape[row_dim + 1]};
 }
 
-// A [M, K] and W [N, K] of one of `in_dtypes` (the same), out [M, N] (+ bias
-// [N]): 2-D, unit stride along the rows, extents that agree, one device.
-// Fills everything in `g` but the scales.
+// Matrix b starts b * batch_stride elements after matrix 0; with one matrix
+// the stride means nothing (and may be anything).
+int64_t batch_stride(const DLTensor *t, bool batched) { return batched && t->shape[0] > 1 ? stride(t, 0) : 0; }
+
+// A sufficient test that no two indices of `t` name the same element: taken in
+// order of stride, each dim steps past everything the smaller ones span.  It
+// accepts row-major layouts and their permutations (out[b] interleaved with
+// rows of other matrices, as a view of an [M, B, N] buffer gives).
+bool elements_disjoint(const DLTensor *t) {
+  if (numel(t) == 0) return true;
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, extent) of dims with more than one index
+  for (int d = 0; d < t->ndim; ++d)
+    if (t->shape[d] > 1) dims.emplace_back(stride(t, d), t->shape[d]);
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 1;  // elements covered by the smaller dims
+  for (const auto &[step, extent] : dims) {
+    if (step < span) return false;
+    span = step * (extent - 1) + span;
+  }
+  return true;
+}
+
+// Overlapping output elements would be written by several threads at once.
+void check_out_layout(ArgCheck &c, const DLTensor *out, const GemmArgs &g, bool batched) {
+  c.require(g.m <= 1 || g.n == 0 || g.out_row_stride >= g.n, AITER_ERR_INVALID_ARGUMENT,
+            "out: rows overlap (row stride %lld < row length %lld)", (long long)g.out_row_stride, (long long)g.n);
+  c.require(!batched || !c.ok() || elements_disjoint(out), AITER_ERR_INVALID_ARGUMENT,
+            "out: matrices overlap (batch stride %lld, row stride %lld, shape %s)", (long long)stride(out, 0),
+            (long long)g.out_row_stride, shape_string(out).c_str());
+}
+
+void check_bias(ArgCheck &c, const DLTensor *bias, const GemmArgs &g) {
+  if (bias == nullptr) return;
+  c.ndim(bias, "bias", 1).dim(bias, "bias", 0, g.n, "N, the rows of w");
+  contiguous(c, bias, "bias");
+  if (g.out_dtype == DType::f32)
+    c.dtype(bias, "bias", {DType::f32});
+  else
+    c.dtype(bias, "bias", {DType::f32, g.out_dtype});
+}
+
+}  // namespace
+
 void check_operands(ArgCheck &c, GemmArgs &g, DLTensor *out, const DLTensor *a, const DLTensor *w,
-                    const DLTensor *bias, std::initializer_list<DType> in_dtypes) {
+                    const DLTensor *bias, std::initializer_list<DType> in_dtypes, bool batched) {
+  const int lead = batched ? 1 : 0;  // dims before the matrices' two
   c.tensor(a, "a").tensor(w, "w").tensor(out, "out").optional(bias, "bias");
-  c.ndim(a, "a", 2).ndim(w, "w", 2).ndim(out, "out", 2);
+  c.ndim(a, "a", 2 + lead).ndim(w, "w", 2 + lead).ndim(out, "out", 2 + lead);
   c.dtype(a, "a", in_dtypes).same_dtype(w, "w", a, "a");
   c.same_device(w, "w", a, "a").same_device(out, "out", a, "a").same_device(bias, "bias", a, "a");
   unit_last_stride(c, a, "a"), unit_last_stride(c, w, "w"), unit_last_stride(c, out, "out");
   if (!c.ok()) return;
-  g.m = a->shape[0];
-  g.k = a->shape[1];
-  g.n = w->shape[0];
-  c.dim(w, "w", 1, g.k, "K, the last dim of a");
-  c.dim(out, "out", 0, g.m, "M, the rows of a").dim(out, "out", 1, g.n, "N, the rows of w");
+  g.batch = batched ? a->shape[0] : 1;
+  g.m = a->shape[lead];
+  g.k = a->shape[lead + 1];
+  g.n = w->shape[lead];
+  if (batched) c.dim(w, "w", 0, g.batch, "B, the batch of a").dim(out, "out", 0, g.batch, "B, the batch of a");
+  c.dim(w, "w", lead + 1, g.k, "K, the last dim of a");
+  c.dim(out, "out", lead, g.m, "M, the rows of a").dim(out, "out", lead + 1, g.n, "N, the rows of w");
   c.dtype(out, "out", kOutDtypes);
   if (!c.ok()) return;
   g.out_dtype = dtype_of(out->dtype);
-  // Overlapping output rows would be written by several threads at once.
-  const int64_t out_stride = g.m > 1 ? stride(out, 0) : g.n;
-  c.require(g.m <= 1 || g.n == 0 || out_stride >= g.n, AITER_ERR_INVALID_ARGUMENT,
-            "out: rows overlap (row stride %lld < row length %lld)", (long long)out_stride, (long long)g.n);
-  if (bias != nullptr) {
-    c.ndim(bias, "bias", 1).dim(bias, "bias", 0, g.n, "N, the rows of w");
-    contiguous(c, bias, "bias");
-    if (g.out_dtype == DType::f32)
-      c.dtype(bias, "bias", {DType::f32});
-    else
-      c.dtype(bias, "bias", {DType::f32, g.out_dtype});
-  }
+  g.out_row_stride = g.m > 1 ? stride(out, lead) : g.n;
+  check_out_layout(c, out, g, batched);
+  check_bias(c, bias, g);
   if (!c.ok()) return;
   g.in_dtype = dtype_of(a->dtype);
-  g.a = matrix_ref(a);
-  g.w = matrix_ref(w);
+  g.a = matrix_ref(a, lead);
+  g.w = matrix_ref(w, lead);
   g.out = data_ptr<void>(out);
-  g.out_row_stride = out_stride;
+  g.a_batch_stride = batch_stride(a, batched);
+  g.w_batch_stride = batch_stride(w, batched);
+  g.out_batch_stride = batch_stride(out, batched);
   g.bias = bias ? data_ptr<const void>(bias) : nullptr;
   g.bias_dtype = bias ? dtype_of(bias->dtype) : DType::unknown;
 }
 
-// A scale with one value per row of the output ([len, 1], when per_row) or per
-// column ([1, len]), or one for the whole tensor ([1] or [1, 1]); fp32,
-// contiguous.  Returns its data and sets *per_element when it has `len` values.
-const float *check_scale(ArgCheck &c, const DLTensor *s, const char *name, bool per_row, int64_t len,
-                         const char *len_name, const DLTensor *ref, bool *per_element) {
-  c.tensor(s, name).same_device(s, name, ref, "a").dtype(s, name, {DType::f32});
+const float *check_scale(ArgCheck &c, const DLTensor *s, const char *name, const ScaleShape &expected,
+                         bool per_tensor_allowed, const DLTensor *a, bool *per_element) {
+  c.tensor(s, name).same_device(s, name, a, "a").dtype(s, name, {DType::f32});
   contiguous(c, s, name);
   if (!c.ok()) return nullptr;
-  const bool one = (s->ndim == 1 && s->shape[0] == 1) || (s->ndim == 2 && s->shape[0] == 1 && s->shape[1] == 1);
-  const bool vector = s->ndim == 2 && s->shape[per_row ? 0 : 1] == len && s->shape[per_row ? 1 : 0] == 1;
-  const long long n = (long long)len;
-  c.require(one || vector, AITER_ERR_INVALID_ARGUMENT,
-            per_row ? "%s: expected shape [%s, 1] = [%lld, 1] (per token) or [1] / [1, 1] (per tensor), got %s"
-                    : "%s: expected shape [1, %s] = [1, %lld] (per channel) or [1] / [1, 1] (per tensor), got %s",
-            name, len_name, n, shape_string(s).c_str());
+  const bool one = per_tensor_allowed && ((s->ndim == 1 && s->shape[0] == 1) ||
+                                          (s->ndim == 2 && s->shape[0] == 1 && s->shape[1] == 1));
+  const bool shaped = s->ndim == expected.ndim && std::equal(expected.dims, expected.dims + expected.ndim, s->shape);
+  DLTensor want{};  // shape_string reads only ndim and shape
+  want.ndim = expected.ndim;
+  want.shape = const_cast<int64_t *>(expected.dims);
+  c.require(one || shaped, AITER_ERR_INVALID_ARGUMENT, "%s: expected shape %s = %s (%s)%s, got %s", name,
+            expected.names, shape_string(&want).c_str(), expected.kind,
+            per_tensor_allowed ? " or [1] / [1, 1] (per tensor)" : "", shape_string(s).c_str());
   *per_element = !one;
   return c.ok() ? data_ptr<const float>(s) : nullptr;
 }
 
-}  // namespace
 }  // namespace aiter
 
 using namespace aiter;
@@ -144,7 +184,7 @@ AITER_API aiter_status aiter_gemm_a16w16(DLTensor *out, const DLTensor *a, const
   return guard(op.symbol, [&] {
     ArgCheck c(op.symbol);
     GemmArgs g{};
-    check_operands(c, g, out, a, w, bias, {DType::f32, DType::f16, DType::bf16});
+    check_operands(c, g, out, a, w, bias, kFloatInputs, false);
     return c.ok() ? run_tuned(op, a, g, stream) : c.status();
   });
 }
@@ -156,9 +196,11 @@ AITER_API aiter_status aiter_gemm_a8w8(DLTensor *out, const DLTensor *a, const D
   return guard(op.symbol, [&] {
     ArgCheck c(op.symbol);
     GemmArgs g{};
-    check_operands(c, g, out, a, w, bias, {DType::i8, DType::e4m3fn, DType::e4m3fnuz, DType::e5m2});
-    g.a_scale = check_scale(c, a_scale, "a_scale", true, g.m, "M", a, &g.a_scale_per_token);
-    g.w_scale = check_scale(c, w_scale, "w_scale", false, g.n, "N", a, &g.w_scale_per_channel);
+    check_operands(c, g, out, a, w, bias, kQuantInputs, false);
+    const ScaleShape per_token{2, {g.m, 1}, "[M, 1]", "per token"};
+    const ScaleShape per_channel{2, {1, g.n}, "[1, N]", "per channel"};
+    g.a_scale = check_scale(c, a_scale, "a_scale", per_token, true, a, &g.a_scale_per_token);
+    g.w_scale = check_scale(c, w_scale, "w_scale", per_channel, true, a, &g.w_scale_per_channel);
     return c.ok() ? run_tuned(op, a, g, stream) : c.status();
   });
 }

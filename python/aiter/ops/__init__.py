@@ -1,7 +1,7 @@
 """The op wrappers, one module per op family (the same families as include/aiter/)."""
 from .activation import gelu_and_mul, silu_and_mul, silu_and_mul_quant
 from .attention import paged_decode_attention, prefill_attention, reshape_and_cache
-from .gemm import gemm_a8w8, gemm_a16w16
+from .gemm import batched_gemm_a8w8, batched_gemm_a16w16, gemm_a8w8, gemm_a8w8_blockscale, gemm_a16w16
 from .moe import topk_softmax
 from .norm import add_rmsnorm, add_rmsnorm_quant, layernorm, rmsnorm, rmsnorm_quant
 from .quant import quant_per_tensor, quant_per_tensor_static, quant_per_token
@@ -10,5 +10,6 @@ from .rope import rope, rope_cos_sin_cache
 __all__ = ["rmsnorm", "add_rmsnorm", "layernorm", "rmsnorm_quant", "add_rmsnorm_quant", "silu_and_mul",
            "gelu_and_mul", "silu_and_mul_quant",
            "quant_per_tensor", "quant_per_token", "quant_per_tensor_static",
-           "rope", "rope_cos_sin_cache", "gemm_a16w16", "gemm_a8w8", "topk_softmax",
+           "rope", "rope_cos_sin_cache", "gemm_a16w16", "gemm_a8w8", "gemm_a8w8_blockscale",
+           "batched_gemm_a16w16", "batched_gemm_a8w8", "topk_softmax",
            "prefill_attention", "paged_decode_attention", "reshape_and_cache"]

@@ -1,9 +1,12 @@
 """Matrix products with the weight stored as W[N, K] (the layout of nn.Linear):
-``out[M, N] = a[M, K] @ w[N, K].T (+ bias[N])``.
+``out[M, N] = a[M, K] @ w[N, K].T (+ bias[N])``; the batched forms take a
+leading batch dim B on ``a``, ``w`` and ``out``.
 
-``a``, ``w`` and ``out`` are 2-D with unit stride along their rows; row strides
-may be larger than the rows (slices of bigger matrices).  When ``out`` is given,
-its dtype is the output dtype and ``out_dtype`` is not used.
+``a``, ``w`` and ``out`` have unit stride along their rows; row (and batch)
+strides may be larger than the rows (slices of bigger arrays).  When ``out`` is
+given, its dtype is the output dtype and ``out_dtype`` is not used.  Each op
+has several kernel variants; the library picks one per shape (tuned tables,
+else a heuristic).
 """
 from .._call import Call, c_or_null
 from ..dtypes import canonical
@@ -14,6 +17,12 @@ def _out_shape(a_, w_):
     m = a_.shape[0] if len(a_.shape) == 2 else 0
     n = w_.shape[0] if len(w_.shape) == 2 else 0
     return (m, n)
+
+
+def _batched_out_shape(a_, w_):
+    if len(a_.shape) != 3 or len(w_.shape) != 3:
+        return (0, 0, 0)
+    return (a_.shape[0], a_.shape[1], w_.shape[1])
 
 
 def gemm_a16w16(a, w, bias=None, *, out_dtype=None, out=None):
@@ -44,5 +53,47 @@ def gemm_a8w8(a, w, a_scale, w_scale, bias=None, *, out_dtype="bfloat16", out=No
     as_, ws_ = c.input(a_scale, "a_scale"), c.input(w_scale, "w_scale")
     b_ = c.optional(bias, "bias")
     out_ = c.output(out, "out", _out_shape(a_, w_), canonical(out_dtype))
+    c.run(out_.c, a_.c, w_.c, as_.c, ws_.c, c_or_null(b_))
+    return c.result(out_)
+
+
+def gemm_a8w8_blockscale(a, w, a_scale, w_scale, *, out_dtype="bfloat16", out=None):
+    """DeepSeek-V3 style block-scaled fp8 product.
+
+    ``a`` [M, K] and ``w`` [N, K]: both float8_e4m3fn or both float8_e4m3fnuz.
+    ``a_scale``: float32 [M, ceil(K / 128)], one per token and 128-wide K group;
+    ``w_scale``: float32 [ceil(N / 128), ceil(K / 128)], one per 128 x 128 block
+    of ``w``.  ``out[m, n]`` is the sum over K groups g of the group's dot product
+    times ``a_scale[m, g] * w_scale[n // 128, g]``, computed in fp32 and rounded
+    once to ``out_dtype`` (bfloat16, float16 or float32)."""
+    c = Call("aiter_gemm_a8w8_blockscale", like=a)
+    a_, w_ = c.input(a, "a"), c.input(w, "w")
+    as_, ws_ = c.input(a_scale, "a_scale"), c.input(w_scale, "w_scale")
+    out_ = c.output(out, "out", _out_shape(a_, w_), canonical(out_dtype))
+    c.run(out_.c, a_.c, w_.c, as_.c, ws_.c)
+    return c.result(out_)
+
+
+def batched_gemm_a16w16(a, w, bias=None, *, out_dtype=None, out=None):
+    """``out[b] = a[b] @ w[b].T + bias`` for ``a`` [B, M, K], ``w`` [B, N, K]:
+    the dtypes of ``gemm_a16w16``; ``bias`` None or [N], shared by every b."""
+    c = Call("aiter_batched_gemm_a16w16", like=a)
+    a_, w_, b_ = c.input(a, "a"), c.input(w, "w"), c.optional(bias, "bias")
+    dtype = a_.dtype if out_dtype is None else canonical(out_dtype)
+    out_ = c.output(out, "out", _batched_out_shape(a_, w_), dtype)
+    c.run(out_.c, a_.c, w_.c, c_or_null(b_))
+    return c.result(out_)
+
+
+def batched_gemm_a8w8(a, w, a_scale, w_scale, bias=None, *, out_dtype="bfloat16", out=None):
+    """``gemm_a8w8`` on every b of ``a`` [B, M, K] and ``w`` [B, N, K] (int8 or
+    the same fp8 format).  ``a_scale``: float32 [B, M, 1] (per token) or [1] /
+    [1, 1] (per tensor); ``w_scale``: float32 [B, 1, N] (per channel) or [1] /
+    [1, 1]; ``bias``: None or [N], shared by every b."""
+    c = Call("aiter_batched_gemm_a8w8", like=a)
+    a_, w_ = c.input(a, "a"), c.input(w, "w")
+    as_, ws_ = c.input(a_scale, "a_scale"), c.input(w_scale, "w_scale")
+    b_ = c.optional(bias, "bias")
+    out_ = c.output(out, "out", _batched_out_shape(a_, w_), canonical(out_dtype))
     c.run(out_.c, a_.c, w_.c, as_.c, ws_.c, c_or_null(b_))
     return c.result(out_)

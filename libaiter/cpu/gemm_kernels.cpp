@@ -1,0 +1,169 @@
+#include "cpu/gemm_kernels.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "cpu/gemm_plan.hpp"
+
+namespace aiter {
+namespace cpu {
+namespace gemm {
+namespace {
+
+// The partial sums are GCC vector types because plain float arrays end up on
+// the stack (gcc vectorizes them, but loads and stores them each step).
+template <int L>
+struct Lanes {
+  typedef float type __attribute__((vector_size(L * sizeof(float))));
+};
+
+// ---- dot-product kernel ------------------------------------------------------------
+constexpr int kRowsA = 3;  // rows of A per kernel call
+constexpr int kRowsW = 4;  // rows of W per kernel call
+
+using DotKernel = void (*)(const float *a, int64_t lda, const float *w, int64_t ldw, int64_t kc, float *sums);
+
+// sums[i * kRowsW + j] = dot(a row i, w row j) over kc elements, for R rows of A
+// and C rows of W, with L partial sums per pair (the k % L classes).
+template <int R, int C, int L>
+__attribute__((always_inline)) inline void dot_block(const float *a, int64_t lda, const float *w, int64_t ldw,
+                                                     int64_t kc, float *sums) {
+  using V = typename Lanes<L>::type;
+  V acc[R][C] = {};
+  int64_t k = 0;
+  for (; k + L <= kc; k += L) {
+    V av[R], wv[C];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) std::memcpy(&av[i], a + i * lda + k, sizeof(V));  // unaligned loads
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) std::memcpy(&wv[j], w + j * ldw + k, sizeof(V));
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) acc[i][j] += av[i] * wv[j];
+  }
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < C; ++j) {
+      float s = 0.0f;
+      for (int l = 0; l < L; ++l) s += acc[i][j][l];
+      for (int64_t t = k; t < kc; ++t) s += a[i * lda + t] * w[j * ldw + t];
+      sums[i * kRowsW + j] = s;
+    }
+}
+
+// ---- outer-product kernel on packed panels ------------------------------------------
+// kPanelA x kPanelW sums in kPanelA * kPanelW / L vector registers: with AVX2,
+// 12 accumulators + 2 W vectors + 1 broadcast A value of the 16 registers.
+template <int L>
+__attribute__((always_inline)) inline void panel_block(const float *a_panel, const float *w_panel, int64_t kc,
+                                                       float *sums) {
+  using V = typename Lanes<L>::type;
+  constexpr int kVectors = kPanelW / L;
+  V acc[kPanelA][kVectors] = {};
+  for (int64_t k = 0; k < kc; ++k) {
+    V wv[kVectors];
+#pragma GCC unroll 8
+    for (int v = 0; v < kVectors; ++v) std::memcpy(&wv[v], w_panel + k * kPanelW + v * L, sizeof(V));
+#pragma GCC unroll 8
+    for (int i = 0; i < kPanelA; ++i) {
+      const float x = a_panel[k * kPanelA + i];
+#pragma GCC unroll 8
+      for (int v = 0; v < kVectors; ++v) acc[i][v] += wv[v] * x;
+    }
+  }
+  for (int i = 0; i < kPanelA; ++i)
+    for (int v = 0; v < kVectors; ++v) std::memcpy(sums + i * kPanelW + v * L, &acc[i][v], sizeof(V));
+}
+
+// ---- the ISAs --------------------------------------------------------------------------
+struct Baseline {
+  template <int R, int C>
+  static void dot(const float *a, int64_t lda, const float *w, int64_t ldw, int64_t kc, float *sums) {
+    dot_block<R, C, 4>(a, lda, w, ldw, kc, sums);
+  }
+  static void panel(const float *a_panel, const float *w_panel, int64_t kc, float *sums) {
+    panel_block<4>(a_panel, w_panel, kc, sums);
+  }
+};
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define AITER_GEMM_AVX2 1
+struct Avx2 {
+  template <int R, int C>
+  __attribute__((target("avx2,fma"))) static void dot(const float *a, int64_t lda, const float *w, int64_t ldw,
+                                                       int64_t kc, float *sums) {
+    dot_block<R, C, 8>(a, lda, w, ldw, kc, sums);
+  }
+  __attribute__((target("avx2,fma"))) static void panel(const float *a_panel, const float *w_panel, int64_t kc,
+                                                        float *sums) {
+    panel_block<8>(a_panel, w_panel, kc, sums);
+  }
+};
+#endif
+
+bool use_avx2() {
+#ifdef AITER_GEMM_AVX2
+  static const bool avx2 = [] {
+    const char *isa = std::getenv("AITER_CPU_ISA");
+    if (isa != nullptr && std::strcmp(isa, "baseline") == 0) return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return avx2;
+#else
+  return false;
+#endif
+}
+
+// table[(R - 1) * kRowsW + (C - 1)] is the dot kernel for R rows of A and C of W.
+using DotTable = std::array<DotKernel, kRowsA * kRowsW>;
+
+template <class Isa, int... I>
+constexpr DotTable make_table(std::integer_sequence<int, I...>) {
+  return {{&Isa::template dot<I / kRowsW + 1, I % kRowsW + 1>...}};
+}
+
+const DotTable &dot_kernels() {
+  static const DotTable baseline = make_table<Baseline>(std::make_integer_sequence<int, kRowsA * kRowsW>{});
+#ifdef AITER_GEMM_AVX2
+  static const DotTable avx2 = make_table<Avx2>(std::make_integer_sequence<int, kRowsA * kRowsW>{});
+  if (use_avx2()) return avx2;
+#endif
+  return baseline;
+}
+
+}  // namespace
+
+template <class Acc>
+void dot_tile(const float *a, int64_t lda, int64_t rows, const float *w, int64_t ldw, int64_t cols, int64_t kc,
+              Acc *acc, int64_t ld_acc) {
+  const DotTable &kernels = dot_kernels();
+  for (int64_t j = 0; j < cols; j += kRowsW) {
+    const int c = int(std::min<int64_t>(kRowsW, cols - j));
+    for (int64_t i = 0; i < rows; i += kRowsA) {
+      const int r = int(std::min<int64_t>(kRowsA, rows - i));
+      float sums[kRowsA * kRowsW];
+      kernels[size_t((r - 1) * kRowsW + (c - 1))](a + i * lda, lda, w + j * ldw, ldw, kc, sums);
+      for (int ii = 0; ii < r; ++ii)
+        for (int jj = 0; jj < c; ++jj) acc[(i + ii) * ld_acc + j + jj] += Acc(sums[ii * kRowsW + jj]);
+    }
+  }
+}
+
+template void dot_tile(const float *, int64_t, int64_t, const float *, int64_t, int64_t, int64_t, float *, int64_t);
+template void dot_tile(const float *, int64_t, int64_t, const float *, int64_t, int64_t, int64_t, int64_t *,
+                       int64_t);
+
+PanelKernel panel_kernel() {
+#ifdef AITER_GEMM_AVX2
+  if (use_avx2()) return Avx2::panel;
+#endif
+  return Baseline::panel;
+}
+
+}  // namespace gemm
+}  // namespace cpu
+}  // namespace aiter
