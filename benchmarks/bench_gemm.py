@@ -128,7 +128,7 @@ def measure(kind, m, n, k):
             ref = calls[0]()
             row["peer_us"] = graph_time_us(calls)
             row["rel_diff"] = float((outs[0].float() - ref.float()).norm() / ref.float().norm())
-        except (RuntimeError, TypeError) as e:  # this torch or GPU lacks the peer's path
+        except (RuntimeError, TypeError, ValueError) as e:  # this torch or GPU lacks the peer's path
             row["peer_error"] = str(e).splitlines()[0][:120]
     row["tflops"] = 2 * m * n * k / row["us"] / 1e6
     row["weight_tbs"] = n * k * itemsize / row["us"] / 1e6

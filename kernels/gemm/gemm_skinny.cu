@@ -7,14 +7,14 @@
 // A agree, so no shared memory staging or shuffles are needed (mma.h).
 //
 // A block owns 16 * RT rows of W and all M <= 8 * NT tokens; its WARPS warps
-// split K, each streaming U * 64 bytes of every row per step, and the partial
-// sums meet in shared memory.  Requires K * element size, the row strides and
+// split K, each streaming U * 64 bytes of every row per step with the next
+// step's loads in flight, and the partial sums meet in shared memory.  Requires K * element size, the row strides and
 // the pointers to be multiples of 16 bytes (the launcher checks).
 #include "mma.h"
 
 namespace {
 
-template <class T, int NT, int RT, int WARPS, int U>
+template <class T, int NT, int RT, int WARPS, int U = RT == 1 ? 4 : 2>
 __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
   using Mma = MmaOf<T>;
   using Acc = typename Mma::Acc;
@@ -40,9 +40,10 @@ __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
     a_rows[j] = static_cast<const char *>(p.a) + (batch * p.a_batch + (m < p.m ? m : p.m - 1) * p.lda) * sizeof(T);
   }
 
-  Acc acc[RT][NT][4] = {};
-  for (long long k0 = (long long)warp * U * kStep; k0 < p.k; k0 += (long long)WARPS * U * kStep) {
-    uint4 wv[RT][2][U], av[NT][U];
+  // Two register buffers: the loads of the next step are in flight while the
+  // current one multiplies.
+  uint4 w0[RT][2][U], a0[NT][U], w1[RT][2][U], a1[NT][U];
+  auto load = [&](uint4 (&wv)[RT][2][U], uint4 (&av)[NT][U], long long k0) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const long long k = k0 + u * kStep + t * kElems;
@@ -55,6 +56,9 @@ __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
 #pragma unroll
       for (int j = 0; j < NT; ++j) av[j][u] = in ? load_cached(a_rows[j] + k * sizeof(T)) : zero;
     }
+  };
+  Acc acc[RT][NT][4] = {};
+  auto multiply = [&](const uint4 (&wv)[RT][2][U], const uint4 (&av)[NT][U]) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -65,6 +69,16 @@ __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
           Mma::run(acc[r][j], lo.x, hi.x, lo.y, hi.y, b.x, b.y);
           Mma::run(acc[r][j], lo.z, hi.z, lo.w, hi.w, b.z, b.w);
         }
+  };
+  const long long stride = (long long)WARPS * U * kStep;
+  long long k0 = (long long)warp * U * kStep;
+  if (k0 < p.k) load(w0, a0, k0);
+  for (; k0 < p.k; k0 += 2 * stride) {
+    if (k0 + stride < p.k) load(w1, a1, k0 + stride);
+    multiply(w0, a0);
+    if (k0 + stride >= p.k) break;
+    if (k0 + 2 * stride < p.k) load(w0, a0, k0 + 2 * stride);
+    multiply(w1, a1);
   }
 
 #pragma unroll
@@ -87,27 +101,28 @@ __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
 
 }  // namespace
 
-#define SKINNY(dt, T, NT, RT, WARPS, U)                                                                        \
-  extern "C" __global__ void __launch_bounds__(WARPS * 32)                                                     \
-      aiter_gemm_skinny_##dt##_t##NT##_r##RT##_w##WARPS(GemmParams p) {                                        \
-    gemm_skinny<T, NT, RT, WARPS, U>(p);                                                                       \
+#define SKINNY(dt, T, NT, RT, WARPS)                                                \
+  extern "C" __global__ void __launch_bounds__(WARPS * 32)                          \
+      aiter_gemm_skinny_##dt##_t##NT##_r##RT##_w##WARPS(GemmParams p) {             \
+    gemm_skinny<T, NT, RT, WARPS>(p);                                               \
   }
-#define SKINNY_SHAPES(dt, T, U) \
-  SKINNY(dt, T, 1, 1, 4, U)     \
-  SKINNY(dt, T, 1, 1, 8, U)     \
-  SKINNY(dt, T, 1, 2, 4, U)     \
-  SKINNY(dt, T, 1, 2, 8, U)     \
-  SKINNY(dt, T, 2, 1, 4, U)     \
-  SKINNY(dt, T, 2, 1, 8, U)     \
-  SKINNY(dt, T, 2, 2, 4, U)     \
-  SKINNY(dt, T, 2, 2, 8, U)
+#define SKINNY_SHAPES(dt, T) \
+  SKINNY(dt, T, 1, 1, 4)     \
+  SKINNY(dt, T, 1, 1, 8)     \
+  SKINNY(dt, T, 1, 2, 4)     \
+  SKINNY(dt, T, 1, 2, 8)     \
+  SKINNY(dt, T, 2, 1, 4)     \
+  SKINNY(dt, T, 2, 1, 8)     \
+  SKINNY(dt, T, 2, 2, 4)     \
+  SKINNY(dt, T, 2, 2, 8)
 
-SKINNY_SHAPES(bf16, bf16_t, 4)
-SKINNY_SHAPES(f16, half_t, 4)
-SKINNY_SHAPES(i8, int8_t, 4)
-SKINNY_SHAPES(e4m3fn, e4m3fn_t, 4)
-SKINNY_SHAPES(e5m2, e5m2_t, 4)
+SKINNY_SHAPES(bf16, bf16_t)
+SKINNY_SHAPES(f16, half_t)
+SKINNY_SHAPES(i8, int8_t)
+SKINNY_SHAPES(e4m3fn, e4m3fn_t)
+SKINNY_SHAPES(e5m2, e5m2_t)
 
 // The variant names are skinny.<dtype>.t<NT>.r<RT>.w<WARPS>: NT * 8 tokens,
-// RT * 16 rows of W per block, WARPS warps splitting K.
+// RT * 16 rows of W per block, WARPS warps splitting K (U = 4 / RT loads of
+// each row in flight per warp and buffer).
 // aiter-kernel-family: op=gemm variant=skinny.{dt}.t{nt}.r{rt}.w{w} symbol=aiter_gemm_skinny_{dt}_t{nt}_r{rt}_w{w} block={block} smem=0 dt=bf16,f16,i8,e4m3fn@89,e5m2@89 nt=1,2 rt=1,2 w=4:128,8:256

@@ -6,6 +6,8 @@
 // ldmatrix reads hit eight different bank groups.  Each warp owns a WM x WN
 // piece of the tile.  Rows and K past the matrix are zero-filled by cp.async.
 //
+// Output tiles are handed out in groups along M (tile_origin) for L2 reuse.
+//
 // Block-scaled fp8 (DeepSeek-V3): a stage is exactly one 128-wide K group, so
 // each stage's products are summed apart, then added times a_scale[m, g] *
 // w_scale[n / 128, g] (BN = 128 keeps one W block per tile).
@@ -65,30 +67,43 @@ struct Tiled {
     }
   }
 
-  // acc += the stage's products, 32 bytes of K per step.
-  static __device__ __forceinline__ void multiply_stage(uint32_t stage, int warp_m, int warp_n,
-                                                        Acc (&acc)[kTilesM][kTilesN][4]) {
+  // The fragments of one 32-byte K step of the warp's rows of A and W.
+  struct Fragments {
+    uint32_t a[kTilesM][4], b[kTilesN][2];
+  };
+
+  static __device__ __forceinline__ void load_fragments(uint32_t stage, int warp_m, int warp_n, int step,
+                                                        Fragments &f) {
     const int lane = threadIdx.x % 32, q = lane / 8, r8 = lane % 8;
 #pragma unroll
+    for (int i = 0; i < kTilesM; ++i) {
+      const int row = warp_m * WM + i * 16 + (q % 2) * 8 + r8;
+      load_matrix_x4(stage + swizzled(row, 2 * step + q / 2), f.a[i]);
+    }
+#pragma unroll
+    for (int j = 0; j < kTilesN; j += 2) {
+      const int row = BM + warp_n * WN + j * 8 + (q / 2) * 8 + r8;
+      uint32_t r[4];
+      load_matrix_x4(stage + swizzled(row, 2 * step + q % 2), r);
+      f.b[j][0] = r[0], f.b[j][1] = r[1], f.b[j + 1][0] = r[2], f.b[j + 1][1] = r[3];
+    }
+  }
+
+  // acc += the stage's products, 32 bytes of K per step; the next step's
+  // fragments are read from shared memory while this step multiplies.
+  static __device__ __forceinline__ void multiply_stage(uint32_t stage, int warp_m, int warp_n,
+                                                        Acc (&acc)[kTilesM][kTilesN][4]) {
+    Fragments f[2];
+    load_fragments(stage, warp_m, warp_n, 0, f[0]);
+#pragma unroll
     for (int step = 0; step < 4; ++step) {
-      uint32_t af[kTilesM][4], bf[kTilesN][2];
-#pragma unroll
-      for (int i = 0; i < kTilesM; ++i) {
-        const int row = warp_m * WM + i * 16 + (q % 2) * 8 + r8;
-        load_matrix_x4(stage + swizzled(row, 2 * step + q / 2), af[i]);
-      }
-#pragma unroll
-      for (int j = 0; j < kTilesN; j += 2) {
-        const int row = BM + warp_n * WN + j * 8 + (q / 2) * 8 + r8;
-        uint32_t r[4];
-        load_matrix_x4(stage + swizzled(row, 2 * step + q % 2), r);
-        bf[j][0] = r[0], bf[j][1] = r[1], bf[j + 1][0] = r[2], bf[j + 1][1] = r[3];
-      }
+      if (step < 3) load_fragments(stage, warp_m, warp_n, step + 1, f[(step + 1) % 2]);
+      const Fragments &c = f[step % 2];
 #pragma unroll
       for (int i = 0; i < kTilesM; ++i)
 #pragma unroll
         for (int j = 0; j < kTilesN; ++j)
-          Mma::run(acc[i][j], af[i][0], af[i][1], af[i][2], af[i][3], bf[j][0], bf[j][1]);
+          Mma::run(acc[i][j], c.a[i][0], c.a[i][1], c.a[i][2], c.a[i][3], c.b[j][0], c.b[j][1]);
     }
   }
 
@@ -130,10 +145,24 @@ struct Tiled {
         }
   }
 
+  // Tiles are numbered in groups of kGroupM rows of tiles, column by column
+  // within a group, so the blocks running at once share a few rows of A and a
+  // few columns of W in the L2 cache instead of streaming all of W per row.
+  static constexpr long long kGroupM = 16;
+  static __device__ __forceinline__ void tile_origin(const GemmParams &p, long long *m0, long long *n0) {
+    const long long tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN;
+    const long long per_group = kGroupM * tiles_n, tile = blockIdx.x;
+    const long long first_m = tile / per_group * kGroupM;
+    const long long rows = tiles_m - first_m < kGroupM ? tiles_m - first_m : kGroupM;
+    *m0 = (first_m + tile % per_group % rows) * BM;
+    *n0 = (tile % per_group / rows) * BN;
+  }
+
   static __device__ __forceinline__ void run(const GemmParams &p) {
     extern __shared__ __align__(128) unsigned char ring[];
     const long long batch = blockIdx.z;
-    const long long n0 = (long long)blockIdx.x * BN, m0 = (long long)blockIdx.y * BM;
+    long long m0, n0;
+    tile_origin(p, &m0, &n0);
     const char *a = static_cast<const char *>(p.a) + batch * p.a_batch * (long long)sizeof(T);
     const char *w = static_cast<const char *>(p.w) + batch * p.w_batch * (long long)sizeof(T);
     const int warp = threadIdx.x / 32, warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
@@ -181,6 +210,7 @@ struct Tiled {
   }
 #define TILED_SHAPES(dt, T)                 \
   TILED(dt, T, 128, 128, 64, 32, 4, false, ) \
+  TILED(dt, T, 128, 128, 64, 32, 3, false, ) \
   TILED(dt, T, 128, 256, 64, 64, 3, false, ) \
   TILED(dt, T, 64, 128, 32, 32, 4, false, )  \
   TILED(dt, T, 64, 64, 32, 32, 4, false, )
@@ -195,5 +225,5 @@ TILED(e4m3fn, e4m3fn_t, 64, 128, 32, 32, 4, true, _bs)
 
 // Variant names: tiled.<dtype>.<BM>x<BN>.s<STAGES>[.bs]; threads = 32 * warps;
 // shared memory = STAGES * (BM + BN) * 128 bytes.
-// aiter-kernel-family: op=gemm variant=tiled.{dt}.{shape} symbol=aiter_gemm_tiled_{dt}_{sym} block={block} smem={smem} dt=bf16,f16,i8,e4m3fn@89,e5m2@89 shape=128x128.s4:128x128_s4:256:131072,128x256.s3:128x256_s3:256:147456,64x128.s4:64x128_s4:256:98304,64x64.s4:64x64_s4:128:65536
+// aiter-kernel-family: op=gemm variant=tiled.{dt}.{shape} symbol=aiter_gemm_tiled_{dt}_{sym} block={block} smem={smem} dt=bf16,f16,i8,e4m3fn@89,e5m2@89 shape=128x128.s4:128x128_s4:256:131072,128x128.s3:128x128_s3:256:98304,128x256.s3:128x256_s3:256:147456,64x128.s4:64x128_s4:256:98304,64x64.s4:64x64_s4:128:65536
 // aiter-kernel-family: op=gemm variant=tiled.{dt}.{shape}.bs symbol=aiter_gemm_tiled_{dt}_{sym}_bs block={block} smem={smem} dt=e4m3fn@89 shape=128x128.s4:128x128_s4:256:131072,64x128.s4:64x128_s4:256:98304

@@ -40,8 +40,8 @@ constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 
   skinny(dt, 1, 1, 8), skinny(dt, 1, 1, 4), skinny(dt, 1, 2, 8), skinny(dt, 1, 2, 4), skinny(dt, 2, 1, 8), \
       skinny(dt, 2, 1, 4), skinny(dt, 2, 2, 8), skinny(dt, 2, 2, 4)
 #define TILED_SHAPES(dt)                                                                         \
-  tiled(dt, 64, 64, 4, 128), tiled(dt, 64, 128, 4, 256), tiled(dt, 128, 128, 4, 256), \
-      tiled(dt, 128, 256, 3, 256)
+  tiled(dt, 64, 64, 4, 128), tiled(dt, 64, 128, 4, 256), tiled(dt, 128, 128, 3, 256), \
+      tiled(dt, 128, 128, 4, 256), tiled(dt, 128, 256, 3, 256)
 
 // In heuristic order: the first that can run a call and fits it wins.
 constexpr KernelShape kKernels[] = {
@@ -113,6 +113,10 @@ bool rows_in_16_bytes(const GemmArgs &g) {
          aligned16(g.w.data);
 }
 
+int64_t tile_count(const GemmArgs &g, const KernelShape &s) {
+  return ((g.m + s.bm - 1) / s.bm) * ((g.n + s.bn - 1) / s.bn);
+}
+
 // int8 sums are exact in int32 up to this K (127 * 127 * K < 2^31).
 constexpr int64_t kMaxInt8K = 131072;
 
@@ -123,7 +127,8 @@ bool supports(const GemmArgs &g, const GpuCall *call) {
   if (s.dtype == DType::i8 && g.k > kMaxInt8K) return false;
   if (s.family == Family::skinny && (g.m > 8 * s.nt || g.block_scaled || !rows_in_16_bytes(g))) return false;
   if (s.family == Family::tiled && (g.block_scaled != s.block_scaled || !rows_in_16_bytes(g))) return false;
-  if (s.family != Family::skinny && (g.m + s.bm - 1) / s.bm > 65535) return false;
+  if (s.family == Family::tiled && tile_count(g, s) > 0x7fffffff) return false;
+  if (s.family == Family::generic && (g.m + s.bm - 1) / s.bm > 65535) return false;  // grid.y
   return built_for<I>(*call);
 }
 
@@ -135,7 +140,7 @@ bool good_fit(const GemmArgs &g) {
   switch (s.family) {
     case Family::skinny: return s.rt == 1 && s.warps == 8 && (s.nt == 1 || g.m > 8);
     case Family::tiled:
-      if (s.bn == 256) return false;
+      if (s.bn == 256 || s.stages == 4) return false;  // 128 x 128: 3 stages fit two blocks per SM
       return s.bm == 64 ? (s.bn == 64 ? g.m <= 64 : g.m <= 128) : true;
     default: return true;
   }
@@ -166,6 +171,8 @@ aiter_status run(const GemmArgs &g, const GpuCall *call) {
   Dim3 grid;
   if (s.family == Family::skinny)
     grid = Dim3{unsigned((g.n + 16 * s.rt - 1) / (16 * s.rt)), 1, batch};
+  else if (s.family == Family::tiled)  // the kernel numbers its tiles itself (grouped for L2 reuse)
+    grid = Dim3{unsigned(tile_count(g, s)), 1, batch};
   else
     grid = Dim3{unsigned((g.n + s.bn - 1) / s.bn), unsigned((g.m + s.bm - 1) / s.bm), batch};
   return launch(*call, "gemm", variant_names()[I], grid, unsigned(s.threads), params_of(g));

@@ -59,7 +59,9 @@ def run_gemm(rng, m, n=5, k=6):
     out = aiter.gemm_a16w16(a, w)
     np.testing.assert_allclose(out, a.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-5, atol=1e-5)
     last = tuning.last_variant()
-    assert last.op == "gemm_a16w16" and last.variant == "cpu.tiled"
+    assert last.op == "gemm_a16w16" and last.variant in tuning.variants("gemm_a16w16", "cpu")
+    # The table rows of these tests all name cpu.tiled; the heuristic may pick another.
+    assert last.how == tuning.How.heuristic or last.variant == "cpu.tiled"
     return last.how
 
 
