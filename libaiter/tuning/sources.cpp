@@ -73,8 +73,13 @@ std::string shipped_config_dir() {
   // library, and the build tree in <build>/configs, a copy of the source's.
   const std::string datadir = AITER_DATADIR_FROM_LIBDIR;
   const std::string installed = (datadir[0] == '/' ? datadir : lib + "/" + datadir) + "/aiter/configs";
-  for (const std::string &dir : {installed, lib + "/configs"})
-    if (is_dir(dir)) return dir;
+  for (const std::string &dir : {installed, lib + "/configs"}) {
+    if (!is_dir(dir)) continue;
+    char *resolved = realpath(dir.c_str(), nullptr);  // messages name /usr/share/..., not lib/../../share
+    const std::string clean = resolved != nullptr ? resolved : dir;
+    std::free(resolved);
+    return clean;
+  }
   return "";
 }
 

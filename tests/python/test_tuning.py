@@ -299,6 +299,39 @@ def test_tune_end_to_end_on_cpu(tmp_path, rng, env):
     assert run_gemm(rng, 3, n=24, k=40) == tuning.How.tuned
 
 
+def test_any_compute_units(tmp_path, env):
+    from aiter.cli import main
+    (tmp_path / "untuned.csv").write_text(UNTUNED)
+    out = tmp_path / "tuned.csv"
+    assert main(["tune", "--op", "a16w16", "--untuned", str(tmp_path / "untuned.csv"), "--device", "cpu",
+                 "--iters", "1", "--out", str(out), "--log-dir", str(tmp_path / "logs"), "--any-compute-units"]) == 0
+    assert {r["compute_units"] for r in read_csv(out)} == {"0"}
+
+
+@pytest.mark.parametrize("op, a_dtype", [("gemm_a8w8_blockscale", "float8_e4m3fn"), ("batched_gemm_a8w8", "int8"),
+                                         ("batched_gemm_a16w16", "float32")])
+def test_tuner_references_of_every_op(op, a_dtype):
+    """The tuner's float64 references (the correctness gate of every candidate)
+    against loops over the definition: block scales per 128 of K (and 128 x 128
+    of W), batches independent."""
+    from aiter.cli.arrays import NumpyArrays
+    from aiter.cli.gemm_cases import SPECS, Problem
+    p = Problem(op, 2, 3, 130, 260, a_dtype, "float32")
+    arrays = NumpyArrays(seed=5)
+    inputs = SPECS[op].make_inputs(p, arrays)
+    ref = SPECS[op].reference(inputs, arrays)
+    x = [np.asarray(t).astype(np.float64) for t in inputs]
+    if op == "gemm_a8w8_blockscale":
+        a, w, sa, sw = x
+        kb = np.arange(p.k) // 128
+        expect = np.array([[np.sum(a[i] * w[j] * sa[i, kb] * sw[j // 128, kb]) for j in range(p.n)]
+                           for i in range(p.m)])
+    else:
+        expect = np.stack([x[0][b] @ x[1][b].T * (x[2][b] * x[3][b] if len(x) == 4 else 1) for b in range(2)])
+    assert ref.shape == expect.shape
+    np.testing.assert_allclose(ref, expect, rtol=1e-12, atol=1e-12)
+
+
 def test_tuner_never_selects_a_candidate_above_tolerance(tmp_path, monkeypatch, capsys, env):
     from aiter.cli import main
     from aiter.cli import gemm_cases
@@ -333,5 +366,6 @@ def test_bench_command(tmp_path):
 def test_cli_option_errors(tmp_path, monkeypatch, capsys, args, message):
     from aiter.cli import main
     monkeypatch.chdir(tmp_path)
-    assert main(args + ["--device", "cpu", "--log-dir", "logs"] if args[0] == "tune" else args + ["--device", "cpu"]) == 2
+    extra = ["--log-dir", "logs"] if args[0] == "tune" else []
+    assert main(args + ["--device", "cpu"] + extra) == 2
     assert message in capsys.readouterr().out

@@ -24,6 +24,9 @@ def _parser():
     add_problem_options(tune)
     tune.add_argument("--out", default="aiter_tuned_gemm.csv",
                       help="the tuned CSV to write; rows of other shapes already in it are kept")
+    tune.add_argument("--any-compute-units", action="store_true",
+                      help="write compute_units 0: the rows then apply to every GPU of the target, whatever its "
+                           "multiprocessor count (for tables to ship)")
     tune.add_argument("--log-dir", default="tune_logs")
     return parser
 

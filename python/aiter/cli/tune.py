@@ -106,7 +106,8 @@ def _log_path(log_dir, op, phase, stamp):
     return os.path.join(log_dir, f"{SHORT[op]}_{phase}_{stamp}.log")
 
 
-def tune_op(op, problems, arrays, device, iters, out, log_dir, stamp):
+def tune_op(op, problems, arrays, device, iters, args, stamp):
+    out, log_dir = args.out, args.log_dir
     target, compute_units = tuning.device_key(device)
     variants = tuning.variants(op, device)
     header = f"# {op} on {device} (target {target}, {compute_units} compute units), variants: " \
@@ -118,7 +119,8 @@ def tune_op(op, problems, arrays, device, iters, out, log_dir, stamp):
     with open(_log_path(log_dir, op, "tuning", stamp), "w", encoding="utf-8") as log:
         log.write(header)
         winners = [tune_problem(p, arrays, variants, iters, log) for p in problems]
-    rows = [tuned_row(p, w, target, compute_units) for p, w in zip(problems, winners) if w is not None]
+    row_units = 0 if args.any_compute_units else compute_units
+    rows = [tuned_row(p, w, target, row_units) for p, w in zip(problems, winners) if w is not None]
     merge_rows(out, rows)
     print(f"{SHORT[op]}: {len(rows)} rows written to {out}", flush=True)
     with tables_with(out), open(_log_path(log_dir, op, "bench_after", stamp), "w", encoding="utf-8") as log:
@@ -147,7 +149,7 @@ def run(args):
         if not problems:
             print(f"{SHORT[op]}: no shapes to tune")
             continue
-        tune_op(op, problems, arrays, device, iters, args.out, args.log_dir, stamp)
+        tune_op(op, problems, arrays, device, iters, args, stamp)
     print(f"logs in {args.log_dir}/; to use the table: AITER_CONFIG_PATH={os.path.abspath(args.out)} "
           "(or copy it to ~/.config/aiter/configs/)")
     return 0
