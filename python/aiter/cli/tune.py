@@ -24,7 +24,7 @@ class Winner(NamedTuple):
     error: float
 
 
-def _time_variant(case, arrays, variant, reference, iters, log):
+def _time_variant(case, arrays, variant, reference, iters, log, best_us=None):
     """Microseconds of `variant` on `case`, or None (logged) when it cannot run
     the shape, fails, or computes a result outside the tolerance."""
     p = case.problem
@@ -44,6 +44,11 @@ def _time_variant(case, arrays, variant, reference, iters, log):
             log.write(f"  {variant}: REJECTED, error {error:.3g} > tolerance {tolerance:g} "
                       f"(never selected)\n")
             return None, error
+        if best_us is not None:  # a candidate far slower than the best is not worth timing fully
+            once = arrays.time_us(case.run, 1, warmup=0)
+            if once > 4 * best_us:
+                log.write(f"  {variant}: {once:.2f} us once, over 4x the best ({best_us:.2f} us); not timed further\n")
+                return None, error
         us = arrays.time_us(case.run, iters)
     log.write(f"  {variant}: {us:.2f} us {tflops(p, us):.4g} TFLOP/s error {error:.3g}\n")
     return us, error
@@ -56,7 +61,7 @@ def tune_problem(problem, arrays, variants, iters, log):
     reference = case.reference()
     best = None
     for variant in variants:
-        us, error = _time_variant(case, arrays, variant, reference, iters, log)
+        us, error = _time_variant(case, arrays, variant, reference, iters, log, best.us if best else None)
         if us is not None and (best is None or us < best.us):
             best = Winner(variant, us, error)
     log.write(f"  selected: {best.variant}\n" if best else "  selected: none (no variant passed; no row)\n")
