@@ -13,33 +13,9 @@
 // w_scale[n / 128, g] (BN = 128 keeps one W block per tile).
 // Requires K * element size, the row strides and the pointers to be multiples
 // of 16 bytes (the launcher checks).
-#include "mma.h"
+#include "stage_copy.h"
 
 namespace {
-
-constexpr int kRowBytes = 128;
-
-__device__ __forceinline__ uint32_t smem_address(const void *p) {
-  return uint32_t(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void copy_async_16(uint32_t dst, const void *src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N>
-__device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
-
-__device__ __forceinline__ void load_matrix_x4(uint32_t address, uint32_t (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
-// Byte offset of 16-byte chunk `chunk` of row `row` in a stage.
-__device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
-  return uint32_t(row * kRowBytes + ((chunk ^ (row & 7)) << 4));
-}
 
 template <class T, int BM, int BN, int WM, int WN, int STAGES, bool BLOCK_SCALED>
 struct Tiled {
@@ -49,23 +25,6 @@ struct Tiled {
   static constexpr int kStageElems = kRowBytes / int(sizeof(T));
   using Mma = MmaOf<T>;
   using Acc = typename Mma::Acc;
-
-  // Stage `stage` of the ring <- K elements [k0, k0 + kStageElems) of the
-  // tile's BM rows of A and BN rows of W.
-  static __device__ __forceinline__ void load_stage(const GemmParams &p, const char *a, const char *w, long long m0,
-                                                    long long n0, long long k0, uint32_t stage) {
-    const long long k_bytes = p.k * (long long)sizeof(T);
-    for (int i = threadIdx.x; i < (BM + BN) * 8; i += kThreads) {
-      const int row = i / 8, chunk = i % 8;
-      const long long byte = k0 * (long long)sizeof(T) + chunk * 16;
-      const bool is_a = row < BM;
-      const long long r = is_a ? m0 + row : n0 + row - BM;
-      const bool valid = byte < k_bytes && r < (is_a ? p.m : p.n);
-      const char *src = is_a ? a + (valid ? r * p.lda * (long long)sizeof(T) + byte : 0)
-                             : w + (valid ? r * p.ldw * (long long)sizeof(T) + byte : 0);
-      copy_async_16(stage + swizzled(row, chunk), src, valid);
-    }
-  }
 
   // The fragments of one 32-byte K step of the warp's rows of A and W.
   struct Fragments {
@@ -145,24 +104,11 @@ struct Tiled {
         }
   }
 
-  // Tiles are numbered in groups of kGroupM rows of tiles, column by column
-  // within a group, so the blocks running at once share a few rows of A and a
-  // few columns of W in the L2 cache instead of streaming all of W per row.
-  static constexpr long long kGroupM = 16;
-  static __device__ __forceinline__ void tile_origin(const GemmParams &p, long long *m0, long long *n0) {
-    const long long tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN;
-    const long long per_group = kGroupM * tiles_n, tile = blockIdx.x;
-    const long long first_m = tile / per_group * kGroupM;
-    const long long rows = tiles_m - first_m < kGroupM ? tiles_m - first_m : kGroupM;
-    *m0 = (first_m + tile % per_group % rows) * BM;
-    *n0 = (tile % per_group / rows) * BN;
-  }
-
   static __device__ __forceinline__ void run(const GemmParams &p) {
     extern __shared__ __align__(128) unsigned char ring[];
     const long long batch = blockIdx.z;
     long long m0, n0;
-    tile_origin(p, &m0, &n0);
+    tile_origin<BM, BN>(p, &m0, &n0);
     const char *a = static_cast<const char *>(p.a) + batch * p.a_batch * (long long)sizeof(T);
     const char *w = static_cast<const char *>(p.w) + batch * p.w_batch * (long long)sizeof(T);
     const int warp = threadIdx.x / 32, warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
@@ -171,7 +117,7 @@ struct Tiled {
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < stages_k) load_stage(p, a, w, m0, n0, (long long)s * kStageElems, base + s * kStageBytes);
+      if (s < stages_k) load_stage<T, BM, BN, kThreads>(p, a, w, m0, n0, (long long)s * kStageElems, base + s * kStageBytes);
       copy_async_commit();
     }
     Acc acc[kTilesM][kTilesN][4] = {};
@@ -181,7 +127,7 @@ struct Tiled {
       __syncthreads();  // stage kt landed for every thread; stage kt - 1 is free
       const int next = kt + STAGES - 1;
       if (next < stages_k)
-        load_stage(p, a, w, m0, n0, (long long)next * kStageElems, base + (next % STAGES) * kStageBytes);
+        load_stage<T, BM, BN, kThreads>(p, a, w, m0, n0, (long long)next * kStageElems, base + (next % STAGES) * kStageBytes);
       copy_async_commit();
       multiply_stage(base + (kt % STAGES) * kStageBytes, warp_m, warp_n, acc);
       if constexpr (BLOCK_SCALED) promote(p, batch, m0, n0, warp_m, kt, acc, total);

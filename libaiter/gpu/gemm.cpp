@@ -16,7 +16,7 @@ namespace aiter {
 namespace gpu {
 namespace {
 
-enum class Family { skinny, tiled, generic };
+enum class Family { skinny, tiled, wgmma, generic };
 
 // skinny: tokens = 8 * NT, rows = 16 * RT of W per block, `warps` split K.
 // tiled: bm x bn tiles, `stages` deep, `threads` per block.
@@ -34,6 +34,9 @@ constexpr KernelShape skinny(DType dt, int nt, int rt, int warps) {
 constexpr KernelShape tiled(DType dt, int bm, int bn, int stages, int threads, bool bs = false) {
   return {Family::tiled, dt, 0, 0, 0, bm, bn, stages, threads, bs};
 }
+constexpr KernelShape wgmma(DType dt, int bn, int stages) {
+  return {Family::wgmma, dt, 0, 0, 0, 128, bn, stages, 256, false};
+}
 constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 64, 64, 0, 256, false}; }
 
 #define SKINNY_SHAPES(dt)                                                                                  \
@@ -43,10 +46,13 @@ constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 
   tiled(dt, 64, 64, 4, 128), tiled(dt, 64, 128, 4, 256), tiled(dt, 128, 128, 3, 256), \
       tiled(dt, 128, 128, 4, 256), tiled(dt, 128, 256, 3, 256)
 
+#define WGMMA_SHAPES(dt) wgmma(dt, 128, 4), wgmma(dt, 256, 3)
+
 // In heuristic order: the first that can run a call and fits it wins.
 constexpr KernelShape kKernels[] = {
     SKINNY_SHAPES(DType::bf16), SKINNY_SHAPES(DType::f16), SKINNY_SHAPES(DType::i8),
     SKINNY_SHAPES(DType::e4m3fn), SKINNY_SHAPES(DType::e5m2),
+    WGMMA_SHAPES(DType::bf16), WGMMA_SHAPES(DType::f16), WGMMA_SHAPES(DType::e4m3fn), WGMMA_SHAPES(DType::e5m2),
     TILED_SHAPES(DType::bf16), TILED_SHAPES(DType::f16), TILED_SHAPES(DType::i8),
     TILED_SHAPES(DType::e4m3fn), TILED_SHAPES(DType::e5m2),
     tiled(DType::e4m3fn, 64, 128, 4, 256, true), tiled(DType::e4m3fn, 128, 128, 4, 256, true),
@@ -74,6 +80,8 @@ std::string variant_name(const KernelShape &s) {
     case Family::skinny:
       return "skinny." + dt + ".t" + std::to_string(s.nt) + ".r" + std::to_string(s.rt) + ".w" +
              std::to_string(s.warps);
+    case Family::wgmma:
+      return "wgmma." + dt + ".128x" + std::to_string(s.bn) + ".s" + std::to_string(s.stages);
     case Family::tiled:
       return "tiled." + dt + "." + std::to_string(s.bm) + "x" + std::to_string(s.bn) + ".s" +
              std::to_string(s.stages) + (s.block_scaled ? ".bs" : "");
@@ -126,8 +134,9 @@ bool supports(const GemmArgs &g, const GpuCall *call) {
   if (call == nullptr || g.in_dtype != s.dtype || g.batch > 65535) return false;
   if (s.dtype == DType::i8 && g.k > kMaxInt8K) return false;
   if (s.family == Family::skinny && (g.m > 8 * s.nt || g.block_scaled || !rows_in_16_bytes(g))) return false;
-  if (s.family == Family::tiled && (g.block_scaled != s.block_scaled || !rows_in_16_bytes(g))) return false;
-  if (s.family == Family::tiled && tile_count(g, s) > 0x7fffffff) return false;
+  const bool tiles = s.family == Family::tiled || s.family == Family::wgmma;
+  if (tiles && (g.block_scaled != s.block_scaled || !rows_in_16_bytes(g))) return false;
+  if (tiles && tile_count(g, s) > 0x7fffffff) return false;
   if (s.family == Family::generic && (g.m + s.bm - 1) / s.bm > 65535) return false;  // grid.y
   return built_for<I>(*call);
 }
@@ -140,7 +149,8 @@ bool good_fit(const GemmArgs &g) {
   switch (s.family) {
     case Family::skinny: return s.rt == 1 && s.warps == 8 && (s.nt == 1 || g.m > 8);
     case Family::tiled:
-      if (s.bn == 256 || s.stages == 4) return false;  // 128 x 128: 3 stages fit two blocks per SM
+      // 128 x 128: 3 stages fit two blocks per SM (the block-scaled tiles have only 4)
+      if (s.bn == 256 || (s.bm == 128 && s.stages == 4 && !s.block_scaled)) return false;
       return s.bm == 64 ? (s.bn == 64 ? g.m <= 64 : g.m <= 128) : true;
     default: return true;
   }
@@ -171,7 +181,7 @@ aiter_status run(const GemmArgs &g, const GpuCall *call) {
   Dim3 grid;
   if (s.family == Family::skinny)
     grid = Dim3{unsigned((g.n + 16 * s.rt - 1) / (16 * s.rt)), 1, batch};
-  else if (s.family == Family::tiled)  // the kernel numbers its tiles itself (grouped for L2 reuse)
+  else if (s.family == Family::tiled || s.family == Family::wgmma)  // tiles numbered by the kernel (L2 reuse)
     grid = Dim3{unsigned(tile_count(g, s)), 1, batch};
   else
     grid = Dim3{unsigned((g.n + s.bn - 1) / s.bn), unsigned((g.m + s.bm - 1) / s.bm), batch};

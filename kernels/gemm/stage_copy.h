@@ -1,0 +1,70 @@
+// Shared by the tensor-core GEMM kernels (NVIDIA): output tiles handed out in
+// L2-friendly order, and K stages of a tile's rows of A and W copied into shared
+// memory with cp.async.  A stage holds BM rows of A, then BN rows of W, each
+// row 128 bytes of K (64 16-bit or 128 8-bit elements) with its 16-byte chunks
+// XOR-swizzled by the row (chunk ^ row % 8): the eight rows an ldmatrix reads
+// hit eight different bank groups, and the layout is the 128-byte swizzle the
+// wgmma instructions read (with stages 1024-byte aligned).
+#pragma once
+
+#include "mma.h"
+
+#if defined(AITER_NVIDIA)
+
+constexpr int kRowBytes = 128;
+
+__device__ __forceinline__ uint32_t smem_address(const void *p) {
+  return uint32_t(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void copy_async_16(uint32_t dst, const void *src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+__device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N)); }
+
+__device__ __forceinline__ void load_matrix_x4(uint32_t address, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+// Byte offset of 16-byte chunk `chunk` of row `row` in a stage.
+__device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
+  return uint32_t(row * kRowBytes + ((chunk ^ (row & 7)) << 4));
+}
+
+// Stage `stage` of the ring <- K elements [k0, k0 + 128 bytes) of the tile's
+// BM rows of A and BN rows of W; rows and K past the matrix are zero-filled.
+template <class T, int BM, int BN, int THREADS>
+__device__ __forceinline__ void load_stage(const GemmParams &p, const char *a, const char *w, long long m0,
+                                           long long n0, long long k0, uint32_t stage) {
+  const long long k_bytes = p.k * (long long)sizeof(T);
+  for (int i = threadIdx.x; i < (BM + BN) * 8; i += THREADS) {
+    const int row = i / 8, chunk = i % 8;
+    const long long byte = k0 * (long long)sizeof(T) + chunk * 16;
+    const bool is_a = row < BM;
+    const long long r = is_a ? m0 + row : n0 + row - BM;
+    const bool valid = byte < k_bytes && r < (is_a ? p.m : p.n);
+    const char *src = is_a ? a + (valid ? r * p.lda * (long long)sizeof(T) + byte : 0)
+                           : w + (valid ? r * p.ldw * (long long)sizeof(T) + byte : 0);
+    copy_async_16(stage + swizzled(row, chunk), src, valid);
+  }
+}
+
+// Tiles are numbered in groups of kGroupM rows of tiles, column by column
+// within a group, so the blocks running at once share a few rows of A and a
+// few columns of W in the L2 cache instead of streaming all of W per row.
+template <int BM, int BN>
+__device__ __forceinline__ void tile_origin(const GemmParams &p, long long *m0, long long *n0) {
+  constexpr long long kGroupM = 16;
+  const long long tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN;
+  const long long per_group = kGroupM * tiles_n, tile = blockIdx.x;
+  const long long first_m = tile / per_group * kGroupM;
+  const long long rows = tiles_m - first_m < kGroupM ? tiles_m - first_m : kGroupM;
+  *m0 = (first_m + tile % per_group % rows) * BM;
+  *n0 = (tile % per_group / rows) * BN;
+}
+
+#endif  // AITER_NVIDIA
