@@ -50,7 +50,7 @@ RowConverter converter_for(DType dt) {
 
 Operand operand(const MatrixRef &m, int64_t batch_stride, DType dt) {
   const int64_t size = dtype_size(dt);
-  return Operand{static_cast<const char *>(m.data), m.row_stride * size, batch_stride * size, size,
+  return Operand{static_cast<const char *>(m.data), m.row_stride * size, batch_stride * size, size, dt,
                  converter_for(dt)};
 }
 

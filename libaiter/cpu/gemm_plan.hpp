@@ -32,6 +32,7 @@ struct Operand {
   int64_t row_bytes;    // distance between rows
   int64_t batch_bytes;  // distance between matrices
   int64_t elem_bytes;
+  DType dtype;
   RowConverter convert;  // null for fp32
   // gemm_a8w8_blockscale: element k of row r is scaled by
   // group_scales[(r / rows_per_scale) * groups + k / kScaleBlock]; null otherwise.
