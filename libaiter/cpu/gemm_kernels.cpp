@@ -114,10 +114,14 @@ template <int L>
 struct Fp32Lanes<int8_t, L> {
   using V = typename Lanes<L>::type;
   using Bytes = typename Vec<int8_t, L>::type;
+  using Shorts = typename Vec<int16_t, L>::type;
+  using Ints = typename Vec<int32_t, L>::type;
   __attribute__((always_inline)) static void load(const int8_t *p, V &v) {
     Bytes b;
     std::memcpy(&b, p, sizeof(Bytes));
-    v = __builtin_convertvector(b, V);
+    // Widened step by step: gcc 12 turns a direct int8 -> int32 or -> float
+    // conversion into one scalar conversion per lane.
+    v = __builtin_convertvector(__builtin_convertvector(__builtin_convertvector(b, Shorts), Ints), V);
   }
   static float scalar(int8_t x) { return float(x); }
 };

@@ -19,9 +19,9 @@ def test_every_op_has_the_tested_cpu_variants(op):
     assert kernel_variants(op) == CPU_VARIANTS
 
 
-def calls(rng, m, n=77, k=45):
-    """One call of each GEMM op with M rows (N and K odd, so that no tuned table
-    row can match and the heuristic decides)."""
+def calls(rng, m, k, n=77):
+    """One call of each GEMM op with M rows (N odd, so that no tuned table row
+    can match and the heuristic decides)."""
     a, w = rand(rng, (m, k), "bfloat16"), rand(rng, (n, k), "bfloat16")
     a8, w8 = rand(rng, (m, k), "float8_e4m3fn"), rand(rng, (n, k), "float8_e4m3fn")
     one = np.ones((1,), np.float32)
@@ -36,11 +36,20 @@ def calls(rng, m, n=77, k=45):
     }
 
 
+# (M, K) and the expected choice (blockscale's where it differs): decode-sized
+# M, and medium M with A small enough to stay in L2, go to skinny; prefill-sized
+# M to packed (to tiled for blockscale); medium M with long K to tiled.
+HEURISTIC = [((1, 45), "cpu.skinny", None), ((16, 3001), "cpu.skinny", None), ((30, 1000), "cpu.skinny", None),
+             ((64, 45), "cpu.packed", "cpu.tiled"), ((300, 700), "cpu.packed", "cpu.tiled"),
+             ((40, 2001), "cpu.tiled", None)]
+
+
 @pytest.mark.parametrize("op", GEMM_OPS)
-@pytest.mark.parametrize("m, expected", [(1, "cpu.skinny"), (4, "cpu.skinny"), (300, "cpu.packed")])
-def test_heuristic_choice(rng, op, m, expected):
-    # Decode-sized M streams W (skinny); prefill-sized M is compute-bound (packed).
-    calls(rng, m)[op]()
+@pytest.mark.parametrize("shape, expected, blockscale_expected", HEURISTIC)
+def test_heuristic_choice(rng, op, shape, expected, blockscale_expected):
+    calls(rng, *shape)[op]()
+    if op == "gemm_a8w8_blockscale" and blockscale_expected:
+        expected = blockscale_expected
     assert last_variant() == (op, expected, 0)
 
 
@@ -48,8 +57,8 @@ def test_heuristic_choice(rng, op, m, expected):
 @pytest.mark.parametrize("variant", CPU_VARIANTS)
 def test_forced_variant_runs_and_is_reported(rng, op, variant):
     with forced(op, variant):  # checks last_variant() on the way out
-        calls(rng, 5)[op]()
-    calls(rng, 5)[op]()  # forcing ends with the block
+        calls(rng, 5, 45)[op]()
+    calls(rng, 5, 45)[op]()  # forcing ends with the block
     assert last_variant()[2] == 0
 
 
