@@ -1,12 +1,13 @@
-// "cpu.skinny": for a few rows of A (decode steps, M = 1..16), where the
-// product is a stream through W.  A is made fp32 once per call (all M rows,
-// whole K; blockscale's group scales multiplied in), then the work is split over
-// N only, in strips of kStripN rows of W, so that every thread has work even
-// when N is a single 128-wide tile.  A strip walks K in blocks of kBlockK and
-// meets all M rows of A in the skinny kernel, which reads W in its own dtype
-// (fp32, bf16, int8) and converts it in registers; fp16 and fp8 blocks are
-// converted into a scratch that stays in L1 first.  Each element of W is read
-// from memory once.
+// "cpu.skinny": for a few rows of A (decode steps), where the product is a
+// stream through W.  A is made fp32 once per call (all M rows, whole K;
+// blockscale's group scales multiplied in), then the work is split over N
+// only, in strips of kStripN rows of W, so that every thread has work even when
+// N is a single 128-wide tile.  A strip walks K in blocks of kBlockK and meets
+// all M rows of A in the skinny kernel.  With one group of rows of A (M <= 3)
+// the kernel reads W in its own dtype (fp32, bf16, int8) and converts it in
+// registers; otherwise, and for fp16 and fp8, each block of the strip's W rows
+// is converted into a scratch that stays in L1.  Either way each element of W
+// is read from memory once and converted once.
 #include <algorithm>
 #include <vector>
 
