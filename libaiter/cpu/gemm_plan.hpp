@@ -81,6 +81,12 @@ void store_tile(const Plan &p, int64_t b, int64_t m0, int64_t rows, int64_t n0, 
 // over the CPU threads (an item is one output tile: one writer per element).
 void for_each_item(const Plan &p, int64_t items, const std::function<void(int64_t b, int64_t item)> &fn);
 
+// fn(p, b, m0, rows, n0, cols) for every tile of tile_m x tile_n of every output
+// matrix (smaller at the edges), spread over the CPU threads.  Tiles that
+// follow each other share their rows of W, the bigger operand in inference.
+void for_each_tile(const Plan &p, int64_t tile_m, int64_t tile_n,
+                   void (*fn)(const Plan &p, int64_t b, int64_t m0, int64_t rows, int64_t n0, int64_t cols));
+
 // run<Acc>(plan) with the accumulator type of the plan's operands.
 template <template <class> class Run>
 aiter_status run_with_acc(const GemmArgs &g) {

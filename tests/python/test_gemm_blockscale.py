@@ -61,6 +61,7 @@ def test_blockscale_variants(rng, variant, fp8, shape):
 def test_blockscale_out_dtypes(rng, out_dtype):
     m, n, k = 9, 140, 260
     a, w, a_scale, w_scale = inputs(rng, m, n, k)
+    a_scale /= 64  # sums reach 1e5: keep fp16 out of overflow
     got = aiter.gemm_a8w8_blockscale(a, w, a_scale, w_scale, out_dtype=out_dtype)
     assert got.dtype == np_dtype(out_dtype) and got.shape == (m, n)
     check(got, reference(a, w, a_scale, w_scale), out_dtype, k, magnitude(a, w, a_scale, w_scale))
