@@ -78,6 +78,85 @@ __attribute__((always_inline)) inline void panel_block(const float *a_panel, con
     for (int v = 0; v < kVectors; ++v) std::memcpy(sums + i * kPanelW + v * L, &acc[i][v], sizeof(V));
 }
 
+// ---- skinny kernel: W converted in registers ---------------------------------------------
+template <class E, int L>
+struct Vec {
+  typedef E type __attribute__((vector_size(L * sizeof(E))));
+};
+
+// Fp32Lanes<T, L>::load(p, v): L elements of T at p as L fp32 lanes (an out
+// parameter: vector return values would change the ABI of the baseline build).
+template <class T, int L>
+struct Fp32Lanes;
+
+template <int L>
+struct Fp32Lanes<float, L> {
+  using V = typename Lanes<L>::type;
+  __attribute__((always_inline)) static void load(const float *p, V &v) { std::memcpy(&v, p, sizeof(V)); }
+  static float scalar(float x) { return x; }
+};
+
+template <int L>
+struct Fp32Lanes<bf16_t, L> {  // bf16 is the top half of an fp32
+  using V = typename Lanes<L>::type;
+  using Half = typename Vec<uint16_t, L>::type;
+  using Word = typename Vec<uint32_t, L>::type;
+  __attribute__((always_inline)) static void load(const bf16_t *p, V &v) {
+    Half h;
+    std::memcpy(&h, p, sizeof(Half));
+    const Word u = __builtin_convertvector(h, Word) << 16;
+    std::memcpy(&v, &u, sizeof(V));
+  }
+  static float scalar(bf16_t x) { return to_f32(x); }
+};
+
+template <int L>
+struct Fp32Lanes<int8_t, L> {
+  using V = typename Lanes<L>::type;
+  using Bytes = typename Vec<int8_t, L>::type;
+  using Shorts = typename Vec<int16_t, L>::type;
+  using Ints = typename Vec<int32_t, L>::type;
+  __attribute__((always_inline)) static void load(const int8_t *p, V &v) {
+    Bytes b;
+    std::memcpy(&b, p, sizeof(Bytes));
+    // Widened step by step: gcc 12 turns a direct int8 -> int32 or -> float
+    // conversion into one scalar conversion per lane.
+    v = __builtin_convertvector(__builtin_convertvector(__builtin_convertvector(b, Shorts), Ints), V);
+  }
+  static float scalar(int8_t x) { return float(x); }
+};
+
+template <int R, class T, int L>
+__attribute__((always_inline)) inline void skinny_block(const float *a, int64_t lda, const void *const *w_rows,
+                                                        int64_t kc, float *sums) {
+  using V = typename Lanes<L>::type;
+  using Load = Fp32Lanes<T, L>;
+  constexpr int C = kSkinnyRowsW;
+  const T *w[C];
+  for (int j = 0; j < C; ++j) w[j] = static_cast<const T *>(w_rows[j]);
+  V acc[R][C] = {};
+  int64_t k = 0;
+  for (; k + L <= kc; k += L) {
+    V av[R];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) std::memcpy(&av[i], a + i * lda + k, sizeof(V));
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      V wv;
+      Load::load(w[j] + k, wv);
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) acc[i][j] += av[i] * wv;
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < C; ++j) {
+      float s = 0.0f;
+      for (int l = 0; l < L; ++l) s += acc[i][j][l];
+      for (int64_t t = k; t < kc; ++t) s += a[i * lda + t] * Load::scalar(w[j][t]);
+      sums[i * C + j] = s;
+    }
+}
+
 // ---- the ISAs --------------------------------------------------------------------------
 struct Baseline {
   template <int R, int C>
@@ -86,6 +165,10 @@ struct Baseline {
   }
   static void panel(const float *a_panel, const float *w_panel, int64_t kc, float *sums) {
     panel_block<4>(a_panel, w_panel, kc, sums);
+  }
+  template <int R, class T>
+  static void skinny(const float *a, int64_t lda, const void *const *w_rows, int64_t kc, float *sums) {
+    skinny_block<R, T, 4>(a, lda, w_rows, kc, sums);
   }
 };
 
@@ -100,6 +183,11 @@ struct Avx2 {
   __attribute__((target("avx2,fma"))) static void panel(const float *a_panel, const float *w_panel, int64_t kc,
                                                         float *sums) {
     panel_block<8>(a_panel, w_panel, kc, sums);
+  }
+  template <int R, class T>
+  __attribute__((target("avx2,fma"))) static void skinny(const float *a, int64_t lda, const void *const *w_rows,
+                                                          int64_t kc, float *sums) {
+    skinny_block<R, T, 8>(a, lda, w_rows, kc, sums);
   }
 };
 #endif
@@ -156,6 +244,38 @@ void dot_tile(const float *a, int64_t lda, int64_t rows, const float *w, int64_t
 template void dot_tile(const float *, int64_t, int64_t, const float *, int64_t, int64_t, int64_t, float *, int64_t);
 template void dot_tile(const float *, int64_t, int64_t, const float *, int64_t, int64_t, int64_t, int64_t *,
                        int64_t);
+
+namespace {
+
+// table[R - 1]: the skinny kernel for R rows of A.
+using SkinnyTable = std::array<SkinnyKernel, kSkinnyRowsA>;
+
+template <class Isa, class T, int... I>
+constexpr SkinnyTable make_skinny_table(std::integer_sequence<int, I...>) {
+  return {{&Isa::template skinny<I + 1, T>...}};
+}
+
+template <class T>
+const SkinnyTable &skinny_kernels() {
+  static const SkinnyTable baseline =
+      make_skinny_table<Baseline, T>(std::make_integer_sequence<int, kSkinnyRowsA>{});
+#ifdef AITER_GEMM_AVX2
+  static const SkinnyTable avx2 = make_skinny_table<Avx2, T>(std::make_integer_sequence<int, kSkinnyRowsA>{});
+  if (use_avx2()) return avx2;
+#endif
+  return baseline;
+}
+
+}  // namespace
+
+SkinnyKernel skinny_kernel(DType w_dtype, int rows) {
+  switch (w_dtype) {
+    case DType::f32: return skinny_kernels<float>()[size_t(rows - 1)];
+    case DType::bf16: return skinny_kernels<bf16_t>()[size_t(rows - 1)];
+    case DType::i8: return skinny_kernels<int8_t>()[size_t(rows - 1)];
+    default: return nullptr;
+  }
+}
 
 PanelKernel panel_kernel() {
 #ifdef AITER_GEMM_AVX2

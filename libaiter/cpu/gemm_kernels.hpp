@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "core/dtype.hpp"
+
 namespace aiter {
 namespace cpu {
 namespace gemm {
@@ -28,6 +30,21 @@ constexpr int kPanelA = 6;
 constexpr int kPanelW = 16;
 using PanelKernel = void (*)(const float *a_panel, const float *w_panel, int64_t kc, float *sums);
 PanelKernel panel_kernel();
+
+// ---- skinny form: a few rows of A, W read in its own dtype ---------------------------
+// sums[i * kSkinnyRowsW + j] = dot(a row i, w_rows[j]) over kc <= kMaxExactK
+// elements, for `rows` (1..kSkinnyRowsA) fp32 rows of A lda floats apart and the
+// kSkinnyRowsW rows of W that w_rows point at (a row may repeat, to fill the
+// block at the edge of W).  W is converted to fp32 in registers as it is
+// loaded, which saves the store and reload of a converted copy: what a stream
+// through W, used by only a few rows of A, is bound by.
+constexpr int kSkinnyRowsA = 3;
+constexpr int kSkinnyRowsW = 4;
+using SkinnyKernel = void (*)(const float *a, int64_t lda, const void *const *w_rows, int64_t kc, float *sums);
+// The kernel for `rows` rows of A and W of `w_dtype`, or null when W of that
+// dtype has no in-register conversion (fp16, fp8): convert it to fp32 first
+// and take the fp32 kernel.
+SkinnyKernel skinny_kernel(DType w_dtype, int rows);
 
 }  // namespace gemm
 }  // namespace cpu

@@ -26,26 +26,29 @@ constexpr int64_t kTileN = 8 * kPanelW;
 constexpr int64_t kBlockK = 256;
 static_assert(kBlockK <= kMaxExactK && kBlockK % kScaleBlock == 0, "K blocks: exact int8 sums, whole groups");
 
-// panel[k * R + r] = rows[r * ld + k] for k < kc, zero for rows r >= valid.
+// Rows [row0, row0 + rows) and columns [k0, k0 + kc) of matrix b of `op` as
+// panels of R rows, each R * kc floats, one after the other: panel p holds
+// element k of its row r at [k * R + r], zeros for rows past the end.  Each
+// row is converted into `row` (in L1) on the way, unless it is fp32 already.
 template <int R>
-void pack_panel(const float *rows, int64_t ld, int64_t valid, int64_t kc, float *panel) {
-  for (int64_t r = 0; r < valid; ++r)
-    for (int64_t k = 0; k < kc; ++k) panel[k * R + r] = rows[r * ld + k];
-  for (int64_t r = valid; r < R; ++r)
-    for (int64_t k = 0; k < kc; ++k) panel[k * R + r] = 0.0f;
-}
-
-// Panels of R rows of `rows` rows, each R * kc floats, one after the other.
-template <int R>
-void pack_panels(const float *rows_data, int64_t ld, int64_t rows, int64_t kc, float *panels) {
-  for (int64_t r0 = 0; r0 < rows; r0 += R)
-    pack_panel<R>(rows_data + r0 * ld, ld, std::min<int64_t>(R, rows - r0), kc, panels + r0 * kc);
+void pack_panels(const Operand &op, int64_t b, int64_t row0, int64_t rows, int64_t k0, int64_t kc, float *row,
+                 float *panels) {
+  for (int64_t p0 = 0; p0 < rows; p0 += R) {
+    float *panel = panels + p0 * kc;
+    const int64_t valid = std::min<int64_t>(R, rows - p0);
+    for (int64_t r = 0; r < valid; ++r) {
+      int64_t ld;
+      const float *src = fp32_rows(op, b, row0 + p0 + r, 1, k0, kc, row, kBlockK, false, &ld);
+      for (int64_t k = 0; k < kc; ++k) panel[k * R + r] = src[k];
+    }
+    for (int64_t r = valid; r < R; ++r)
+      for (int64_t k = 0; k < kc; ++k) panel[k * R + r] = 0.0f;
+  }
 }
 
 template <class Acc>
 struct Scratch {
-  std::vector<float> a = std::vector<float>(size_t(kTileM * kBlockK));  // fp32 rows
-  std::vector<float> w = std::vector<float>(size_t(kTileN * kBlockK));
+  std::vector<float> row = std::vector<float>(size_t(kBlockK));  // one converted row
   std::vector<float> a_panels = std::vector<float>(size_t(kTileM * kBlockK));
   std::vector<float> w_panels = std::vector<float>(size_t(kTileN * kBlockK));
   std::vector<Acc> acc = std::vector<Acc>(size_t(kTileM * kTileN));
@@ -59,14 +62,7 @@ struct Block {
 
 template <class Acc>
 struct Packed {
-  static void run(const Plan &p) {
-    const int64_t tiles_m = (p.m + kTileM - 1) / kTileM;
-    const int64_t tiles_n = (p.n + kTileN - 1) / kTileN;
-    for_each_item(p, tiles_m * tiles_n, [&](int64_t b, int64_t tile) {
-      const int64_t m0 = (tile % tiles_m) * kTileM, n0 = (tile / tiles_m) * kTileN;
-      run_tile(p, b, m0, std::min(kTileM, p.m - m0), n0, std::min(kTileN, p.n - n0));
-    });
-  }
+  static void run(const Plan &p) { for_each_tile(p, kTileM, kTileN, run_tile); }
 
   static void run_tile(const Plan &p, int64_t b, int64_t m0, int64_t rows, int64_t n0, int64_t cols) {
     thread_local Scratch<Acc> s;
@@ -76,11 +72,8 @@ struct Packed {
     const int64_t segment = p.block_scaled() ? kScaleBlock : kBlockK;
     for (int64_t k0 = 0; k0 < p.k; k0 += kBlockK) {
       const int64_t kc = std::min(kBlockK, p.k - k0);
-      int64_t lda, ldw;
-      const float *a = fp32_rows(p.a, b, m0, rows, k0, kc, s.a.data(), kBlockK, false, &lda);
-      const float *w = fp32_rows(p.w, b, n0, cols, k0, kc, s.w.data(), kBlockK, false, &ldw);
-      pack_panels<kPanelA>(a, lda, rows, kc, s.a_panels.data());
-      pack_panels<kPanelW>(w, ldw, cols, kc, s.w_panels.data());
+      pack_panels<kPanelA>(p.a, b, m0, rows, k0, kc, s.row.data(), s.a_panels.data());
+      pack_panels<kPanelW>(p.w, b, n0, cols, k0, kc, s.row.data(), s.w_panels.data());
       for (int64_t j0 = 0; j0 < cols; j0 += kPanelW)
         for (int64_t i0 = 0; i0 < rows; i0 += kPanelA) {
           const Block blk{i0, std::min<int64_t>(kPanelA, rows - i0), j0, std::min<int64_t>(kPanelW, cols - j0)};

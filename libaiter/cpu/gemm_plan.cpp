@@ -50,7 +50,7 @@ RowConverter converter_for(DType dt) {
 
 Operand operand(const MatrixRef &m, int64_t batch_stride, DType dt) {
   const int64_t size = dtype_size(dt);
-  return Operand{static_cast<const char *>(m.data), m.row_stride * size, batch_stride * size, size,
+  return Operand{static_cast<const char *>(m.data), m.row_stride * size, batch_stride * size, size, dt,
                  converter_for(dt)};
 }
 
@@ -159,6 +159,16 @@ template void store_tile(const Plan &, int64_t, int64_t, int64_t, int64_t, int64
 void for_each_item(const Plan &p, int64_t items, const std::function<void(int64_t b, int64_t item)> &fn) {
   parallel_for(p.batch * items, 1, [&](int64_t begin, int64_t end) {
     for (int64_t index = begin; index < end; ++index) fn(index / items, index % items);
+  });
+}
+
+void for_each_tile(const Plan &p, int64_t tile_m, int64_t tile_n,
+                   void (*fn)(const Plan &p, int64_t b, int64_t m0, int64_t rows, int64_t n0, int64_t cols)) {
+  const int64_t tiles_m = (p.m + tile_m - 1) / tile_m;
+  const int64_t tiles_n = (p.n + tile_n - 1) / tile_n;
+  for_each_item(p, tiles_m * tiles_n, [&](int64_t b, int64_t tile) {
+    const int64_t m0 = (tile % tiles_m) * tile_m, n0 = (tile / tiles_m) * tile_n;
+    fn(p, b, m0, std::min(tile_m, p.m - m0), n0, std::min(tile_n, p.n - n0));
   });
 }
 

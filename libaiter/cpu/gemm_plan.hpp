@@ -32,6 +32,7 @@ struct Operand {
   int64_t row_bytes;    // distance between rows
   int64_t batch_bytes;  // distance between matrices
   int64_t elem_bytes;
+  DType dtype;
   RowConverter convert;  // null for fp32
   // gemm_a8w8_blockscale: element k of row r is scaled by
   // group_scales[(r / rows_per_scale) * groups + k / kScaleBlock]; null otherwise.
@@ -79,6 +80,12 @@ void store_tile(const Plan &p, int64_t b, int64_t m0, int64_t rows, int64_t n0, 
 // fn(b, item) for every matrix b of the batch and item in [0, items), spread
 // over the CPU threads (an item is one output tile: one writer per element).
 void for_each_item(const Plan &p, int64_t items, const std::function<void(int64_t b, int64_t item)> &fn);
+
+// fn(p, b, m0, rows, n0, cols) for every tile of tile_m x tile_n of every output
+// matrix (smaller at the edges), spread over the CPU threads.  Tiles that
+// follow each other share their rows of W, the bigger operand in inference.
+void for_each_tile(const Plan &p, int64_t tile_m, int64_t tile_n,
+                   void (*fn)(const Plan &p, int64_t b, int64_t m0, int64_t rows, int64_t n0, int64_t cols));
 
 // run<Acc>(plan) with the accumulator type of the plan's operands.
 template <template <class> class Run>

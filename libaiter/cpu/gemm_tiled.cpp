@@ -32,15 +32,7 @@ struct Scratch {
 
 template <class Acc>
 struct Tiled {
-  static void run(const Plan &p) {
-    const int64_t tiles_m = (p.m + kTileM - 1) / kTileM;
-    const int64_t tiles_n = (p.n + kTileN - 1) / kTileN;
-    // Neighbouring tiles share their rows of W, the bigger operand in inference.
-    for_each_item(p, tiles_m * tiles_n, [&](int64_t b, int64_t tile) {
-      const int64_t m0 = (tile % tiles_m) * kTileM, n0 = (tile / tiles_m) * kTileN;
-      run_tile(p, b, m0, std::min(kTileM, p.m - m0), n0, std::min(kTileN, p.n - n0));
-    });
-  }
+  static void run(const Plan &p) { for_each_tile(p, kTileM, kTileN, run_tile); }
 
   static void run_tile(const Plan &p, int64_t b, int64_t m0, int64_t rows, int64_t n0, int64_t cols) {
     thread_local Scratch<Acc> s;

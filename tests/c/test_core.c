@@ -18,6 +18,9 @@ static void test_all_null_arguments(void) {
   EXPECT_STATUS(aiter_quant_per_tensor_static(NULL, NULL, NULL, NULL), bad, "expected a tensor");
   EXPECT_STATUS(aiter_gemm_a16w16(NULL, NULL, NULL, NULL, NULL), bad, "expected a tensor");
   EXPECT_STATUS(aiter_gemm_a8w8(NULL, NULL, NULL, NULL, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_gemm_a8w8_blockscale(NULL, NULL, NULL, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_batched_gemm_a16w16(NULL, NULL, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_batched_gemm_a8w8(NULL, NULL, NULL, NULL, NULL, NULL, NULL), bad, "expected a tensor");
   EXPECT_STATUS(aiter_prefill_attention(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), bad, "expected a tensor");
   EXPECT_STATUS(aiter_paged_decode_attention(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), bad,
                 "expected a tensor");
@@ -38,6 +41,8 @@ static void test_one_tensor_rest_null(void) {
   EXPECT_STATUS(aiter_add_rmsnorm_quant(NULL, NULL, NULL, t, NULL, NULL, 1e-6f, NULL), bad, "expected a tensor");
   EXPECT_STATUS(aiter_rope(t, NULL, NULL, NULL, AITER_ROPE_NEOX, NULL), bad, "expected a tensor");
   EXPECT_STATUS(aiter_gemm_a8w8(NULL, t, t, NULL, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_gemm_a8w8_blockscale(NULL, t, t, NULL, NULL, NULL), bad, "expected a tensor");
+  EXPECT_STATUS(aiter_batched_gemm_a8w8(NULL, t, t, NULL, NULL, NULL, NULL), bad, "expected a tensor");
   EXPECT_STATUS(aiter_prefill_attention(NULL, t, t, t, NULL, NULL, NULL, NULL), bad, "expected a tensor");
   EXPECT_STATUS(aiter_paged_decode_attention(NULL, t, t, t, NULL, NULL, NULL, NULL), bad, "expected a tensor");
   EXPECT_STATUS(aiter_reshape_and_cache(t, t, NULL, NULL, NULL, 1.0f, 1.0f, NULL), bad, "expected a tensor");

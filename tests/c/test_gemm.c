@@ -191,11 +191,186 @@ static void test_a8w8_bad_input(void) {
       free_tensor(&as_f16), free_tensor(&out_i8);
 }
 
+/* ---- gemm_a8w8_blockscale ------------------------------------------------------ */
+#define E4M3FNUZ dt(kDLFloat8_e4m3fnuz, 8)
+#define E5M2 dt(kDLFloat8_e5m2, 8)
+
+/* e4m3fn encodings of small exact values: 1, 2, 0.5, -1. */
+static const uint8_t kFp8Bits[4] = {0x38, 0x40, 0x30, 0xB8};
+static const double kFp8Values[4] = {1.0, 2.0, 0.5, -1.0};
+
+/* K = 130: two K groups, the second 2 wide; N = 130: two blocks of W rows.
+ * Scales are powers of two, so the fp32 result is exact. */
+static void test_blockscale_values(void) {
+  enum { M = 2, N = 130, K = 130, G = 2, NB = 2 };
+  test_tensor a, w, a_scale, w_scale, out;
+  make_tensor(&a, E4M3, 2, (int64_t[]){M, K});
+  make_tensor(&w, E4M3, 2, (int64_t[]){N, K});
+  make_tensor(&a_scale, F32, 2, (int64_t[]){M, G});
+  make_tensor(&w_scale, F32, 2, (int64_t[]){NB, G});
+  make_tensor(&out, F32, 2, (int64_t[]){M, N});
+  uint8_t *pa = a.t.data, *pw = w.t.data;
+  for (int i = 0; i < M * K; ++i) pa[i] = kFp8Bits[i % 4];
+  for (int i = 0; i < N * K; ++i) pw[i] = kFp8Bits[(i / 3) % 4];
+  float *pas = a_scale.t.data, *pws = w_scale.t.data;
+  pas[0] = 0.5f, pas[1] = 4.0f, pas[2] = 0.25f, pas[3] = 8.0f;
+  pws[0] = 2.0f, pws[1] = 0.125f, pws[2] = 16.0f, pws[3] = 1.0f;
+  EXPECT_OK(aiter_gemm_a8w8_blockscale(&out.t, &a.t, &w.t, &a_scale.t, &w_scale.t, NULL));
+  const float *po = out.t.data;
+  int exact = 1;
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double ref = 0;
+      for (int g = 0; g < G; ++g) {
+        double partial = 0;
+        for (int k = g * 128; k < K && k < (g + 1) * 128; ++k)
+          partial += kFp8Values[(m * K + k) % 4] * kFp8Values[((n * K + k) / 3) % 4];
+        ref += partial * pas[m * G + g] * pws[(n / 128) * G + g];
+      }
+      exact &= po[m * N + n] == (float)ref;
+    }
+  CHECK(exact);
+  CHECK(guards_intact(&out));
+  free_tensor(&a), free_tensor(&w), free_tensor(&a_scale), free_tensor(&w_scale), free_tensor(&out);
+}
+
+#define BS(out_, a_, w_, as_, ws_) aiter_gemm_a8w8_blockscale((out_), (a_), (w_), (as_), (ws_), NULL)
+
+static void test_blockscale_bad_input(void) {
+  enum { M = 3, N = 130, K = 300 }; /* 3 K groups, 2 blocks of W rows */
+  test_tensor a, w, a_scale, w_scale, out, a_e5m2, w_e5m2, w_fnuz, a_i8, w_i8, as_short, as_tensor, ws_rows, ws_f16,
+      out_i8;
+  make_tensor(&a, E4M3, 2, (int64_t[]){M, K});
+  make_tensor(&w, E4M3, 2, (int64_t[]){N, K});
+  make_tensor(&a_scale, F32, 2, (int64_t[]){M, 3});
+  make_tensor(&w_scale, F32, 2, (int64_t[]){2, 3});
+  make_tensor(&out, BF16, 2, (int64_t[]){M, N});
+  make_tensor(&a_e5m2, E5M2, 2, (int64_t[]){M, K});
+  make_tensor(&w_e5m2, E5M2, 2, (int64_t[]){N, K});
+  make_tensor(&w_fnuz, E4M3FNUZ, 2, (int64_t[]){N, K});
+  make_tensor(&a_i8, I8, 2, (int64_t[]){M, K});
+  make_tensor(&w_i8, I8, 2, (int64_t[]){N, K});
+  make_tensor(&as_short, F32, 2, (int64_t[]){M, 2});
+  make_tensor(&as_tensor, F32, 1, (int64_t[]){1});
+  make_tensor(&ws_rows, F32, 2, (int64_t[]){N, 3});
+  make_tensor(&ws_f16, F16, 2, (int64_t[]){2, 3});
+  make_tensor(&out_i8, I8, 2, (int64_t[]){M, N});
+
+  const aiter_status BAD = AITER_ERR_INVALID_ARGUMENT, DTYPE = AITER_ERR_UNSUPPORTED_DTYPE;
+  EXPECT_STATUS(BS(&out.t, &a.t, &w.t, NULL, &w_scale.t), BAD, "a_scale: expected a tensor");
+  EXPECT_STATUS(BS(&out.t, &a.t, &w.t, &a_scale.t, NULL), BAD, "w_scale: expected a tensor");
+  EXPECT_STATUS(BS(&out.t, &a.t, &w.t, &as_short.t, &w_scale.t), BAD,
+                "a_scale: expected shape [M, ceil(K / 128)] = [3, 3] (per token and 128-wide K group), got [3, 2]");
+  EXPECT_STATUS(BS(&out.t, &a.t, &w.t, &as_tensor.t, &w_scale.t), BAD, "a_scale: expected shape [M, ceil(K / 128)]");
+  EXPECT_STATUS(BS(&out.t, &a.t, &w.t, &a_scale.t, &ws_rows.t), BAD,
+                "w_scale: expected shape [ceil(N / 128), ceil(K / 128)] = [2, 3] (per 128 x 128 block of w), got "
+                "[130, 3]");
+  EXPECT_STATUS(BS(&out.t, &a.t, &w.t, &a_scale.t, &ws_f16.t), DTYPE, "w_scale: expected dtype float32, got float16");
+  EXPECT_STATUS(BS(&out.t, &a_e5m2.t, &w_e5m2.t, &a_scale.t, &w_scale.t), DTYPE,
+                "a: expected dtype float8_e4m3fn, float8_e4m3fnuz, got float8_e5m2");
+  EXPECT_STATUS(BS(&out.t, &a_i8.t, &w_i8.t, &a_scale.t, &w_scale.t), DTYPE, "a: expected dtype float8_e4m3fn");
+  EXPECT_STATUS(BS(&out.t, &a.t, &w_fnuz.t, &a_scale.t, &w_scale.t), DTYPE, "w: expected the dtype of a");
+  EXPECT_STATUS(BS(&out_i8.t, &a.t, &w.t, &a_scale.t, &w_scale.t), DTYPE, "out: expected dtype");
+  a_scale.t.strides = a_scale.strides;
+  a_scale.strides[0] = 1, a_scale.strides[1] = M; /* column-major */
+  EXPECT_STATUS(BS(&out.t, &a.t, &w.t, &a_scale.t, &w_scale.t), BAD, "a_scale: expected a compact");
+  a_scale.t.strides = NULL;
+  w_scale.t.device.device_type = kDLCUDA;
+  EXPECT_STATUS(BS(&out.t, &a.t, &w.t, &a_scale.t, &w_scale.t), BAD, "w_scale: expected the device of a");
+  w_scale.t.device.device_type = kDLCPU;
+
+  CHECK(untouched(&out) && guards_intact(&out) && untouched(&out_i8));
+  EXPECT_OK(BS(&out.t, &a.t, &w.t, &a_scale.t, &w_scale.t));
+  CHECK(guards_intact(&out));
+  free_tensor(&a), free_tensor(&w), free_tensor(&a_scale), free_tensor(&w_scale), free_tensor(&out),
+      free_tensor(&a_e5m2), free_tensor(&w_e5m2), free_tensor(&w_fnuz), free_tensor(&a_i8), free_tensor(&w_i8),
+      free_tensor(&as_short), free_tensor(&as_tensor), free_tensor(&ws_rows), free_tensor(&ws_f16),
+      free_tensor(&out_i8);
+}
+
+/* ---- batched ------------------------------------------------------------------- */
+
+/* B = 3 products sharing one W (batch stride 0), out[b] rows interleaved with
+ * the other matrices' (an [M, B, N] buffer seen as [B, M, N]). */
+static void test_batched_values(void) {
+  enum { B = 3, M = 2, N = 4, K = 5 };
+  test_tensor a, w, bias, out;
+  make_tensor(&a, F32, 3, (int64_t[]){B, M, K});
+  make_tensor(&w, F32, 3, (int64_t[]){1, N, K});
+  make_tensor(&bias, F32, 1, (int64_t[]){N});
+  make_tensor(&out, F32, 3, (int64_t[]){M, B, N});
+  fill_f32(&a, 8), fill_f32(&w, 9), fill_f32(&bias, 10);
+  w.shape[0] = B, w.strides[0] = 0, w.strides[1] = K, w.strides[2] = 1, w.t.strides = w.strides;
+  out.shape[0] = B, out.shape[1] = M;
+  out.strides[0] = N, out.strides[1] = B * N, out.strides[2] = 1, out.t.strides = out.strides;
+  EXPECT_OK(aiter_batched_gemm_a16w16(&out.t, &a.t, &w.t, &bias.t, NULL));
+  const float *pa = a.t.data, *pw = w.t.data, *pb = bias.t.data, *po = out.t.data;
+  for (int b = 0; b < B; ++b)
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n)
+        CHECK(fabs(po[m * B * N + b * N + n] - (dot_ref(pa + b * M * K, K, pw, K, m, n, K) + pb[n])) < 1e-5);
+  CHECK(guards_intact(&out));
+  free_tensor(&a), free_tensor(&w), free_tensor(&bias), free_tensor(&out);
+}
+
+#define BA16(out_, a_, w_) aiter_batched_gemm_a16w16((out_), (a_), (w_), NULL, NULL)
+#define BA8(out_, a_, w_, as_, ws_) aiter_batched_gemm_a8w8((out_), (a_), (w_), (as_), (ws_), NULL, NULL)
+
+static void test_batched_bad_input(void) {
+  enum { B = 2, M = 3, N = 4, K = 8 };
+  test_tensor a, w, out, a2d, w_b3, out_b3, a8, w8, a_scale, w_scale, as_2d, ws_nb, out_bf16;
+  make_tensor(&a, F32, 3, (int64_t[]){B, M, K});
+  make_tensor(&w, F32, 3, (int64_t[]){B, N, K});
+  make_tensor(&out, F32, 3, (int64_t[]){B, M, N});
+  make_tensor(&a2d, F32, 2, (int64_t[]){M, K});
+  make_tensor(&w_b3, F32, 3, (int64_t[]){3, N, K});
+  make_tensor(&out_b3, F32, 3, (int64_t[]){3, M, N});
+  make_tensor(&a8, I8, 3, (int64_t[]){B, M, K});
+  make_tensor(&w8, I8, 3, (int64_t[]){B, N, K});
+  make_tensor(&a_scale, F32, 3, (int64_t[]){B, M, 1});
+  make_tensor(&w_scale, F32, 3, (int64_t[]){B, 1, N});
+  make_tensor(&as_2d, F32, 2, (int64_t[]){M, 1});
+  make_tensor(&ws_nb, F32, 3, (int64_t[]){B, N, 1});
+  make_tensor(&out_bf16, BF16, 3, (int64_t[]){B, M, N});
+
+  const aiter_status BAD = AITER_ERR_INVALID_ARGUMENT, DTYPE = AITER_ERR_UNSUPPORTED_DTYPE;
+  EXPECT_STATUS(BA16(&out.t, &a2d.t, &w.t), BAD, "a: expected 3 dims, got 2");
+  EXPECT_STATUS(BA16(&out.t, &a.t, &w_b3.t), BAD, "w: expected shape[0] == 2 (B, the batch of a)");
+  EXPECT_STATUS(BA16(&out_b3.t, &a.t, &w.t), BAD, "out: expected shape[0] == 2 (B, the batch of a)");
+  EXPECT_STATUS(BA16(&out.t, &a8.t, &w8.t), DTYPE, "a: expected dtype float32, float16, bfloat16, got int8");
+  /* Output matrices on top of each other. */
+  out.t.strides = out.strides;
+  out.strides[0] = 0, out.strides[1] = N, out.strides[2] = 1;
+  EXPECT_STATUS(BA16(&out.t, &a.t, &w.t), BAD, "out: matrices overlap (batch stride 0, row stride 4");
+  out.strides[0] = M * N, out.strides[1] = 2;
+  EXPECT_STATUS(BA16(&out.t, &a.t, &w.t), BAD, "out: rows overlap (row stride 2 < row length 4)");
+  out.t.strides = NULL;
+
+  EXPECT_STATUS(BA8(&out_bf16.t, &a8.t, &w8.t, NULL, &w_scale.t), BAD, "a_scale: expected a tensor");
+  EXPECT_STATUS(BA8(&out_bf16.t, &a8.t, &w8.t, &as_2d.t, &w_scale.t), BAD,
+                "a_scale: expected shape [B, M, 1] = [2, 3, 1] (per token) or [1] / [1, 1] (per tensor), got [3, 1]");
+  EXPECT_STATUS(BA8(&out_bf16.t, &a8.t, &w8.t, &a_scale.t, &ws_nb.t), BAD,
+                "w_scale: expected shape [B, 1, N] = [2, 1, 4] (per channel)");
+  EXPECT_STATUS(BA8(&out_bf16.t, &a8.t, &w.t, &a_scale.t, &w_scale.t), DTYPE, "w: expected the dtype of a (int8)");
+
+  CHECK(untouched(&out) && guards_intact(&out) && untouched(&out_b3) && untouched(&out_bf16));
+  EXPECT_OK(BA16(&out.t, &a.t, &w.t));
+  EXPECT_OK(BA8(&out_bf16.t, &a8.t, &w8.t, &a_scale.t, &w_scale.t));
+  CHECK(guards_intact(&out) && guards_intact(&out_bf16));
+  free_tensor(&a), free_tensor(&w), free_tensor(&out), free_tensor(&a2d), free_tensor(&w_b3), free_tensor(&out_b3),
+      free_tensor(&a8), free_tensor(&w8), free_tensor(&a_scale), free_tensor(&w_scale), free_tensor(&as_2d),
+      free_tensor(&ws_nb), free_tensor(&out_bf16);
+}
+
 int main(void) {
   test_a16w16_values();
   test_a16w16_strided_views();
   test_a8w8_values();
   test_a16w16_bad_input();
   test_a8w8_bad_input();
+  test_blockscale_values();
+  test_blockscale_bad_input();
+  test_batched_values();
+  test_batched_bad_input();
   return report();
 }

@@ -1,35 +1,18 @@
-"""gemm_a16w16 and gemm_a8w8 against float64 NumPy: out = (a @ w.T) * scales + bias."""
-import os
-import subprocess
-import sys
-
+"""gemm_a16w16 and gemm_a8w8 against float64 NumPy: out = (a @ w.T) * scales + bias,
+on every CPU kernel variant (forced) and on the heuristic's choice."""
 import numpy as np
 import pytest
 
 import aiter
+from gemm_helpers import CPU_VARIANTS, check, forced, rand_int8, reference, scaled_magnitude
 from harness import FLOAT_DTYPES, FP8_DTYPES, TOLERANCE, assert_close, f64, np_dtype, poisoned, rand
 
-# M, N, K: single rows and columns, sizes that are not multiples of the kernel's
-# 3 x 4 register block, more than one 96 x 128 tile, K over the 512-long block.
-SHAPES = [(1, 1, 1), (1, 7, 33), (7, 1, 100), (33, 257, 7), (100, 129, 513), (257, 33, 1100)]
-
-
-def reference(a, w, bias=None, a_scale=None, w_scale=None):
-    out = f64(a) @ f64(w).T
-    if a_scale is not None:
-        out = out * f64(a_scale).reshape(-1, 1) * f64(w_scale).reshape(1, -1)
-    return out if bias is None else out + f64(bias)
-
-
-def check(out, ref, out_dtype, k, magnitude=1.0):
-    """Rounding to the out dtype (rtol) plus fp32 accumulation over K (atol,
-    growing like the sum of K products of the given typical magnitude)."""
-    rtol, atol = TOLERANCE[out_dtype]
-    assert_close(out, ref, out_dtype, rtol=rtol, atol=atol * np.sqrt(max(k, 1)) * magnitude)
-
-
-def rand_int8(rng, shape):
-    return rng.integers(-128, 128, size=shape, dtype=np.int8)
+# M, N, K: single rows and columns; sizes that are not multiples of any
+# variant's register block (3 x 4, 6 x 16) or tile (96 x 128); 1..3 rows (the
+# skinny kernel converting W in registers) and 4 (its 2 + 2 row groups); K over
+# the 512-long blocks.
+SHAPES = [(1, 1, 1), (1, 7, 33), (3, 5, 17), (4, 9, 70), (7, 1, 100), (33, 257, 7), (100, 129, 513),
+          (257, 33, 1100)]
 
 
 # ---- a16w16 ----------------------------------------------------------------------
@@ -47,41 +30,60 @@ def test_a16w16_dtypes(rng, dtype, out_dtype, bias_dtype):
     check(out, reference(a, w, bias), out_dtype, k)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("variant", CPU_VARIANTS)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
-def test_a16w16_shapes(rng, dtype, shape):
+def test_a16w16_shapes(rng, variant, dtype, shape):
     m, n, k = shape
     a, w, bias = rand(rng, (m, k), dtype), rand(rng, (n, k), dtype), rand(rng, (n,), "float32")
-    got = aiter.gemm_a16w16(a, w, bias)  # out allocated, in a's dtype
+    with forced("gemm_a16w16", variant):
+        got = aiter.gemm_a16w16(a, w, bias)  # out allocated, in a's dtype
     assert got.shape == (m, n) and got.dtype == np_dtype(dtype)
     check(got, reference(a, w, bias), dtype, k)
 
 
+@pytest.mark.parametrize("variant", CPU_VARIANTS)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_a16w16_strided_rows(rng, dtype):
-    m, n, k = 45, 130, 300
+@pytest.mark.parametrize("m", [2, 45])
+def test_a16w16_strided_rows(rng, variant, dtype, m):
+    n, k = 130, 300
     a = rand(rng, (2 * m, k + 9), dtype)[::2, 5:5 + k]  # rows 2 (k + 9) apart
     w = rand(rng, (n, k + 3), dtype)[:, 3:]
     out_big = poisoned((m, n + 20), "float32")
     out = out_big[:, 10:10 + n]
-    aiter.gemm_a16w16(a, w, out=out)
+    with forced("gemm_a16w16", variant):
+        aiter.gemm_a16w16(a, w, out=out)
     check(out, reference(a, w), "float32", k)
     # Nothing outside the view was written.
     assert np.isnan(out_big[:, :10]).all() and np.isnan(out_big[:, 10 + n:]).all()
 
 
-def test_a16w16_fp16_subnormal_and_special_values(rng):
-    # fp16 subnormals (below 2^-14), the largest fp16, inf and NaN all decode exactly.
-    a = np.array([[2.0**-24, 3 * 2.0**-20, 65504.0, -1.0]], np.float16)
-    w = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, -1.0, 0.0], [0, 0, 0, 2.0]], np.float16)
-    got = aiter.gemm_a16w16(a, w, out_dtype="float32")
-    np.testing.assert_array_equal(got, [[2.0**-24, 3 * 2.0**-20, -65504.0, -2.0]])
-    special = np.array([[np.inf, 1.0], [np.nan, 1.0]], np.float16)
-    got = aiter.gemm_a16w16(special, np.ones((1, 2), np.float16), out_dtype="float32")
-    assert got[0, 0] == np.inf and np.isnan(got[1, 0])
+@pytest.mark.parametrize("variant", CPU_VARIANTS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a16w16_subnormal_and_special_values(variant, dtype):
+    # Subnormals (fp16: below 2^-14), the largest finite value, inf and NaN all
+    # decode exactly, in either operand (the skinny kernel converts W itself).
+    tiny, big = (2.0**-24, 65504.0) if dtype == "float16" else (2.0**-133, 3.3895313892515355e38)
+    a = np.array([[tiny, 3 * tiny, big, -1.0]]).astype(np_dtype(dtype))
+    w = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, -1.0, 0.0], [0, 0, 0, 2.0]])
+    w = w.astype(np_dtype(dtype))
+    with forced("gemm_a16w16", variant):
+        np.testing.assert_array_equal(aiter.gemm_a16w16(a, w, out_dtype="float32"), [[tiny, 3 * tiny, -big, -2.0]])
+        np.testing.assert_array_equal(aiter.gemm_a16w16(w, a, out_dtype="float32"), [[tiny], [3 * tiny], [-big], [-2.0]])
+        special = np.array([[np.inf, 1.0], [np.nan, 1.0]]).astype(np_dtype(dtype))
+        got = aiter.gemm_a16w16(special, np.ones((1, 2), np_dtype(dtype)), out_dtype="float32")
+        assert got[0, 0] == np.inf and np.isnan(got[1, 0])
+        got = aiter.gemm_a16w16(np.ones((1, 2), np_dtype(dtype)), special, out_dtype="float32")
+        assert got[0, 0] == np.inf and np.isnan(got[0, 1])
 
 
-def test_a16w16_empty_and_k0(rng):
+@pytest.mark.parametrize("variant", CPU_VARIANTS)
+def test_a16w16_empty_and_k0(rng, variant):
+    with forced("gemm_a16w16", variant):
+        a16w16_empty_and_k0(rng)
+
+
+def a16w16_empty_and_k0(rng):
     w = rand(rng, (5, 8), "float32")
     assert aiter.gemm_a16w16(np.zeros((0, 8), np.float32), w).shape == (0, 5)
     assert aiter.gemm_a16w16(rand(rng, (3, 8), "float32"), np.zeros((0, 8), np.float32)).shape == (3, 0)
@@ -103,23 +105,29 @@ def test_a16w16_out_dtype_as_numpy_dtype(rng):
 
 # ---- a8w8 ------------------------------------------------------------------------
 
+@pytest.mark.parametrize("variant", CPU_VARIANTS)
+@pytest.mark.parametrize("m", [1, 13])
 @pytest.mark.parametrize("k", [1, 300, 1100])
-def test_a8w8_int8_is_exact(rng, k):
-    m, n = 13, 29
+def test_a8w8_int8_is_exact(rng, variant, m, k):
+    n = 29
     a, w = rand_int8(rng, (m, k)), rand_int8(rng, (n, k))
     ones_m, ones_n = np.ones((m, 1), np.float32), np.ones((1, n), np.float32)
-    got = aiter.gemm_a8w8(a, w, ones_m, ones_n, out_dtype="float32")
+    with forced("gemm_a8w8", variant):
+        got = aiter.gemm_a8w8(a, w, ones_m, ones_n, out_dtype="float32")
     exact = a.astype(np.int64) @ w.astype(np.int64).T
     assert np.abs(exact).max() < 2**24  # so that fp32 holds every sum exactly
     np.testing.assert_array_equal(got, exact)
 
 
-def test_a8w8_int8_extreme_sums():
-    # The largest products over many blocks of K: 2048 * (-128)^2 = 2^25.
-    a = np.full((2, 2048), -128, np.int8)
-    w = np.full((3, 2048), -128, np.int8)
-    got = aiter.gemm_a8w8(a, w, np.ones((1,), np.float32), np.ones((1, 1), np.float32), out_dtype="float32")
-    np.testing.assert_array_equal(got, np.full((2, 3), 2.0**25))
+@pytest.mark.parametrize("variant", CPU_VARIANTS)
+def test_a8w8_int8_extreme_sums(variant):
+    # The largest products over many blocks of K: 2049 * (-128)^2 = 2^25 + 2^14,
+    # exact only when block sums are added in integers.
+    a = np.full((2, 2049), -128, np.int8)
+    w = np.full((3, 2049), -128, np.int8)
+    with forced("gemm_a8w8", variant):
+        got = aiter.gemm_a8w8(a, w, np.ones((1,), np.float32), np.ones((1, 1), np.float32), out_dtype="float32")
+    np.testing.assert_array_equal(got, np.full((2, 3), 2.0**25 + 2.0**14))
 
 
 def scales(rng, kind, m, n):
@@ -130,11 +138,6 @@ def scales(rng, kind, m, n):
     return {"token_channel": (per_token, per_channel), "tensor_1d": (one, np.array([0.3], np.float32)),
             "tensor_2d": (one.reshape(1, 1), one.reshape(1, 1)), "token_tensor": (per_token, one),
             "tensor_channel": (one.reshape(1, 1), per_channel)}[kind]
-
-
-def scaled_magnitude(a, w, a_scale, w_scale):
-    """Typical size of one scaled product a[m, k] w[n, k] a_scale[m] w_scale[n]."""
-    return np.std(f64(a)) * np.std(f64(w)) * np.mean(a_scale) * np.mean(w_scale)
 
 
 SCALE_KINDS = ["token_channel", "tensor_1d", "tensor_2d", "token_tensor", "tensor_channel"]
@@ -169,6 +172,32 @@ def test_a8w8_fp8(rng, fp8, out_dtype, shape):
     check(out, reference(a, w, bias, a_scale, w_scale), out_dtype, k, scaled_magnitude(a, w, a_scale, w_scale))
 
 
+@pytest.mark.parametrize("variant", CPU_VARIANTS)
+@pytest.mark.parametrize("fp8", FP8_DTYPES)
+@pytest.mark.parametrize("shape", [(1, 7, 33), (5, 20, 130), (100, 129, 513)])
+def test_a8w8_fp8_variants(rng, variant, fp8, shape):
+    m, n, k = shape
+    a, w = rand(rng, (m, k), fp8, scale=4.0), rand(rng, (n, k), fp8, scale=4.0)
+    a_scale, w_scale = scales(rng, "token_channel", m, n)
+    bias = rand(rng, (n,), "bfloat16")
+    with forced("gemm_a8w8", variant):
+        got = aiter.gemm_a8w8(a, w, a_scale, w_scale, bias)
+    check(got, reference(a, w, bias, a_scale, w_scale), "bfloat16", k, scaled_magnitude(a, w, a_scale, w_scale))
+
+
+@pytest.mark.parametrize("variant", CPU_VARIANTS)
+@pytest.mark.parametrize("scale_kind", SCALE_KINDS)
+def test_a8w8_int8_scale_kinds_variants(rng, variant, scale_kind):
+    m, n, k = 7, 40, 200
+    a, w = rand_int8(rng, (m, k)), rand_int8(rng, (n, k))
+    a_scale, w_scale = scales(rng, scale_kind, m, n)
+    bias = rand(rng, (n,), "float32")
+    with forced("gemm_a8w8", variant):
+        got = aiter.gemm_a8w8(a, w, a_scale, w_scale, bias, out_dtype="float32")
+    # Exact integer sums: only the fp32 scaling and bias err.
+    assert_close(got, reference(a, w, bias, a_scale, w_scale), "float32", rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("scale_kind", ["tensor_1d", "token_tensor"])
 def test_a8w8_fp8_strided_rows_default_out(rng, scale_kind):
     m, n, k = 20, 50, 96
@@ -188,28 +217,6 @@ def test_a8w8_empty_and_k0():
     got = aiter.gemm_a8w8(np.zeros((3, 0), np.int8), np.zeros((2, 0), np.int8), a_scale, w_scale, bias,
                           out_dtype="float32")
     np.testing.assert_array_equal(got, np.broadcast_to(bias, (3, 2)))
-
-
-def test_portable_kernel_in_a_subprocess():
-    # AITER_CPU_ISA=baseline selects the kernel built for the baseline ISA, which
-    # an AVX2 machine would otherwise never run.
-    script = (
-        "import numpy as np, aiter\n"
-        "rng = np.random.default_rng(5)\n"
-        "for m, n, k in [(1, 5, 3), (100, 129, 517)]:\n"
-        "    a = rng.standard_normal((m, k)).astype(np.float32)\n"
-        "    w = rng.standard_normal((n, k)).astype(np.float32)\n"
-        "    np.testing.assert_allclose(aiter.gemm_a16w16(a, w), a.astype(float) @ w.T.astype(float),\n"
-        "                               rtol=1e-5, atol=1e-5 * np.sqrt(k))\n"
-        "    ai = rng.integers(-128, 128, (m, k), dtype=np.int8)\n"
-        "    wi = rng.integers(-128, 128, (n, k), dtype=np.int8)\n"
-        "    one = np.ones((1,), np.float32)\n"
-        "    exact = ai.astype(np.int64) @ wi.astype(np.int64).T\n"
-        "    np.testing.assert_array_equal(aiter.gemm_a8w8(ai, wi, one, one, out_dtype='float32'), exact)\n"
-        "print('ok')\n")
-    env = dict(os.environ, AITER_CPU_ISA="baseline")
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
 # ---- bad arguments -----------------------------------------------------------------

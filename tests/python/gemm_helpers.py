@@ -1,0 +1,68 @@
+"""What the GEMM test files share: float64 NumPy references and tolerances
+(independent of libaiter), and forcing a kernel variant through the raw C API
+(aiter/tuning.h) to run every variant of an op."""
+from contextlib import contextmanager
+
+import numpy as np
+
+from aiter._lib import check as check_status, ffi, lib
+from harness import TOLERANCE, assert_close, f64
+
+# The CPU variants of every GEMM op; test_gemm_variants.py checks that the
+# library lists exactly these, so that a new variant cannot go untested.
+CPU_VARIANTS = ["cpu.skinny", "cpu.packed", "cpu.tiled"]
+GEMM_OPS = ["gemm_a16w16", "gemm_a8w8", "gemm_a8w8_blockscale", "batched_gemm_a16w16", "batched_gemm_a8w8"]
+
+
+def reference(a, w, bias=None, a_scale=None, w_scale=None):
+    """(a @ w.T) * a_scale * w_scale + bias in float64; a_scale broadcasts over
+    columns ([M, 1] or one value), w_scale over rows ([1, N] or one value)."""
+    out = f64(a) @ f64(w).T
+    if a_scale is not None:
+        out = out * f64(a_scale).reshape(-1, 1) * f64(w_scale).reshape(1, -1)
+    return out if bias is None else out + f64(bias)
+
+
+def check(out, ref, out_dtype, k, magnitude=1.0):
+    """Rounding to the out dtype (rtol) plus fp32 accumulation over K (atol,
+    growing like the sum of K products of the given typical magnitude)."""
+    rtol, atol = TOLERANCE[out_dtype]
+    assert_close(out, ref, out_dtype, rtol=rtol, atol=atol * np.sqrt(max(k, 1)) * magnitude)
+
+
+def rand_int8(rng, shape):
+    return rng.integers(-128, 128, size=shape, dtype=np.int8)
+
+
+def scaled_magnitude(a, w, a_scale, w_scale):
+    """Typical size of one scaled product a[m, k] w[n, k] a_scale[m] w_scale[n]."""
+    return np.std(f64(a)) * np.std(f64(w)) * np.mean(a_scale) * np.mean(w_scale)
+
+
+def last_variant():
+    """(op, variant, how) of the last tuned call on this thread; how: 0 heuristic,
+    1 tuned table row, 2 forced."""
+    op, variant, how = ffi.new("const char **"), ffi.new("const char **"), ffi.new("int *")
+    check_status(lib.aiter_last_kernel_variant(op, variant, how))
+    return ffi.string(op[0]).decode(), ffi.string(variant[0]).decode(), how[0]
+
+
+@contextmanager
+def forced(op, variant):
+    """Runs the calls of `op` inside the block with `variant`, and checks on the
+    way out that the last call ran it (so a test cannot pass on another one)."""
+    check_status(lib.aiter_force_kernel_variant(op.encode(), variant.encode()))
+    try:
+        yield
+        assert last_variant() == (op, variant, 2)
+    finally:
+        check_status(lib.aiter_force_kernel_variant(op.encode(), ffi.NULL))
+
+
+def kernel_variants(op, device_type=1):
+    """The library's variant names of `op` for kDLCPU (1) or kDLCUDA (2)."""
+    device = ffi.new("DLDevice *", {"device_type": device_type, "device_id": 0})
+    count = ffi.new("int *")
+    names = ffi.new("const char *[16]")
+    check_status(lib.aiter_kernel_variants(op.encode(), device[0], names, 16, count))
+    return [ffi.string(names[i]).decode() for i in range(count[0])]
