@@ -17,6 +17,14 @@ HEADER = "op,target,compute_units,batch,m,n,k,a_dtype,out_dtype,variant\n"
 ENV = ("AITER_CONFIG_PATH", "AITER_LOG_UNTUNED", "AITER_UNTUNED_PATH", "AITER_LOG_TUNED_CONFIG", "XDG_CONFIG_HOME")
 
 
+SHIPPED = []
+
+
+def own_sources():
+    """The table sources a test set up: config_sources() without the shipped tables."""
+    return [line for line in tuning.config_sources() if line not in SHIPPED]
+
+
 @pytest.fixture
 def env(tmp_path):
     """Sets tuning variables (then reloads); restores them and reloads afterwards.
@@ -25,6 +33,8 @@ def env(tmp_path):
     for name in ENV:
         os.environ.pop(name, None)
     os.environ["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    tuning.reload()
+    SHIPPED[:] = tuning.config_sources()  # the tables installed with the library
 
     def set_env(**values):
         for name, value in values.items():
@@ -104,7 +114,7 @@ def test_force_errors():
 
 def test_tuned_row_is_used_for_its_bucket(rng, env, tmp_path):
     env(AITER_CONFIG_PATH=write(tmp_path / "t.csv", row(m=4), row(m=16384, n=1, k=1)))
-    assert tuning.config_sources() == [f"{tmp_path / 't.csv'}: 2 rows"]
+    assert own_sources() == [f"{tmp_path / 't.csv'}: 2 rows"]
     assert run_gemm(rng, 3) == tuning.How.tuned  # bucket 4
     assert run_gemm(rng, 4) == tuning.How.tuned
     assert run_gemm(rng, 2) == tuning.How.heuristic  # bucket 2: no row
@@ -141,7 +151,7 @@ def test_folder_entries_read_sorted_and_user_folder_first(rng, env, tmp_path):
     (folder / "notes.txt").write_text("not a table")
     write(user / "u.csv", row(n=8))
     env(AITER_CONFIG_PATH=str(folder))
-    sources = tuning.config_sources()
+    sources = own_sources()
     assert sources == [f"{user / 'u.csv'}: 1 rows", f"{folder / 'a.csv'}: 2 rows", f"{folder / 'b.csv'}: 1 rows"]
     assert run_gemm(rng, 4) == tuning.How.tuned
     assert run_gemm(rng, 4, n=7) == tuning.How.tuned
@@ -163,7 +173,7 @@ def test_extra_columns_comments_and_any_column_order(rng, env, tmp_path):
     path = tmp_path / "t.csv"
     path.write_text(text)
     env(AITER_CONFIG_PATH=str(path))
-    assert tuning.config_sources() == [f"{path}: 1 rows"]
+    assert own_sources() == [f"{path}: 1 rows"]
     assert run_gemm(rng, 4) == tuning.How.tuned
 
 
@@ -180,7 +190,7 @@ def test_malformed_row_rejects_its_file(rng, env, tmp_path, bad, message):
     broken = write(tmp_path / "broken.csv", "# comment\n", row(n=9), bad, row(n=10))
     good = write(tmp_path / "good.csv", row(n=11))
     env(AITER_CONFIG_PATH=f"{broken}:{good}")
-    sources = tuning.config_sources()
+    sources = own_sources()
     assert len(sources) == 2 and sources[1] == f"{good}: 1 rows"
     assert sources[0].startswith(f"{broken}:4: ") and message in sources[0], sources[0]
     assert run_gemm(rng, 4, n=9) == tuning.How.heuristic  # rows before the bad one are not used either
@@ -190,7 +200,7 @@ def test_malformed_row_rejects_its_file(rng, env, tmp_path, bad, message):
 def test_header_problems_and_missing_entries(env, tmp_path):
     no_variant = write(tmp_path / "h.csv", row(), header=HEADER.replace(",variant", ",kernel"))
     env(AITER_CONFIG_PATH=f"{no_variant}:{tmp_path / 'missing.csv'}")
-    assert tuning.config_sources() == [
+    assert own_sources() == [
         f"{no_variant}:1: the header lacks column 'variant' "
         "(expected op,target,compute_units,batch,m,n,k,a_dtype,out_dtype,variant)",
         f"{tmp_path / 'missing.csv'}: no such file or folder (named in AITER_CONFIG_PATH)"]
