@@ -114,10 +114,11 @@ struct Tiled {
     const int warp = threadIdx.x / 32, warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
     const uint32_t base = smem_address(ring);
     const int stages_k = int((p.k + kStageElems - 1) / kStageElems);
+    const StageCopier<T, BM, BN, kThreads> copier(p, a, w, m0, n0);
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < stages_k) load_stage<T, BM, BN, kThreads>(p, a, w, m0, n0, (long long)s * kStageElems, base + s * kStageBytes);
+      if (s < stages_k) copier.copy((long long)s * kStageElems, base + s * kStageBytes);
       copy_async_commit();
     }
     Acc acc[kTilesM][kTilesN][4] = {};
@@ -127,7 +128,7 @@ struct Tiled {
       __syncthreads();  // stage kt landed for every thread; stage kt - 1 is free
       const int next = kt + STAGES - 1;
       if (next < stages_k)
-        load_stage<T, BM, BN, kThreads>(p, a, w, m0, n0, (long long)next * kStageElems, base + (next % STAGES) * kStageBytes);
+        copier.copy((long long)next * kStageElems, base + (next % STAGES) * kStageBytes);
       copy_async_commit();
       multiply_stage(base + (kt % STAGES) * kStageBytes, warp_m, warp_n, acc);
       if constexpr (BLOCK_SCALED) promote(p, batch, m0, n0, warp_m, kt, acc, total);

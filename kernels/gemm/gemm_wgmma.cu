@@ -42,6 +42,8 @@ struct Wgmma {
     for (int step = 0; step < 4; ++step)
       Product<T, BN>::run(acc, smem_descriptor(a + step * 32), smem_descriptor(w + step * 32), 1);
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    // Waiting for this batch at once: with products left in flight across the loop
+    // (wait_group 1) ptxas serializes every single wgmma instead (warning C7515).
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
   }
 
@@ -67,20 +69,20 @@ struct Wgmma {
     const char *a = static_cast<const char *>(p.a) + batch * p.a_batch * (long long)sizeof(T);
     const char *w = static_cast<const char *>(p.w) + batch * p.w_batch * (long long)sizeof(T);
     const int stages_k = int((p.k + kStageElems - 1) / kStageElems);
+    const StageCopier<T, BM, BN, kThreads> copier(p, a, w, m0, n0);
+    constexpr int kAhead = STAGES - 1;  // stages in flight while one is multiplied
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < stages_k) load_stage<T, BM, BN, kThreads>(p, a, w, m0, n0, (long long)s * kStageElems, base + s * kStageBytes);
+    for (int s = 0; s < kAhead; ++s) {
+      if (s < stages_k) copier.copy((long long)s * kStageElems, base + s * kStageBytes);
       copy_async_commit();
     }
     float acc[kRegs] = {};
     for (int kt = 0; kt < stages_k; ++kt) {
-      copy_async_wait<STAGES - 2>();
+      copy_async_wait<kAhead - 1>();
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // cp.async data -> wgmma's async proxy
       __syncthreads();  // stage kt landed for every thread; stage kt - 1 is no longer read
-      const int next = kt + STAGES - 1;
-      if (next < stages_k)
-        load_stage<T, BM, BN, kThreads>(p, a, w, m0, n0, (long long)next * kStageElems,
-                                        base + (next % STAGES) * kStageBytes);
+      const int next = kt + kAhead;
+      if (next < stages_k) copier.copy((long long)next * kStageElems, base + (next % STAGES) * kStageBytes);
       copy_async_commit();
       multiply_stage(base + (kt % STAGES) * kStageBytes, threadIdx.x / 128, acc);
     }

@@ -35,23 +35,44 @@ __device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
   return uint32_t(row * kRowBytes + ((chunk ^ (row & 7)) << 4));
 }
 
-// Stage `stage` of the ring <- K elements [k0, k0 + 128 bytes) of the tile's
-// BM rows of A and BN rows of W; rows and K past the matrix are zero-filled.
+// Copies K stages of a tile's BM rows of A and BN rows of W into the ring, with
+// each thread's rows and places fixed once per tile: a stage then costs a few
+// instructions per 16-byte copy instead of the index arithmetic.  Rows and K
+// past the matrix are zero-filled.
 template <class T, int BM, int BN, int THREADS>
-__device__ __forceinline__ void load_stage(const GemmParams &p, const char *a, const char *w, long long m0,
-                                           long long n0, long long k0, uint32_t stage) {
-  const long long k_bytes = p.k * (long long)sizeof(T);
-  for (int i = threadIdx.x; i < (BM + BN) * 8; i += THREADS) {
-    const int row = i / 8, chunk = i % 8;
-    const long long byte = k0 * (long long)sizeof(T) + chunk * 16;
-    const bool is_a = row < BM;
-    const long long r = is_a ? m0 + row : n0 + row - BM;
-    const bool valid = byte < k_bytes && r < (is_a ? p.m : p.n);
-    const char *src = is_a ? a + (valid ? r * p.lda * (long long)sizeof(T) + byte : 0)
-                           : w + (valid ? r * p.ldw * (long long)sizeof(T) + byte : 0);
-    copy_async_16(stage + swizzled(row, chunk), src, valid);
+struct StageCopier {
+  static_assert(THREADS % 8 == 0 && (BM + BN) * 8 % THREADS == 0, "whole chunks per thread");
+  static constexpr int kCopies = (BM + BN) * 8 / THREADS;
+  const char *row[kCopies];  // the start of each row this thread copies; null past the matrix
+  uint32_t place[kCopies];   // its swizzled offset in a stage
+  long long chunk_byte, k_bytes;
+
+  __device__ __forceinline__ StageCopier(const GemmParams &p, const char *a, const char *w, long long m0,
+                                         long long n0) {
+    const int chunk = threadIdx.x % 8;  // THREADS is a multiple of 8: a thread keeps its chunk column
+    chunk_byte = chunk * 16;
+    k_bytes = p.k * (long long)sizeof(T);
+#pragma unroll
+    for (int j = 0; j < kCopies; ++j) {
+      const int r = (threadIdx.x + j * THREADS) / 8;
+      const long long m = m0 + r, n = n0 + r - BM;
+      row[j] = r < BM ? (m < p.m ? a + m * p.lda * (long long)sizeof(T) : nullptr)
+                      : (n < p.n ? w + n * p.ldw * (long long)sizeof(T) : nullptr);
+      place[j] = swizzled(r, chunk);
+    }
   }
-}
+
+  // Stage `stage` <- K elements [k0, k0 + 128 bytes).
+  __device__ __forceinline__ void copy(long long k0, uint32_t stage) const {
+    const long long byte = k0 * (long long)sizeof(T) + chunk_byte;
+    const bool k_in = byte < k_bytes;
+#pragma unroll
+    for (int j = 0; j < kCopies; ++j) {
+      const bool valid = k_in && row[j] != nullptr;
+      copy_async_16(stage + place[j], valid ? row[j] + byte : row[0], valid);
+    }
+  }
+};
 
 // Tiles are numbered in groups of kGroupM rows of tiles, column by column
 // within a group, so the blocks running at once share a few rows of A and a
