@@ -148,6 +148,9 @@ bool good_fit(const GemmArgs &g) {
   constexpr KernelShape s = kKernels[I];
   switch (s.family) {
     case Family::skinny: return s.rt == 1 && s.warps == 8 && (s.nt == 1 || g.m > 8);
+    // Hopper: above 128 rows (below, the 64-row mma.sync tiles fill the GPU better;
+    // measured by the sm_90a tuning run, configs/gemm_sm_90a.csv).
+    case Family::wgmma: return g.m > 128 && s.bn == 128;
     case Family::tiled:
       // 128 x 128: 3 stages fit two blocks per SM (the block-scaled tiles have only 4)
       if (s.bn == 256 || (s.bm == 128 && s.stages == 4 && !s.block_scaled)) return false;
