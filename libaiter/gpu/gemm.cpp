@@ -34,8 +34,8 @@ constexpr KernelShape skinny(DType dt, int nt, int rt, int warps) {
 constexpr KernelShape tiled(DType dt, int bm, int bn, int stages, int threads, bool bs = false) {
   return {Family::tiled, dt, 0, 0, 0, bm, bn, stages, threads, bs};
 }
-constexpr KernelShape wgmma(DType dt, int bn, int stages) {
-  return {Family::wgmma, dt, 0, 0, 0, 128, bn, stages, 256, false};
+constexpr KernelShape wgmma(DType dt, int bn, int stages, bool bs = false) {
+  return {Family::wgmma, dt, 0, 0, 0, 128, bn, stages, 256, bs};
 }
 constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 64, 64, 0, 256, false}; }
 
@@ -53,6 +53,7 @@ constexpr KernelShape kKernels[] = {
     SKINNY_SHAPES(DType::bf16), SKINNY_SHAPES(DType::f16), SKINNY_SHAPES(DType::i8),
     SKINNY_SHAPES(DType::e4m3fn), SKINNY_SHAPES(DType::e5m2),
     WGMMA_SHAPES(DType::bf16), WGMMA_SHAPES(DType::f16), WGMMA_SHAPES(DType::e4m3fn), WGMMA_SHAPES(DType::e5m2),
+    wgmma(DType::e4m3fn, 128, 4, true),
     TILED_SHAPES(DType::bf16), TILED_SHAPES(DType::f16), TILED_SHAPES(DType::i8),
     TILED_SHAPES(DType::e4m3fn), TILED_SHAPES(DType::e5m2),
     tiled(DType::e4m3fn, 64, 128, 4, 256, true), tiled(DType::e4m3fn, 128, 128, 4, 256, true),
@@ -81,7 +82,8 @@ std::string variant_name(const KernelShape &s) {
       return "skinny." + dt + ".t" + std::to_string(s.nt) + ".r" + std::to_string(s.rt) + ".w" +
              std::to_string(s.warps);
     case Family::wgmma:
-      return "wgmma." + dt + ".128x" + std::to_string(s.bn) + ".s" + std::to_string(s.stages);
+      return "wgmma." + dt + ".128x" + std::to_string(s.bn) + ".s" + std::to_string(s.stages) +
+             (s.block_scaled ? ".bs" : "");
     case Family::tiled:
       return "tiled." + dt + "." + std::to_string(s.bm) + "x" + std::to_string(s.bn) + ".s" +
              std::to_string(s.stages) + (s.block_scaled ? ".bs" : "");

@@ -49,8 +49,14 @@ def quantized(rng, shape, dtype):
     return rand(rng, shape, dtype, scale=2.0)
 
 
-def check(out, ref, out_dtype, k, magnitude):
-    rtol, atol = TOLERANCE[out_dtype]
+# Hopper's fp8 wgmma sums its products with fewer mantissa bits than fp32 (the
+# reason DeepSeek-V3 promotes partial sums every 128 K; measured here: ~1e-4
+# relative), so an fp32 output of those kernels is held to 1e-3.
+FP8_TENSOR_SUMS = (1e-3, 1e-3)
+
+
+def check(out, ref, out_dtype, k, magnitude, tolerance=None):
+    rtol, atol = tolerance or TOLERANCE[out_dtype]
     assert_close(out, ref, out_dtype, rtol=rtol, atol=atol * np.sqrt(k) * magnitude)
 
 
@@ -115,7 +121,8 @@ def test_blockscale_variant(rng, variant):
         with forced("gemm_a8w8_blockscale", variant):
             aiter.gemm_a8w8_blockscale(*(to_device(x, CUDA) for x in (a, w, a_scale, w_scale)), out=out)
             ran(variant)
-        check(on_host(out), blockscale_reference(a, w, a_scale, w_scale), "float32", k, 4 / 32 / 32)
+        tolerance = FP8_TENSOR_SUMS if variant.startswith("wgmma") else None
+        check(on_host(out), blockscale_reference(a, w, a_scale, w_scale), "float32", k, 4 / 32 / 32, tolerance)
 
 
 @pytest.mark.parametrize("variant", [v for v in variants("batched_gemm_a16w16") if ".bf16" in v or "f32" in v])
