@@ -14,7 +14,10 @@
 
 namespace {
 
-template <class T, int NT, int RT, int WARPS, int U = RT == 1 ? 4 : 2>
+// Block-scaled (BS): each fragment pair's 64 K lie in one 128-wide group, whose
+// sums are added times a_scale[token, g] * w_scale[n / 128, g] (a block's 16 or
+// 32 rows of W lie in one 128-row block of scales).
+template <class T, int NT, int RT, int WARPS, bool BS = false, int U = RT == 1 ? 4 : 2>
 __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
   using Mma = MmaOf<T>;
   using Acc = typename Mma::Acc;
@@ -58,27 +61,50 @@ __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
     }
   };
   Acc acc[RT][NT][4] = {};
-  auto multiply = [&](const uint4 (&wv)[RT][2][U], const uint4 (&av)[NT][U]) {
+  // The scales of K step u of the step at k0 (block-scaled only).
+  auto scales = [&](long long k, float (&s)[NT][2]) {
+    const int group = int(k / 128);
+    const float ws = p.w_scale[batch * p.w_scale_batch + (n0 / 128) * p.kgroups + group];
 #pragma unroll
-    for (int u = 0; u < U; ++u)
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const long long m = j * 8 + t * 2 + c;
+        s[j][c] = ws * p.a_scale[batch * p.a_scale_batch + (m < p.m ? m : p.m - 1) * p.kgroups + group];
+      }
+  };
+  auto multiply = [&](const uint4 (&wv)[RT][2][U], const uint4 (&av)[NT][U], long long k0) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      float s[NT][2];
+      if constexpr (BS) {
+        if (k0 + u * kStep >= p.k) break;  // past K: zeros, and no scales to read
+        scales(k0 + u * kStep, s);
+      }
 #pragma unroll
       for (int r = 0; r < RT; ++r)
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
           const uint4 &lo = wv[r][0][u], &hi = wv[r][1][u], &b = av[j][u];
-          Mma::run(acc[r][j], lo.x, hi.x, lo.y, hi.y, b.x, b.y);
-          Mma::run(acc[r][j], lo.z, hi.z, lo.w, hi.w, b.z, b.w);
+          Acc part[4] = {};
+          Acc (&sum)[4] = BS ? part : acc[r][j];
+          Mma::run(sum, lo.x, hi.x, lo.y, hi.y, b.x, b.y);
+          Mma::run(sum, lo.z, hi.z, lo.w, hi.w, b.z, b.w);
+          if constexpr (BS)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[r][j][e] += part[e] * s[j][e % 2];
         }
+    }
   };
   const long long stride = (long long)WARPS * U * kStep;
   long long k0 = (long long)warp * U * kStep;
   if (k0 < p.k) load(w0, a0, k0);
   for (; k0 < p.k; k0 += 2 * stride) {
     if (k0 + stride < p.k) load(w1, a1, k0 + stride);
-    multiply(w0, a0);
+    multiply(w0, a0, k0);
     if (k0 + stride >= p.k) break;
     if (k0 + 2 * stride < p.k) load(w0, a0, k0 + 2 * stride);
-    multiply(w1, a1);
+    multiply(w1, a1, k0 + stride);
   }
 
 #pragma unroll
@@ -95,7 +121,7 @@ __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
     Acc sum = 0;
 #pragma unroll
     for (int v = 0; v < WARPS; ++v) sum += partial[v][row][token];
-    store_output(p, batch, token, n, float(sum), false);
+    store_output(p, batch, token, n, float(sum), BS);
   }
 }
 
@@ -122,7 +148,22 @@ SKINNY_SHAPES(i8, int8_t)
 SKINNY_SHAPES(e4m3fn, e4m3fn_t)
 SKINNY_SHAPES(e5m2, e5m2_t)
 
+#define SKINNY_BS(NT, RT, WARPS)                                                   \
+  extern "C" __global__ void __launch_bounds__(WARPS * 32)                         \
+      aiter_gemm_skinny_e4m3fn_t##NT##_r##RT##_w##WARPS##_bs(GemmParams p) {       \
+    gemm_skinny<e4m3fn_t, NT, RT, WARPS, true>(p);                                 \
+  }
+SKINNY_BS(1, 1, 4)
+SKINNY_BS(1, 1, 8)
+SKINNY_BS(1, 2, 4)
+SKINNY_BS(1, 2, 8)
+SKINNY_BS(2, 1, 4)
+SKINNY_BS(2, 1, 8)
+SKINNY_BS(2, 2, 4)
+SKINNY_BS(2, 2, 8)
+
 // The variant names are skinny.<dtype>.t<NT>.r<RT>.w<WARPS>: NT * 8 tokens,
 // RT * 16 rows of W per block, WARPS warps splitting K (U = 4 / RT loads of
 // each row in flight per warp and buffer).
 // aiter-kernel-family: op=gemm variant=skinny.{dt}.t{nt}.r{rt}.w{w} symbol=aiter_gemm_skinny_{dt}_t{nt}_r{rt}_w{w} block={block} smem=0 dt=bf16,f16,i8,e4m3fn@89,e5m2@89 nt=1,2 rt=1,2 w=4:128,8:256
+// aiter-kernel-family: op=gemm variant=skinny.{dt}.t{nt}.r{rt}.w{w}.bs symbol=aiter_gemm_skinny_{dt}_t{nt}_r{rt}_w{w}_bs block={block} smem=0 dt=e4m3fn@89 nt=1,2 rt=1,2 w=4:128,8:256

@@ -28,8 +28,8 @@ struct KernelShape {
   bool block_scaled;
 };
 
-constexpr KernelShape skinny(DType dt, int nt, int rt, int warps) {
-  return {Family::skinny, dt, nt, rt, warps, 0, 0, 0, warps * 32, false};
+constexpr KernelShape skinny(DType dt, int nt, int rt, int warps, bool bs = false) {
+  return {Family::skinny, dt, nt, rt, warps, 0, 0, 0, warps * 32, bs};
 }
 constexpr KernelShape tiled(DType dt, int bm, int bn, int stages, int threads, bool bs = false) {
   return {Family::tiled, dt, 0, 0, 0, bm, bn, stages, threads, bs};
@@ -42,6 +42,10 @@ constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 
 #define SKINNY_SHAPES(dt)                                                                                  \
   skinny(dt, 1, 1, 8), skinny(dt, 1, 1, 4), skinny(dt, 1, 2, 8), skinny(dt, 1, 2, 4), skinny(dt, 2, 1, 8), \
       skinny(dt, 2, 1, 4), skinny(dt, 2, 2, 8), skinny(dt, 2, 2, 4)
+#define SKINNY_BS_SHAPES                                                                                     \
+  skinny(DType::e4m3fn, 1, 1, 8, true), skinny(DType::e4m3fn, 1, 1, 4, true), skinny(DType::e4m3fn, 1, 2, 8, true), \
+      skinny(DType::e4m3fn, 1, 2, 4, true), skinny(DType::e4m3fn, 2, 1, 8, true),                                   \
+      skinny(DType::e4m3fn, 2, 1, 4, true), skinny(DType::e4m3fn, 2, 2, 8, true), skinny(DType::e4m3fn, 2, 2, 4, true)
 #define TILED_SHAPES(dt)                                                                         \
   tiled(dt, 64, 64, 4, 128), tiled(dt, 64, 128, 4, 256), tiled(dt, 128, 128, 3, 256), \
       tiled(dt, 128, 128, 4, 256), tiled(dt, 128, 256, 3, 256)
@@ -51,7 +55,7 @@ constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 
 // In heuristic order: the first that can run a call and fits it wins.
 constexpr KernelShape kKernels[] = {
     SKINNY_SHAPES(DType::bf16), SKINNY_SHAPES(DType::f16), SKINNY_SHAPES(DType::i8),
-    SKINNY_SHAPES(DType::e4m3fn), SKINNY_SHAPES(DType::e5m2),
+    SKINNY_SHAPES(DType::e4m3fn), SKINNY_SHAPES(DType::e5m2), SKINNY_BS_SHAPES,
     WGMMA_SHAPES(DType::bf16), WGMMA_SHAPES(DType::f16), WGMMA_SHAPES(DType::e4m3fn), WGMMA_SHAPES(DType::e5m2),
     wgmma(DType::e4m3fn, 128, 4, true),
     TILED_SHAPES(DType::bf16), TILED_SHAPES(DType::f16), TILED_SHAPES(DType::i8),
@@ -80,7 +84,7 @@ std::string variant_name(const KernelShape &s) {
   switch (s.family) {
     case Family::skinny:
       return "skinny." + dt + ".t" + std::to_string(s.nt) + ".r" + std::to_string(s.rt) + ".w" +
-             std::to_string(s.warps);
+             std::to_string(s.warps) + (s.block_scaled ? ".bs" : "");
     case Family::wgmma:
       return "wgmma." + dt + ".128x" + std::to_string(s.bn) + ".s" + std::to_string(s.stages) +
              (s.block_scaled ? ".bs" : "");
@@ -135,7 +139,8 @@ bool supports(const GemmArgs &g, const GpuCall *call) {
   constexpr KernelShape s = kKernels[I];
   if (call == nullptr || g.in_dtype != s.dtype || g.batch > 65535) return false;
   if (s.dtype == DType::i8 && g.k > kMaxInt8K) return false;
-  if (s.family == Family::skinny && (g.m > 8 * s.nt || g.block_scaled || !rows_in_16_bytes(g))) return false;
+  if (s.family == Family::skinny && (g.m > 8 * s.nt || g.block_scaled != s.block_scaled || !rows_in_16_bytes(g)))
+    return false;
   const bool tiles = s.family == Family::tiled || s.family == Family::wgmma;
   if (tiles && (g.block_scaled != s.block_scaled || !rows_in_16_bytes(g))) return false;
   if (tiles && tile_count(g, s) > 0x7fffffff) return false;
