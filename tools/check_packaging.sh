@@ -55,8 +55,8 @@ check_deb() {
   apt_get update
   profile=""
   if ! apt-cache show clang-19 lld-19 >/dev/null 2>&1; then
-    profile=nogpu
-    echo "clang-19 is not in this distribution's archive: building with the nogpu profile (no code objects)"
+    profile=pkg.libaiter.nogpu
+    echo "clang-19 is not in this distribution's archive: building with the $profile profile (no code objects)"
   fi
   apt_get install dpkg-dev lintian autopkgtest >/dev/null
   apt_get build-dep ${profile:+-P "$profile"} "$src" >/dev/null
@@ -69,7 +69,7 @@ check_deb() {
   ls "$top"/*.deb "$top"/*.dsc | xargs -n1 basename
 
   local changes=("$top"/libaiter_"$version"-*.changes)
-  lintian --pedantic --info --fail-on error "${changes[@]}" >"$top/lintian.log" 2>&1 || {
+  lintian --pedantic --display-info --fail-on error "${changes[@]}" >"$top/lintian.log" 2>&1 || {
     cat "$top/lintian.log"; echo "lintian found errors"; return 1; }
   echo "lintian (errors fail, overrides in debian/*.lintian-overrides):"
   grep -v "running with root" "$top/lintian.log" | sed 's/^/  /' || echo "  no tags"
