@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's two commands:
 #   tools/bootstrap.sh demo   install libaiter into .venv and run `python -m aiter demo`
-#   tools/bootstrap.sh test   install it with the test tools and run every test (C and Python)
+#   tools/bootstrap.sh test   install it with the test tools and run every test (C and Python),
+#                             then the packaging checks (tools/check_packaging.sh)
 # Works on a fresh Debian/Ubuntu machine with Python >= 3.10: the compiler and
 # venv support come from apt when missing (through sudo when not root).
 set -euo pipefail
@@ -43,11 +44,18 @@ if [ "$mode" = demo ]; then
   cd /tmp && exec "$OLDPWD/$venv/bin/python" -m aiter demo
 fi
 
+# The Python tests run against the wheel that would be distributed, built once
+# here and installed again into a fresh venv by the packaging checks.
+rm -rf build-wheel
+wheel=$(PYTHON=python3 tools/build_wheel.sh build-wheel)
+"$venv/bin/python" -m pip uninstall -q -y libaiter 2>/dev/null || true  # the same version from an earlier run
 # torch 2.13 is pinned so that machines with its CPU wheel at hand use it.
-"${pip[@]}" '.[test]' 'torch==2.13.*' meson ninja
+"${pip[@]}" "$wheel[test]" 'torch==2.13.*' meson ninja
 export PATH="$PWD/$venv/bin:$PATH"
 rm -rf build-test
 meson setup build-test -Dpython=disabled -Dgpu_targets=none >/dev/null  # C API tests: no code objects needed
 meson test -C build-test --print-errorlogs
 # From /tmp, so `import aiter` is the installed package, not a source folder.
-cd /tmp && exec "$OLDPWD/$venv/bin/python" -m pytest -q -p no:cacheprovider "$OLDPWD/tests/python"
+(cd /tmp && "$OLDPWD/$venv/bin/python" -m pytest -q -p no:cacheprovider "$OLDPWD/tests/python")
+# Debian packages, the wheel in a fresh venv, the conda recipe and package.
+tools/check_packaging.sh "$wheel"

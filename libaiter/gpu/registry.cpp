@@ -9,6 +9,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "aiter_config.h"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -33,8 +34,8 @@ bool is_file(const std::string &path) {
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-// $AITER_KERNEL_PATH (':'-separated), then beside libaiter.so: aiter/ (system
-// install), kernels/ (wheel and build tree).
+// $AITER_KERNEL_PATH (':'-separated), then beside libaiter.so: aiter/<soversion>/
+// (system and conda installs), kernels/ (wheel and build tree).
 std::vector<std::string> search_path() {
   std::vector<std::string> dirs;
   if (const char *env = std::getenv("AITER_KERNEL_PATH")) {
@@ -46,7 +47,7 @@ std::vector<std::string> search_path() {
   if (dladdr(reinterpret_cast<void *>(&search_path), &info) && info.dli_fname) {
     std::string lib = info.dli_fname;
     const std::string dir = lib.substr(0, lib.find_last_of('/') == std::string::npos ? 0 : lib.find_last_of('/'));
-    dirs.push_back((dir.empty() ? "." : dir) + "/aiter");
+    dirs.push_back((dir.empty() ? "." : dir) + "/" AITER_SYSTEM_KERNEL_SUBDIR);
     dirs.push_back((dir.empty() ? "." : dir) + "/kernels");
   }
   return dirs;

@@ -3,11 +3,14 @@
 Where the library comes from, first match wins:
   1. $AITER_LIBRARY, a path to libaiter.so.0 (a build tree, say);
   2. the copy inside this package (wheels);
-  3. the system's libaiter.so.0 (Debian's libaiter0, conda's libaiter).
+  3. <sys.prefix>/lib/libaiter.so.0: a conda environment's libaiter, which the
+     dynamic loader does not search by itself;
+  4. the system's libaiter.so.0 (Debian's libaiter0).
 The declarations (_cdef.h) are generated from the public headers at build time
 and sit in this package and beside the built library.
 """
 import os
+import sys
 
 from cffi import FFI
 
@@ -21,8 +24,10 @@ def _library_candidates():
     env = os.environ.get("AITER_LIBRARY")
     if env:
         return [env]
-    bundled = os.path.join(_PACKAGE_DIR, _SONAME)
-    return [bundled] if os.path.exists(bundled) else [_SONAME]
+    for path in (os.path.join(_PACKAGE_DIR, _SONAME), os.path.join(sys.prefix, "lib", _SONAME)):
+        if os.path.exists(path):
+            return [path]
+    return [_SONAME]
 
 
 def _read_cdef(library_path):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import aiter
-from harness import (FLOAT_DTYPES, QMAX, QUANT_DTYPES, check_quantized, f64, ml_dtypes, np_dtype, on_host,
+from harness import (FLOAT_DTYPES, QMAX, QUANT_DTYPES, check_quantized, f64, np_dtype, on_host,
                      ordinal, poisoned, poisoned_on, to_device)
 from harness import quant_reference as reference
 SHAPES = [(1, 7), (7, 111), (3, 5, 500), (2, 2500)]  # 2500: three 1024-column tiles
@@ -175,7 +175,7 @@ def test_many_strided_rows(rng, device):
 
 def test_allocates_and_accepts_framework_dtypes(rng):
     x = quant_input(rng, (2, 3, 40), "float32")
-    out, scale = aiter.quant_per_token(x, np.dtype(ml_dtypes.float8_e4m3fnuz))
+    out, scale = aiter.quant_per_token(x, np_dtype("float8_e4m3fnuz"))
     assert out.dtype == np_dtype("float8_e4m3fnuz") and scale.shape == (2, 3, 1)
     check_quantized(out, f64(x), f64(scale), "float8_e4m3fnuz")
     out, scale = aiter.quant_per_tensor(x, np.int8, scale=np.full((1, 1), np.nan, np.float32))
