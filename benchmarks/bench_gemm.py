@@ -172,8 +172,11 @@ def main():
     p.add_argument("--markdown")
     args = p.parse_args()
     torch.manual_seed(0)
-    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, libaiter {aiter.__version__}")
-    print(f"device copy: {copy_bandwidth():.2f} TB/s (read + write)")
+    header = [f"{torch.cuda.get_device_name()}, torch {torch.__version__} (CUDA {torch.version.cuda}), "
+              f"libaiter {aiter.__version__}",
+              f"device copy: {copy_bandwidth():.2f} TB/s (read + write)",
+              "tuned tables: " + "; ".join(aiter.tuning.config_sources()), ""]
+    print("\n".join(header))
     rows = []
     for kind in args.kinds.split(","):
         for set_name in (args.sets.split(",") if args.sets else KIND_SETS[kind]):
@@ -182,11 +185,11 @@ def main():
                     row = measure(kind, m, n, k)
                     rows.append(row)
                     print(table([row])[-1], flush=True)
-    text = table(rows) + [""] + summary(rows)
+    text = header + table(rows) + [""] + summary(rows)
     print("\n".join(text))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump({"header": header, "rows": rows}, f, indent=1)
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write("\n".join(text) + "\n")
