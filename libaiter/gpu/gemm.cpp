@@ -1,6 +1,6 @@
 // GPU GEMM variants (kernels/gemm/): the skinny tensor-core kernels for M <= 16,
-// the tiled tensor-core kernels (NVIDIA targets), and the portable kernel that
-// runs any call on every target.  Each variant is one row of kKernels; the
+// the tiled mma.sync kernels (NVIDIA targets), the wgmma kernels (sm_90a), and
+// the portable kernel that runs any call on every target.  Each variant is one row of kKernels; the
 // tuned selection (tuning/select.hpp) picks among those that can run a call.
 #include <array>
 #include <atomic>
@@ -19,7 +19,8 @@ namespace {
 enum class Family { skinny, tiled, wgmma, generic };
 
 // skinny: tokens = 8 * NT, rows = 16 * RT of W per block, `warps` split K.
-// tiled: bm x bn tiles, `stages` deep, `threads` per block.
+// tiled, wgmma: bm x bn tiles, `stages` deep, `threads` per block.
+// block_scaled: the gemm_a8w8_blockscale kernels.
 struct KernelShape {
   Family family;
   DType dtype;
@@ -39,13 +40,9 @@ constexpr KernelShape wgmma(DType dt, int bn, int stages, bool bs = false) {
 }
 constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 64, 64, 0, 256, false}; }
 
-#define SKINNY_SHAPES(dt)                                                                                  \
-  skinny(dt, 1, 1, 8), skinny(dt, 1, 1, 4), skinny(dt, 1, 2, 8), skinny(dt, 1, 2, 4), skinny(dt, 2, 1, 8), \
-      skinny(dt, 2, 1, 4), skinny(dt, 2, 2, 8), skinny(dt, 2, 2, 4)
-#define SKINNY_BS_SHAPES                                                                                     \
-  skinny(DType::e4m3fn, 1, 1, 8, true), skinny(DType::e4m3fn, 1, 1, 4, true), skinny(DType::e4m3fn, 1, 2, 8, true), \
-      skinny(DType::e4m3fn, 1, 2, 4, true), skinny(DType::e4m3fn, 2, 1, 8, true),                                   \
-      skinny(DType::e4m3fn, 2, 1, 4, true), skinny(DType::e4m3fn, 2, 2, 8, true), skinny(DType::e4m3fn, 2, 2, 4, true)
+#define SKINNY_SHAPES(dt, bs)                                                                  \
+  skinny(dt, 1, 1, 8, bs), skinny(dt, 1, 1, 4, bs), skinny(dt, 1, 2, 8, bs), skinny(dt, 1, 2, 4, bs), \
+      skinny(dt, 2, 1, 8, bs), skinny(dt, 2, 1, 4, bs), skinny(dt, 2, 2, 8, bs), skinny(dt, 2, 2, 4, bs)
 #define TILED_SHAPES(dt)                                                                         \
   tiled(dt, 64, 64, 4, 128), tiled(dt, 64, 128, 4, 256), tiled(dt, 128, 128, 3, 256), \
       tiled(dt, 128, 128, 4, 256), tiled(dt, 128, 256, 3, 256)
@@ -54,8 +51,8 @@ constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 
 
 // In heuristic order: the first that can run a call and fits it wins.
 constexpr KernelShape kKernels[] = {
-    SKINNY_SHAPES(DType::bf16), SKINNY_SHAPES(DType::f16), SKINNY_SHAPES(DType::i8),
-    SKINNY_SHAPES(DType::e4m3fn), SKINNY_SHAPES(DType::e5m2), SKINNY_BS_SHAPES,
+    SKINNY_SHAPES(DType::bf16, false), SKINNY_SHAPES(DType::f16, false), SKINNY_SHAPES(DType::i8, false),
+    SKINNY_SHAPES(DType::e4m3fn, false), SKINNY_SHAPES(DType::e5m2, false), SKINNY_SHAPES(DType::e4m3fn, true),
     WGMMA_SHAPES(DType::bf16), WGMMA_SHAPES(DType::f16), WGMMA_SHAPES(DType::e4m3fn), WGMMA_SHAPES(DType::e5m2),
     wgmma(DType::e4m3fn, 128, 4, true),
     TILED_SHAPES(DType::bf16), TILED_SHAPES(DType::f16), TILED_SHAPES(DType::i8),
