@@ -76,7 +76,7 @@ static void test_tables(void) {
   EXPECT_OK(aiter_reload_tuned_configs());
   char expected[128];
   snprintf(expected, sizeof expected, "%s: 1 rows", table);
-  CHECK(strcmp(aiter_tuned_config_sources(), expected) == 0);
+  CHECK(strstr(aiter_tuned_config_sources(), expected) != NULL);  /* after any shipped tables */
   CHECK(gemm_how() == 1);
 
   write_file(table, "op,target,compute_units,batch,m,n,k,a_dtype,out_dtype,variant\n"
@@ -84,7 +84,7 @@ static void test_tables(void) {
   EXPECT_OK(aiter_reload_tuned_configs());
   snprintf(expected, sizeof expected, "%s:2: expected 10 columns", table);
   const char *sources = aiter_tuned_config_sources();
-  CHECK(strncmp(sources, expected, strlen(expected)) == 0);
+  CHECK(strstr(sources, expected) != NULL);
   CHECK(gemm_how() == 0);  /* the op still runs, on the heuristic */
 }
 
