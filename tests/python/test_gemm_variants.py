@@ -70,6 +70,7 @@ def test_forcing_an_unknown_variant_fails():
 
 
 def test_portable_kernels_in_a_subprocess():
+    pytest.importorskip("ml_dtypes", reason="the subprocess makes bfloat16 and fp8 NumPy arrays")
     # AITER_CPU_ISA=baseline selects the kernels built for the baseline ISA,
     # which an AVX2 machine would otherwise never run: every variant, every
     # dtype path (fp32 in place, bf16 and int8 converted in registers by the

@@ -280,6 +280,7 @@ def read_csv(path):
 
 
 def test_tune_end_to_end_on_cpu(tmp_path, rng, env):
+    pytest.importorskip("ml_dtypes", reason="the shapes include bfloat16 and fp8 NumPy arrays")
     (tmp_path / "untuned.csv").write_text(UNTUNED)
     out = tmp_path / "tuned.csv"
     keep = "gemm_a16w16,cpu,0,1,64,99,99,float32,float32,cpu.tiled,,,\n"  # another key: kept
@@ -315,6 +316,7 @@ def test_tune_end_to_end_on_cpu(tmp_path, rng, env):
 
 
 def test_any_compute_units(tmp_path, env):
+    pytest.importorskip("ml_dtypes", reason="the shapes include bfloat16 and fp8 NumPy arrays")
     from aiter.cli import main
     (tmp_path / "untuned.csv").write_text(UNTUNED)
     out = tmp_path / "tuned.csv"
@@ -348,6 +350,7 @@ def test_tuner_references_of_every_op(op, a_dtype):
 
 
 def test_tuner_never_selects_a_candidate_above_tolerance(tmp_path, monkeypatch, capsys, env):
+    pytest.importorskip("ml_dtypes", reason="the shapes include bfloat16 and fp8 NumPy arrays")
     from aiter.cli import main
     from aiter.cli import gemm_cases
     (tmp_path / "untuned.csv").write_text(UNTUNED)
@@ -363,6 +366,7 @@ def test_tuner_never_selects_a_candidate_above_tolerance(tmp_path, monkeypatch, 
 
 
 def test_bench_command(tmp_path):
+    pytest.importorskip("ml_dtypes", reason="the shapes include bfloat16 and fp8 NumPy arrays")
     (tmp_path / "untuned.csv").write_text(UNTUNED)
     done = cli(tmp_path, "bench", "--gemm", "a8w8", "--untuned", "untuned.csv", "--device", "cpu", "--iters", "1")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from ..errors import AiterError
+from ..errors import AiterError, UnsupportedDtypeError
 
 
 class NumpyArrays:
@@ -22,7 +22,7 @@ class NumpyArrays:
             try:
                 import ml_dtypes
             except ImportError:
-                raise AiterError(f"{name} on the CPU needs ml_dtypes (pip install ml_dtypes)") from None
+                raise UnsupportedDtypeError(f"{name} on the CPU needs ml_dtypes (pip install ml_dtypes)") from None
             return np.dtype(getattr(ml_dtypes, name))
         return np.dtype(name)
 
