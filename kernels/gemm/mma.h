@@ -14,27 +14,20 @@
 
 template <class T> struct MmaOf;
 
-template <> struct MmaOf<bf16_t> {
-  using Acc = float;
-  static __device__ __forceinline__ void run(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                             uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-};
-
-template <> struct MmaOf<half_t> {
-  using Acc = float;
-  static __device__ __forceinline__ void run(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                             uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-};
+// The 16-bit products: m16n8k16, fp32 accumulators.
+#define AITER_MMA_16BIT(T, fmt)                                                                              \
+  template <> struct MmaOf<T> {                                                                              \
+    using Acc = float;                                                                                       \
+    static __device__ __forceinline__ void run(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,          \
+                                               uint32_t a3, uint32_t b0, uint32_t b1) {                      \
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." fmt "." fmt ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
+                   "{%8,%9}, {%0,%1,%2,%3};"                                                                 \
+                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                          \
+                   : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));                                 \
+    }                                                                                                        \
+  };
+AITER_MMA_16BIT(bf16_t, "bf16")
+AITER_MMA_16BIT(half_t, "f16")
 
 template <> struct MmaOf<int8_t> {
   using Acc = int;
