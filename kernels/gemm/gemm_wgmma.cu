@@ -125,18 +125,23 @@ struct Wgmma {
   }
 
 WGMMA(bf16, bf16_t, 128, 4)
+WGMMA(bf16, bf16_t, 128, 3)
 WGMMA(bf16, bf16_t, 256, 3)
 WGMMA(f16, half_t, 128, 4)
+WGMMA(f16, half_t, 128, 3)
 WGMMA(f16, half_t, 256, 3)
 WGMMA(e4m3fn, e4m3fn_t, 128, 4)
+WGMMA(e4m3fn, e4m3fn_t, 128, 3)
 WGMMA(e4m3fn, e4m3fn_t, 256, 3)
 WGMMA(e5m2, e5m2_t, 128, 4)
+WGMMA(e5m2, e5m2_t, 128, 3)
 WGMMA(e5m2, e5m2_t, 256, 3)
 extern "C" __global__ void __launch_bounds__(256) aiter_gemm_wgmma_e4m3fn_128x128_s4_bs(GemmParams p) {
   Wgmma<e4m3fn_t, 128, 4, true>::run(p);
 }
 
-// Variant names: wgmma.<dtype>.128x<BN>.s<STAGES>; 256 threads; shared memory =
+// Variant names: wgmma.<dtype>.128x<BN>.s<STAGES> (128 x 128 with 3 stages: two
+// blocks per SM, whose products fill each other's barriers); 256 threads; shared memory =
 // STAGES * (128 + BN) * 128 bytes + 1 KiB for the 1024-byte alignment.
-// aiter-kernel-family: op=gemm variant=wgmma.{dt}.{shape} symbol=aiter_gemm_wgmma_{dt}_{sym} block=256 smem={smem} dt=bf16@90,f16@90,e4m3fn@90,e5m2@90 shape=128x128.s4:128x128_s4:132096,128x256.s3:128x256_s3:148480
+// aiter-kernel-family: op=gemm variant=wgmma.{dt}.{shape} symbol=aiter_gemm_wgmma_{dt}_{sym} block=256 smem={smem} dt=bf16@90,f16@90,e4m3fn@90,e5m2@90 shape=128x128.s4:128x128_s4:132096,128x128.s3:128x128_s3:99328,128x256.s3:128x256_s3:148480
 // aiter-kernel: op=gemm variant=wgmma.e4m3fn.128x128.s4.bs symbol=aiter_gemm_wgmma_e4m3fn_128x128_s4_bs block=256 smem=132096

@@ -47,7 +47,7 @@ constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 
   tiled(dt, 64, 64, 4, 128), tiled(dt, 64, 128, 4, 256), tiled(dt, 128, 128, 3, 256), \
       tiled(dt, 128, 128, 4, 256), tiled(dt, 128, 256, 3, 256)
 
-#define WGMMA_SHAPES(dt) wgmma(dt, 128, 4), wgmma(dt, 256, 3)
+#define WGMMA_SHAPES(dt) wgmma(dt, 128, 4), wgmma(dt, 128, 3), wgmma(dt, 256, 3)
 
 // In heuristic order: the first that can run a call and fits it wins.
 constexpr KernelShape kKernels[] = {
@@ -154,7 +154,7 @@ bool good_fit(const GemmArgs &g) {
     case Family::skinny: return s.rt == 1 && s.warps == 8 && (s.nt == 1 || g.m > 8);
     // Hopper: above 128 rows (below, the 64-row mma.sync tiles fill the GPU better;
     // measured by the sm_90a tuning run, configs/gemm_sm_90a.csv).
-    case Family::wgmma: return g.m > 128 && s.bn == 128;
+    case Family::wgmma: return g.m > 128 && s.bn == 128 && (s.stages == 3 || s.block_scaled);  // 2 blocks / SM
     case Family::tiled:
       // 128 x 128: 3 stages fit two blocks per SM (the block-scaled tiles have only 4)
       if (s.bn == 256 || (s.bm == 128 && s.stages == 4 && !s.block_scaled)) return false;
