@@ -25,18 +25,34 @@ def _batched_out_shape(a_, w_):
     return (a_.shape[0], a_.shape[1], w_.shape[1])
 
 
+def _a16w16(symbol, out_shape, a, w, bias, out_dtype, out):
+    """The 16-bit products, plain or batched (`out_shape` says which)."""
+    c = Call(symbol, like=a)
+    a_, w_, b_ = c.input(a, "a"), c.input(w, "w"), c.optional(bias, "bias")
+    dtype = a_.dtype if out_dtype is None else canonical(out_dtype)
+    out_ = c.output(out, "out", out_shape(a_, w_), dtype)
+    c.run(out_.c, a_.c, w_.c, c_or_null(b_))
+    return c.result(out_)
+
+
+def _a8w8(symbol, out_shape, a, w, a_scale, w_scale, bias, out_dtype, out):
+    """The 8-bit products with per-token / per-channel scales, plain or batched."""
+    c = Call(symbol, like=a)
+    a_, w_ = c.input(a, "a"), c.input(w, "w")
+    as_, ws_ = c.input(a_scale, "a_scale"), c.input(w_scale, "w_scale")
+    b_ = c.optional(bias, "bias")
+    out_ = c.output(out, "out", out_shape(a_, w_), canonical(out_dtype))
+    c.run(out_.c, a_.c, w_.c, as_.c, ws_.c, c_or_null(b_))
+    return c.result(out_)
+
+
 def gemm_a16w16(a, w, bias=None, *, out_dtype=None, out=None):
     """``a @ w.T + bias`` with fp32 accumulation, rounded once to ``out_dtype``.
 
     ``a`` and ``w``: float32, float16 or bfloat16 (the same); ``out_dtype``: float32,
     float16 or bfloat16, ``a``'s dtype by default; ``bias``: None or [N] in float32
     or ``out_dtype``."""
-    c = Call("aiter_gemm_a16w16", like=a)
-    a_, w_, b_ = c.input(a, "a"), c.input(w, "w"), c.optional(bias, "bias")
-    dtype = a_.dtype if out_dtype is None else canonical(out_dtype)
-    out_ = c.output(out, "out", _out_shape(a_, w_), dtype)
-    c.run(out_.c, a_.c, w_.c, c_or_null(b_))
-    return c.result(out_)
+    return _a16w16("aiter_gemm_a16w16", _out_shape, a, w, bias, out_dtype, out)
 
 
 def gemm_a8w8(a, w, a_scale, w_scale, bias=None, *, out_dtype="bfloat16", out=None):
@@ -48,13 +64,7 @@ def gemm_a8w8(a, w, a_scale, w_scale, bias=None, *, out_dtype="bfloat16", out=No
     ``w_scale``: float32 [1, N] (per channel) or [1] / [1, 1].  The scaling and the
     bias (None or [N] in float32 or ``out_dtype``) are applied in fp32, then the
     result is rounded once to ``out_dtype`` (bfloat16, float16 or float32)."""
-    c = Call("aiter_gemm_a8w8", like=a)
-    a_, w_ = c.input(a, "a"), c.input(w, "w")
-    as_, ws_ = c.input(a_scale, "a_scale"), c.input(w_scale, "w_scale")
-    b_ = c.optional(bias, "bias")
-    out_ = c.output(out, "out", _out_shape(a_, w_), canonical(out_dtype))
-    c.run(out_.c, a_.c, w_.c, as_.c, ws_.c, c_or_null(b_))
-    return c.result(out_)
+    return _a8w8("aiter_gemm_a8w8", _out_shape, a, w, a_scale, w_scale, bias, out_dtype, out)
 
 
 def gemm_a8w8_blockscale(a, w, a_scale, w_scale, *, out_dtype="bfloat16", out=None):
@@ -77,12 +87,7 @@ def gemm_a8w8_blockscale(a, w, a_scale, w_scale, *, out_dtype="bfloat16", out=No
 def batched_gemm_a16w16(a, w, bias=None, *, out_dtype=None, out=None):
     """``out[b] = a[b] @ w[b].T + bias`` for ``a`` [B, M, K], ``w`` [B, N, K]:
     the dtypes of ``gemm_a16w16``; ``bias`` None or [N], shared by every b."""
-    c = Call("aiter_batched_gemm_a16w16", like=a)
-    a_, w_, b_ = c.input(a, "a"), c.input(w, "w"), c.optional(bias, "bias")
-    dtype = a_.dtype if out_dtype is None else canonical(out_dtype)
-    out_ = c.output(out, "out", _batched_out_shape(a_, w_), dtype)
-    c.run(out_.c, a_.c, w_.c, c_or_null(b_))
-    return c.result(out_)
+    return _a16w16("aiter_batched_gemm_a16w16", _batched_out_shape, a, w, bias, out_dtype, out)
 
 
 def batched_gemm_a8w8(a, w, a_scale, w_scale, bias=None, *, out_dtype="bfloat16", out=None):
@@ -90,10 +95,4 @@ def batched_gemm_a8w8(a, w, a_scale, w_scale, bias=None, *, out_dtype="bfloat16"
     the same fp8 format).  ``a_scale``: float32 [B, M, 1] (per token) or [1] /
     [1, 1] (per tensor); ``w_scale``: float32 [B, 1, N] (per channel) or [1] /
     [1, 1]; ``bias``: None or [N], shared by every b."""
-    c = Call("aiter_batched_gemm_a8w8", like=a)
-    a_, w_ = c.input(a, "a"), c.input(w, "w")
-    as_, ws_ = c.input(a_scale, "a_scale"), c.input(w_scale, "w_scale")
-    b_ = c.optional(bias, "bias")
-    out_ = c.output(out, "out", _batched_out_shape(a_, w_), canonical(out_dtype))
-    c.run(out_.c, a_.c, w_.c, as_.c, ws_.c, c_or_null(b_))
-    return c.result(out_)
+    return _a8w8("aiter_batched_gemm_a8w8", _batched_out_shape, a, w, a_scale, w_scale, bias, out_dtype, out)
