@@ -16,12 +16,14 @@ aiter_status no_gpu_backend(const char *op, const DLTensor *where) {
               op, int(where->device.device_type), int(where->device.device_id));
 }
 
-// GPU backends that can run: CUDA when NVIDIA code objects are present.  AMD code
-// objects are built too, but there is no HIP runtime loader yet, so no HIP bit.
+// GPU backends that can run: CUDA when NVIDIA code objects are present, HIP when
+// AMD ones are (both runtimes are loaded at first use; neither is checked here).
 static uint32_t gpu_backends() {
   uint32_t bits = 0;
-  for (const std::string &t : gpu::built_targets())
+  for (const std::string &t : gpu::built_targets()) {
     if (t.rfind("sm_", 0) == 0) bits |= AITER_BACKEND_CUDA;
+    if (t.rfind("gfx", 0) == 0) bits |= AITER_BACKEND_HIP;
+  }
   return bits;
 }
 

@@ -7,13 +7,11 @@ namespace aiter {
 namespace gpu {
 
 aiter_status open_cuda_driver(Driver **driver);
+aiter_status open_hip_driver(Driver **driver);
 
 aiter_status driver_for(DLDeviceType type, Driver **driver) {
   if (type == kDLCUDA) return open_cuda_driver(driver);
-  if (type == kDLROCM)
-    return fail(AITER_ERR_NO_DEVICE,
-                "ROCm tensors: this libaiter builds AMD code objects but has no HIP runtime loader yet "
-                "(no AMD GPU was available to test one)");
+  if (type == kDLROCM) return open_hip_driver(driver);
   return fail(AITER_ERR_INVALID_ARGUMENT, "device type %d is not a GPU libaiter can run", int(type));
 }
 

@@ -32,6 +32,7 @@ class Driver {
   virtual aiter_status multiprocessor_count(int device, int *count) = 0;
   // Makes the device's primary context current on this thread (what PyTorch,
   // CuPy and JAX use), remembering the caller's so restore() can put it back.
+  // HIP has one context per device: there it is the current device that changes.
   virtual aiter_status enter(int device, Context *previous) = 0;
   virtual void restore(Context previous) = 0;
   virtual aiter_status load_module(const void *image, Module *module) = 0;

@@ -1,11 +1,9 @@
 // The CUDA driver API through dlopen("libcuda.so.1").  Only the functions below
 // are resolved; their signatures are the driver API's, with opaque handles as void *.
-#include <dlfcn.h>
-
 #include <mutex>
 
 #include "core/error.hpp"
-#include "gpu/driver.hpp"
+#include "gpu/driver_loader.hpp"
 
 namespace aiter {
 namespace gpu {
@@ -33,20 +31,15 @@ struct CudaApi {
   CUresult (*cuGetErrorString)(CUresult, const char **);
 };
 
-template <class F>
-bool resolve(void *lib, const char *symbol, F *fn) {
-  *fn = reinterpret_cast<F>(dlsym(lib, symbol));
-  return *fn != nullptr;
-}
-
 class CudaDriver final : public Driver {
  public:
   const char *name() const override { return "CUDA driver (libcuda.so.1)"; }
 
   aiter_status open() {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    std::string why;
+    void *lib = open_library({"libcuda.so.1"}, &why);
     if (lib == nullptr)
-      return fail(AITER_ERR_NO_DEVICE, "no CUDA driver: dlopen(libcuda.so.1) failed: %s", dlerror());
+      return fail(AITER_ERR_NO_DEVICE, "no CUDA driver: dlopen(libcuda.so.1) failed: %s", why.c_str());
     // _v2 are the names of the 64-bit-pointer versions in every driver since CUDA 4.
     const bool ok = resolve(lib, "cuInit", &api_.cuInit) && resolve(lib, "cuDeviceGetCount", &api_.cuDeviceGetCount) &&
                     resolve(lib, "cuDeviceGet", &api_.cuDeviceGet) &&
@@ -151,19 +144,7 @@ class CudaDriver final : public Driver {
 
 }  // namespace
 
-aiter_status open_cuda_driver(Driver **driver) {
-  static CudaDriver instance;
-  static aiter_status status = AITER_ERR_INTERNAL;
-  static std::string message;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    status = instance.open();
-    message = aiter_last_error();
-  });
-  if (status != AITER_OK) return fail(status, "%s", message.c_str());
-  *driver = &instance;
-  return AITER_OK;
-}
+aiter_status open_cuda_driver(Driver **driver) { return open_once<CudaDriver>(driver); }
 
 }  // namespace gpu
 }  // namespace aiter

@@ -104,13 +104,13 @@ const std::vector<std::string> &variant_names() {
 // Whether the device's target has kernel I, asked of the manifest once per device.
 template <size_t I>
 bool built_for(const GpuCall &call) {
-  static std::atomic<signed char> known[64] = {};  // 0 unknown, 1 yes, -1 no
-  const int id = call.device.device_id;
-  if (id >= 0 && id < 64 && known[id].load(std::memory_order_relaxed) != 0) return known[id] > 0;
+  static std::atomic<signed char> known[kDeviceSlots] = {};  // 0 unknown, 1 yes, -1 no
+  const int slot = device_slot(call.device);
+  if (slot >= 0 && known[slot].load(std::memory_order_relaxed) != 0) return known[slot] > 0;
   Driver *driver = nullptr;
   const bool yes = driver_for(call.device.device_type, &driver) == AITER_OK &&
-                   has_kernel(driver, id, "gemm", variant_names()[I]);
-  if (id >= 0 && id < 64) known[id].store(yes ? 1 : -1, std::memory_order_relaxed);
+                   has_kernel(driver, call.device.device_id, "gemm", variant_names()[I]);
+  if (slot >= 0) known[slot].store(yes ? 1 : -1, std::memory_order_relaxed);
   return yes;
 }
 

@@ -67,17 +67,24 @@ inline aiter_status memset_u32(const GpuCall &call, void *dst, uint32_t value, s
   return scope.driver()->memset_u32_async(dst, value, count, call.stream);
 }
 
+// Per-device caches keep one slot per GPU: CUDA devices 0..63, then ROCm devices
+// 0..63 (a process may hold both, and their ids overlap); -1 past 64 devices.
+constexpr int kDeviceSlots = 128;
+inline int device_slot(DLDevice device) {
+  if (device.device_id < 0 || device.device_id >= kDeviceSlots / 2) return -1;
+  return (device.device_type == kDLCUDA ? 0 : kDeviceSlots / 2) + device.device_id;
+}
+
 // The device's multiprocessor count, for sizing grid-stride launches; asked of
 // the driver once per device.
 inline aiter_status multiprocessors(const GpuCall &call, int *count) {
-  static std::atomic<int> known[2][64] = {};  // [CUDA, other][device id]
-  const int id = call.device.device_id;
-  const bool cacheable = id >= 0 && id < 64;
-  std::atomic<int> *slot = cacheable ? &known[call.device.device_type == kDLCUDA ? 0 : 1][id] : nullptr;
+  static std::atomic<int> known[kDeviceSlots] = {};
+  const int index = device_slot(call.device);
+  std::atomic<int> *slot = index >= 0 ? &known[index] : nullptr;
   if (slot && (*count = slot->load(std::memory_order_relaxed)) > 0) return AITER_OK;
   Driver *driver = nullptr;
   aiter_status s = driver_for(call.device.device_type, &driver);
-  if (s == AITER_OK) s = driver->multiprocessor_count(id, count);
+  if (s == AITER_OK) s = driver->multiprocessor_count(call.device.device_id, count);
   if (s == AITER_OK && slot) slot->store(*count, std::memory_order_relaxed);
   return s;
 }

@@ -199,15 +199,21 @@ class CupyAdapter(DLPackAdapter):
         return cupy.cuda.get_current_stream().ptr
 
 
+# The DLPack protocol's name for the legacy default stream: 1 on CUDA (where 0 is
+# ambiguous), 0 on ROCm (where 1 and 2 are not allowed).
+_DEFAULT_STREAM = {KDL_CUDA: 1, KDL_ROCM: 0}
+
+
 def _export(obj, what, stream):
     """The array's DLPack capsule.  A GPU producer is told the stream the op runs
-    on (1: the legacy default stream), so it orders its pending writes before it."""
+    on (or the legacy default stream), so it orders its pending writes before it."""
     if not hasattr(obj, "__dlpack__"):
         raise InvalidArgumentError(f"{what}: expected an array (NumPy, PyTorch, JAX, CuPy or any object with "
                                    f"__dlpack__), got {type(obj).__name__}")
     kwargs = {}
-    if hasattr(obj, "__dlpack_device__") and obj.__dlpack_device__()[0] in (KDL_CUDA, KDL_ROCM):
-        kwargs["stream"] = stream or 1
+    kind = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else None
+    if kind in _DEFAULT_STREAM:
+        kwargs["stream"] = stream or _DEFAULT_STREAM[kind]
     try:
         return obj.__dlpack__(max_version=(1, 1), **kwargs)
     except TypeError:

@@ -111,6 +111,17 @@ static inline void check_status(aiter_status got, aiter_status expected, const c
 #define EXPECT_STATUS(call, expected, fragment) check_status((call), (expected), (fragment), #call, __FILE__, __LINE__)
 #define EXPECT_OK(call) EXPECT_STATUS(call, AITER_OK, NULL)
 
+/* A call on ROCm tensors where no AMD GPU is present (every machine these tests
+ * have run on) returns AITER_ERR_NO_DEVICE, with HIP's own answer when
+ * libamdhip64 is installed and dlopen's when it is not; nothing else passes. */
+#define NO_HIP_RUNTIME "no HIP runtime: dlopen(libamdhip64.so) failed: "
+#define NO_AMD_GPU "no AMD GPU: hip"
+static inline void check_no_hip_device(aiter_status got, const char *call, const char *file, int line) {
+  const char *fragment = strstr(aiter_last_error(), NO_HIP_RUNTIME) ? NO_HIP_RUNTIME : NO_AMD_GPU;
+  check_status(got, AITER_ERR_NO_DEVICE, fragment, call, file, line);
+}
+#define EXPECT_NO_HIP_DEVICE(call) check_no_hip_device((call), #call, __FILE__, __LINE__)
+
 /* The closing line counts checks, in the "N passed, N failed" form test runners read. */
 static inline int report(void) {
   printf("%d passed, %d failed\n", checks_run - checks_failed, checks_failed);

@@ -85,9 +85,12 @@ int main(void) {
   CHECK(aiter_last_error()[0] != '\0');
   EXPECT_OK(aiter_get_library_info(&info));
   CHECK(aiter_last_error()[0] == '\0');
-  /* aiter_synchronize: a no-op for the CPU; no driver on this machine gives "no device". */
-  DLDevice cpu = {kDLCPU, 0}, bad = {kDLOpenCL, 0};
+  /* aiter_synchronize: a no-op for the CPU; no driver on this machine gives "no device".
+   * The HIP runtime is opened once: the second call gets the first one's answer. */
+  DLDevice cpu = {kDLCPU, 0}, bad = {kDLOpenCL, 0}, rocm = {kDLROCM, 0};
   EXPECT_OK(aiter_synchronize(cpu, NULL));
   EXPECT_STATUS(aiter_synchronize(bad, NULL), AITER_ERR_INVALID_ARGUMENT, "device type");
+  EXPECT_NO_HIP_DEVICE(aiter_synchronize(rocm, NULL));
+  EXPECT_NO_HIP_DEVICE(aiter_synchronize(rocm, NULL));
   return report();
 }

@@ -21,6 +21,7 @@ static void test_argument_checks(void) {
   EXPECT_STATUS(aiter_kernel_variants("gemm_zz", cpu, names, 4, &count), bad, "unknown op 'gemm_zz'");
   EXPECT_STATUS(aiter_tuned_config_device(cpu, NULL, &units), bad, "must not be NULL");
   EXPECT_STATUS(aiter_tuned_config_device((DLDevice){kDLMetal, 0}, &target, &units), bad, "device");
+  EXPECT_NO_HIP_DEVICE(aiter_tuned_config_device((DLDevice){kDLROCM, 0}, &target, &units));
   EXPECT_STATUS(aiter_last_kernel_variant(&op, NULL, &how), bad, "must not be NULL");
   EXPECT_STATUS(aiter_force_kernel_variant(NULL, "cpu.tiled"), bad, "op must not be NULL");
   EXPECT_STATUS(aiter_force_kernel_variant("gemm_a8w8", "none.such"), bad, "is not a variant of gemm_a8w8");

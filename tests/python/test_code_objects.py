@@ -32,6 +32,13 @@ def test_every_available_toolchain_built_its_targets():
     assert expected_targets() <= built, f"built {sorted(built)}, expected at least {sorted(expected_targets())}"
 
 
+def test_backends_follow_the_targets_built():
+    info = aiter.library_info()
+    targets = info["gpu_targets"]
+    assert ("cuda" in info["backends"]) == any(t.startswith("sm_") for t in targets)
+    assert ("hip" in info["backends"]) == any(t.startswith("gfx") for t in targets)
+
+
 def test_manifest_rows_are_valid_code_objects():
     folder = aiter.library_info()["kernel_dir"]
     if not folder:

@@ -84,6 +84,32 @@ def test_any_dlpack_object(rng):
     assert_close(y, rms_ref(x, w), "float32")
 
 
+class ClaimsGpu(OnlyDLPack):
+    """Host memory that reports a GPU device type and records the stream it is asked
+    to order its writes before; the capsule it returns is the host array's."""
+
+    def __init__(self, a, kind):
+        super().__init__(a)
+        self.kind, self.streams = kind, []
+
+    def __dlpack__(self, stream=None, **kwargs):
+        self.streams.append(stream)
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return (self.kind, 0)
+
+
+@pytest.mark.parametrize("kind, default_stream", [(2, 1), (10, 0)], ids=["cuda", "rocm"])
+def test_gpu_producers_are_given_their_default_stream(rng, kind, default_stream):
+    """The protocol names the legacy default stream 1 on CUDA but 0 on ROCm, where
+    1 is not allowed."""
+    x, w = rand(rng, (3, 24), "float32"), rand(rng, (24,), "float32")
+    gx, gw = ClaimsGpu(x, kind), ClaimsGpu(w, kind)
+    assert_close(aiter.rmsnorm(gx, gw), rms_ref(x, w), "float32")
+    assert gx.streams == [default_stream] and gw.streams == [default_stream]
+
+
 def test_mixed_frameworks_in_one_call(rng):
     x = torch.randn(3, 16)
     w = rand(rng, (16,), "float32")  # NumPy weight with a torch input: both host memory

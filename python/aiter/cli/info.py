@@ -41,14 +41,19 @@ def _manifest_summary(folder):
 
 
 def _devices():
-    """The CPU, and CUDA GPUs as PyTorch or CuPy see them, if either is installed (aiter needs neither)."""
+    """The CPU, and the GPUs PyTorch sees, if it is installed (aiter does not need it).
+    PyTorch on ROCm calls AMD GPUs "cuda" devices too."""
     found = ["cpu"]
     try:
         import torch
         if torch.cuda.is_available():
             for i in range(torch.cuda.device_count()):
                 p = torch.cuda.get_device_properties(i)
-                found.append(f"cuda:{i} {p.name} (sm_{p.major}{p.minor}, {p.multi_processor_count} SMs)")
+                if torch.version.hip:
+                    arch, units = getattr(p, "gcnArchName", "AMD"), "CUs"
+                else:
+                    arch, units = f"sm_{p.major}{p.minor}", "SMs"
+                found.append(f"cuda:{i} {p.name} ({arch}, {p.multi_processor_count} {units})")
             return found
     except ImportError:
         pass
