@@ -36,10 +36,10 @@ __device__ __forceinline__ float to_f32(e5m2_t x) {
   return decode_fp8<2, 15>(x.bits, special && (x.bits & 3u), special && !(x.bits & 3u));
 }
 
-// out[row, col] of batch matrix `batch` = v * scales + bias, rounded once.
+// out[row, col] of batch matrix `batch` before rounding: v * scales + bias.
 // `scaled` says v already carries the scales (block-scaled kernels).
-__device__ __forceinline__ void store_output(const GemmParams &p, long long batch, long long row, long long col,
-                                             float v, bool scaled) {
+__device__ __forceinline__ float output_value(const GemmParams &p, long long batch, long long row, long long col,
+                                              float v, bool scaled) {
   if (!scaled && p.a_scale != nullptr)
     v = v * p.a_scale[batch * p.a_scale_batch + row * p.a_scale_step] *
         p.w_scale[batch * p.w_scale_batch + col * p.w_scale_step];
@@ -47,6 +47,13 @@ __device__ __forceinline__ void store_output(const GemmParams &p, long long batc
     v += p.bias_f32 ? static_cast<const float *>(p.bias)[col]
          : p.out_kind == kGemmOutF16 ? to_f32(static_cast<const half_t *>(p.bias)[col])
                                      : to_f32(static_cast<const bf16_t *>(p.bias)[col]);
+  return v;
+}
+
+// out[row, col] = output_value(v), rounded once to the output dtype.
+__device__ __forceinline__ void store_output(const GemmParams &p, long long batch, long long row, long long col,
+                                             float v, bool scaled) {
+  v = output_value(p, batch, row, col, v, scaled);
   const long long at = batch * p.out_batch + row * p.ldo + col;
   if (p.out_kind == kGemmOutF32)
     static_cast<float *>(p.out)[at] = v;
@@ -54,6 +61,26 @@ __device__ __forceinline__ void store_output(const GemmParams &p, long long batc
     static_cast<half_t *>(p.out)[at] = from_f32<half_t>(v);
   else
     static_cast<bf16_t *>(p.out)[at] = from_f32<bf16_t>(v);
+}
+
+// Columns col and col + 1 of a row: one 4-byte store for 16-bit outputs when
+// both exist and the pair is 4-byte aligned (half the store instructions of
+// the tensor-core epilogues, whose threads hold column pairs), else one by one.
+__device__ __forceinline__ void store_output_pair(const GemmParams &p, long long batch, long long row,
+                                                  long long col, float v0, float v1, bool scaled) {
+  const long long at = batch * p.out_batch + row * p.ldo + col;
+  const bool paired = p.out_kind != kGemmOutF32 && col + 1 < p.n &&
+                      (reinterpret_cast<unsigned long long>(static_cast<uint16_t *>(p.out) + at) & 3) == 0;
+  if (!paired) {
+    store_output(p, batch, row, col, v0, scaled);
+    if (col + 1 < p.n) store_output(p, batch, row, col + 1, v1, scaled);
+    return;
+  }
+  v0 = output_value(p, batch, row, col, v0, scaled);
+  v1 = output_value(p, batch, row, col + 1, v1, scaled);
+  const uint32_t lo = p.out_kind == kGemmOutF16 ? from_f32<half_t>(v0).bits : from_f32<bf16_t>(v0).bits;
+  const uint32_t hi = p.out_kind == kGemmOutF16 ? from_f32<half_t>(v1).bits : from_f32<bf16_t>(v1).bits;
+  *reinterpret_cast<uint32_t *>(static_cast<uint16_t *>(p.out) + at) = lo | hi << 16;
 }
 
 // The combined block scale of rows `row` of a and `col` of w for K group g.

@@ -23,3 +23,18 @@ struct GemmParams {
   int block_scaled;          // scales per 128-wide K group (and 128 rows of w)
   int kgroups;               // ceil(k / 128) when block_scaled
 };
+
+// A TMA tensor map (the driver's CUtensorMap): 128 opaque bytes the host
+// encodes (cuTensorMapEncodeTiled) and the kernel's copies read.
+struct alignas(128) TensorMap {
+  unsigned long long opaque[16];
+};
+
+// Arguments of the TMA kernels (gemm_wgmma_ws.cu): 3-D maps of A [batch][m][k]
+// and W [batch][n][k] that copy 128-byte rows of K in the 128-byte swizzle.
+struct GemmTmaParams {
+  TensorMap a_map, w_map;
+  GemmParams p;
+  int batch;                 // matrices in the batch
+  int a_batched, w_batched;  // 0: every batch reads matrix 0 (a map's batch stride cannot be 0)
+};

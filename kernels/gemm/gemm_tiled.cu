@@ -13,6 +13,7 @@
 // w_scale[n / 128, g] (BN = 128 keeps one W block per tile).
 // Requires K * element size, the row strides and the pointers to be multiples
 // of 16 bytes (the launcher checks).
+#include "pair_store.h"
 #include "stage_copy.h"
 
 namespace {
@@ -92,6 +93,21 @@ struct Tiled {
   static __device__ __forceinline__ void store(const GemmParams &p, long long batch, long long m0, long long n0,
                                                int warp_m, int warp_n, const float (&v)[kTilesM][kTilesN][4]) {
     const int g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
+    const long long row0 = m0 + warp_m * WM + g, col0 = n0 + warp_n * WN + t * 2;
+    if (pairs_fit(p, m0 + warp_m * WM + WM, n0 + warp_n * WN + WN)) {
+      with_pair_store(p, batch, BLOCK_SCALED, [&](const auto &out) {
+#pragma unroll
+        for (int i = 0; i < kTilesM; ++i)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const long long row = row0 + i * 16 + h * 8;
+            const float row_scale = out.row_scale(row);
+#pragma unroll
+            for (int j = 0; j < kTilesN; ++j) out.put(row, row_scale, col0 + j * 8, v[i][j][2 * h], v[i][j][2 * h + 1]);
+          }
+      });
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < kTilesM; ++i)
 #pragma unroll

@@ -7,28 +7,9 @@
 // strides and the pointers to be multiples of 16 bytes (the launcher checks).
 // Block-scaled fp8 (DeepSeek-V3) sums each stage, one 128-wide K group, apart
 // and adds it times its scales (promote).
-#include "wgmma.h"
+#include "wgmma_tile.h"
 
 namespace {
-
-// A shared-memory matrix descriptor: rows of 128 bytes in 8-row (1024-byte)
-// swizzle atoms, K-major; `address` is where this K step starts.
-__device__ __forceinline__ uint64_t smem_descriptor(uint32_t address) {
-  return uint64_t((address & 0x3FFFF) >> 4)  // start address, 16-byte units
-         | uint64_t(1) << 16                 // leading byte offset: unused for swizzled K-major
-         | uint64_t(1024 >> 4) << 32         // stride byte offset: one 8-row atom
-         | uint64_t(1) << 62;                // 128-byte swizzle
-}
-
-template <class T, int BN> struct Product;
-template <> struct Product<bf16_t, 128> { static constexpr auto run = wgmma_bf16_n128; };
-template <> struct Product<bf16_t, 256> { static constexpr auto run = wgmma_bf16_n256; };
-template <> struct Product<half_t, 128> { static constexpr auto run = wgmma_f16_n128; };
-template <> struct Product<half_t, 256> { static constexpr auto run = wgmma_f16_n256; };
-template <> struct Product<e4m3fn_t, 128> { static constexpr auto run = wgmma_e4m3_n128; };
-template <> struct Product<e4m3fn_t, 256> { static constexpr auto run = wgmma_e4m3_n256; };
-template <> struct Product<e5m2_t, 128> { static constexpr auto run = wgmma_e5m2_n128; };
-template <> struct Product<e5m2_t, 256> { static constexpr auto run = wgmma_e5m2_n256; };
 
 template <class T, int BN, int STAGES, bool BLOCK_SCALED = false>
 struct Wgmma {
@@ -40,46 +21,10 @@ struct Wgmma {
   // `fresh` starts acc from zero instead.
   static __device__ __forceinline__ void multiply_stage(uint32_t stage, int warpgroup, float (&acc)[kRegs],
                                                         bool fresh) {
-    const uint32_t a = stage + warpgroup * 64 * kRowBytes, w = stage + BM * kRowBytes;
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-    for (int step = 0; step < 4; ++step)
-      Product<T, BN>::run(acc, smem_descriptor(a + step * 32), smem_descriptor(w + step * 32),
-                          step > 0 || !fresh);
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    issue_stage<T, BN>(stage + warpgroup * 64 * kRowBytes, stage + BM * kRowBytes, acc, !fresh);
     // Waiting for this batch at once: with products left in flight across the loop
     // (wait_group 1) ptxas serializes every single wgmma instead (warning C7515).
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-  }
-
-  // Accumulator i of a thread: n8 block i / 4, row +8 for i % 4 >= 2, column
-  // pair (lane % 4) * 2 + i % 2; rows 16 per warp of the warpgroup.
-  static __device__ __forceinline__ void store(const GemmParams &p, long long batch, long long m0, long long n0,
-                                               int warpgroup, const float (&acc)[kRegs], bool scaled) {
-    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
-    const long long row0 = m0 + warpgroup * 64 + warp * 16 + lane / 4;
-#pragma unroll
-    for (int i = 0; i < kRegs; ++i) {
-      const long long m = row0 + (i % 4 / 2) * 8, n = n0 + (i / 4) * 8 + (lane % 4) * 2 + i % 2;
-      if (m < p.m && n < p.n) store_output(p, batch, m, n, acc[i], scaled);
-    }
-  }
-
-  // Block-scaled: total += one K group's sums (a stage is one 128-byte group of
-  // fp8) times a_scale[m, g] * w_scale[n / 128, g]; BN = 128 keeps one W block.
-  static __device__ __forceinline__ void promote(const GemmParams &p, long long batch, long long m0, long long n0,
-                                                 int group, const float (&sums)[kRegs], float (&total)[kRegs]) {
-    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, warpgroup = threadIdx.x / 128;
-    const float ws = p.w_scale[batch * p.w_scale_batch + (n0 / 128) * p.kgroups + group];
-    float as[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      long long m = m0 + warpgroup * 64 + warp * 16 + lane / 4 + h * 8;
-      m = m < p.m ? m : p.m - 1;
-      as[h] = p.a_scale[batch * p.a_scale_batch + m * p.kgroups + group] * ws;
-    }
-#pragma unroll
-    for (int i = 0; i < kRegs; ++i) total[i] += sums[i] * as[i % 4 / 2];
+    wgmma_wait<0>();
   }
 
   static __device__ __forceinline__ void run(const GemmParams &p) {
@@ -108,12 +53,13 @@ struct Wgmma {
       if (next < stages_k) copier.copy((long long)next * kStageElems, base + (next % STAGES) * kStageBytes);
       copy_async_commit();
       multiply_stage(base + (kt % STAGES) * kStageBytes, threadIdx.x / 128, acc, BLOCK_SCALED);
-      if constexpr (BLOCK_SCALED) promote(p, batch, m0, n0, kt, acc, total);
+      if constexpr (BLOCK_SCALED) promote_rows(p, batch, m0 + threadIdx.x / 128 * 64, n0, kt, acc, total);
     }
+    const long long row0 = m0 + threadIdx.x / 128 * 64;
     if constexpr (BLOCK_SCALED)
-      store(p, batch, m0, n0, threadIdx.x / 128, total, true);
+      store_rows<BN>(p, batch, row0, n0, total, true);
     else
-      store(p, batch, m0, n0, threadIdx.x / 128, acc, false);
+      store_rows<BN>(p, batch, row0, n0, acc, false);
   }
 };
 

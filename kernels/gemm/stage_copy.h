@@ -78,14 +78,20 @@ struct StageCopier {
 // within a group, so the blocks running at once share a few rows of A and a
 // few columns of W in the L2 cache instead of streaming all of W per row.
 template <int BM, int BN>
-__device__ __forceinline__ void tile_origin(const GemmParams &p, long long *m0, long long *n0) {
+__device__ __forceinline__ void tile_origin(const GemmParams &p, long long tile, long long *m0, long long *n0) {
   constexpr long long kGroupM = 16;
   const long long tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN;
-  const long long per_group = kGroupM * tiles_n, tile = blockIdx.x;
+  const long long per_group = kGroupM * tiles_n;
   const long long first_m = tile / per_group * kGroupM;
   const long long rows = tiles_m - first_m < kGroupM ? tiles_m - first_m : kGroupM;
   *m0 = (first_m + tile % per_group % rows) * BM;
   *n0 = (tile % per_group / rows) * BN;
+}
+
+// The tile of this block, when the grid has one block per tile.
+template <int BM, int BN>
+__device__ __forceinline__ void tile_origin(const GemmParams &p, long long *m0, long long *n0) {
+  tile_origin<BM, BN>(p, blockIdx.x, m0, n0);
 }
 
 #endif  // AITER_NVIDIA

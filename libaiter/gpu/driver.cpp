@@ -9,6 +9,10 @@ namespace gpu {
 aiter_status open_cuda_driver(Driver **driver);
 aiter_status open_hip_driver(Driver **driver);
 
+aiter_status Driver::encode_tensor_map(const TensorMapSpec &, void *) {
+  return fail(AITER_ERR_NO_KERNEL, "%s has no TMA tensor maps", name());
+}
+
 aiter_status driver_for(DLDeviceType type, Driver **driver) {
   if (type == kDLCUDA) return open_cuda_driver(driver);
   if (type == kDLROCM) return open_hip_driver(driver);

@@ -20,6 +20,19 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
+// A 3-D tiled TMA copy description (CUDA's cuTensorMapEncodeTiled): a tensor
+// [dims[2]][dims[1]][dims[0]] of `element_bytes` elements whose dimension 1 and
+// 2 strides are byte_strides[0] and [1], copied in boxes of box[0..2] elements
+// into shared memory with the 128-byte swizzle; elements past the tensor read
+// as zero.
+struct TensorMapSpec {
+  const void *base;
+  int element_bytes;
+  uint64_t dims[3];
+  uint64_t byte_strides[2];
+  uint32_t box[3];
+};
+
 // One vendor's driver.  Every call returns AITER_OK or AITER_ERR_DEVICE with the
 // driver's own message in the last error.
 class Driver {
@@ -42,6 +55,8 @@ class Driver {
                               void **args) = 0;
   virtual aiter_status memset_u32_async(void *dst, uint32_t value, size_t count, void *stream) = 0;
   virtual aiter_status synchronize(void *stream) = 0;
+  // Writes the 128-byte descriptor of `spec` to `map`; drivers without TMA refuse.
+  virtual aiter_status encode_tensor_map(const TensorMapSpec &spec, void *map);
 };
 
 // The driver for tensors of this device type, loaded once; AITER_ERR_NO_DEVICE

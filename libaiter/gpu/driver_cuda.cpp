@@ -12,6 +12,9 @@ namespace {
 using CUresult = int;
 constexpr int kComputeMajor = 75, kComputeMinor = 76, kMultiprocessors = 16;  // CUdevice_attribute
 constexpr int kMaxDynamicSmem = 8;                                           // CUfunction_attribute
+// CUtensorMapDataType, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill
+constexpr int kTensorMapUint8 = 0, kTensorMapUint16 = 1;
+constexpr int kInterleaveNone = 0, kSwizzle128B = 3, kL2Promote256B = 3, kOobFillZero = 0;
 
 struct CudaApi {
   CUresult (*cuInit)(unsigned);
@@ -29,6 +32,9 @@ struct CudaApi {
   CUresult (*cuMemsetD32Async)(uint64_t, unsigned, size_t, void *);
   CUresult (*cuStreamSynchronize)(void *);
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  // Optional (CUDA 12 drivers and later): only the TMA kernels need it.
+  CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *,
+                                     const unsigned *, const unsigned *, int, int, int, int);
 };
 
 class CudaDriver final : public Driver {
@@ -55,6 +61,7 @@ class CudaDriver final : public Driver {
                     resolve(lib, "cuStreamSynchronize", &api_.cuStreamSynchronize) &&
                     resolve(lib, "cuGetErrorString", &api_.cuGetErrorString);
     if (!ok) return fail(AITER_ERR_NO_DEVICE, "libcuda.so.1 lacks a driver API function libaiter needs: %s", dlerror());
+    resolve(lib, "cuTensorMapEncodeTiled", &api_.cuTensorMapEncodeTiled);
     return check(api_.cuInit(0), "cuInit");
   }
 
@@ -112,6 +119,16 @@ class CudaDriver final : public Driver {
 
   aiter_status synchronize(void *stream) override {
     return check(api_.cuStreamSynchronize(stream), "cuStreamSynchronize");
+  }
+
+  aiter_status encode_tensor_map(const TensorMapSpec &spec, void *map) override {
+    if (api_.cuTensorMapEncodeTiled == nullptr) return Driver::encode_tensor_map(spec, map);
+    const int type = spec.element_bytes == 1 ? kTensorMapUint8 : kTensorMapUint16;
+    const unsigned unit_steps[3] = {1, 1, 1};
+    return check(api_.cuTensorMapEncodeTiled(map, type, 3, const_cast<void *>(spec.base), spec.dims, spec.byte_strides,
+                                             spec.box, unit_steps, kInterleaveNone, kSwizzle128B, kL2Promote256B,
+                                             kOobFillZero),
+                 "cuTensorMapEncodeTiled");
   }
 
  private:

@@ -1,13 +1,16 @@
 // GPU GEMM variants (kernels/gemm/): the skinny tensor-core kernels for M <= 16,
-// the tiled mma.sync kernels (NVIDIA targets), the wgmma kernels (sm_90a), and
+// the tiled mma.sync kernels (NVIDIA targets), the wgmma kernels (sm_90a: with
+// every thread copying, and warp-specialized with TMA copies), and
 // the portable kernel that runs any call on every target.  Each variant is one row of kKernels; the
 // tuned selection (tuning/select.hpp) picks among those that can run a call.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gpu/gemm_tma.hpp"
 #include "gpu/launch.hpp"
 #include "kernels/gemm/gemm_params.h"
 #include "ops/gemm.hpp"
@@ -16,7 +19,7 @@ namespace aiter {
 namespace gpu {
 namespace {
 
-enum class Family { skinny, tiled, wgmma, generic };
+enum class Family { skinny, tiled, wgmma, wgmma_ws, generic };
 
 // skinny: tokens = 8 * NT, rows = 16 * RT of W per block, `warps` split K.
 // tiled, wgmma: bm x bn tiles, `stages` deep, `threads` per block.
@@ -38,6 +41,9 @@ constexpr KernelShape tiled(DType dt, int bm, int bn, int stages, int threads, b
 constexpr KernelShape wgmma(DType dt, int bn, int stages, bool bs = false) {
   return {Family::wgmma, dt, 0, 0, 0, 128, bn, stages, 256, bs};
 }
+constexpr KernelShape wgmma_ws(DType dt, int bn, int stages, bool bs = false) {
+  return {Family::wgmma_ws, dt, 0, 0, 0, 128, bn, stages, 384, bs};
+}
 constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 64, 64, 0, 256, false}; }
 
 #define SKINNY_SHAPES(dt, bs)                                                                  \
@@ -48,11 +54,14 @@ constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 
       tiled(dt, 128, 128, 4, 256), tiled(dt, 128, 256, 3, 256)
 
 #define WGMMA_SHAPES(dt) wgmma(dt, 128, 4), wgmma(dt, 128, 3), wgmma(dt, 256, 3)
+#define WGMMA_WS_SHAPES(dt) wgmma_ws(dt, 256, 4), wgmma_ws(dt, 128, 6), wgmma_ws(dt, 64, 8)
 
 // In heuristic order: the first that can run a call and fits it wins.
 constexpr KernelShape kKernels[] = {
     SKINNY_SHAPES(DType::bf16, false), SKINNY_SHAPES(DType::f16, false), SKINNY_SHAPES(DType::i8, false),
     SKINNY_SHAPES(DType::e4m3fn, false), SKINNY_SHAPES(DType::e5m2, false), SKINNY_SHAPES(DType::e4m3fn, true),
+    WGMMA_WS_SHAPES(DType::bf16), WGMMA_WS_SHAPES(DType::f16), WGMMA_WS_SHAPES(DType::e4m3fn),
+    WGMMA_WS_SHAPES(DType::e5m2), wgmma_ws(DType::e4m3fn, 128, 6, true),
     WGMMA_SHAPES(DType::bf16), WGMMA_SHAPES(DType::f16), WGMMA_SHAPES(DType::e4m3fn), WGMMA_SHAPES(DType::e5m2),
     wgmma(DType::e4m3fn, 128, 4, true),
     TILED_SHAPES(DType::bf16), TILED_SHAPES(DType::f16), TILED_SHAPES(DType::i8),
@@ -83,7 +92,8 @@ std::string variant_name(const KernelShape &s) {
       return "skinny." + dt + ".t" + std::to_string(s.nt) + ".r" + std::to_string(s.rt) + ".w" +
              std::to_string(s.warps) + (s.block_scaled ? ".bs" : "");
     case Family::wgmma:
-      return "wgmma." + dt + ".128x" + std::to_string(s.bn) + ".s" + std::to_string(s.stages) +
+    case Family::wgmma_ws:
+      return (s.family == Family::wgmma ? "wgmma." : "wgmma_ws.") + dt + ".128x" + std::to_string(s.bn) + ".s" + std::to_string(s.stages) +
              (s.block_scaled ? ".bs" : "");
     case Family::tiled:
       return "tiled." + dt + "." + std::to_string(s.bm) + "x" + std::to_string(s.bn) + ".s" +
@@ -124,9 +134,12 @@ bool rows_in_16_bytes(const GemmArgs &g) {
          aligned16(g.w.data);
 }
 
-int64_t tile_count(const GemmArgs &g, const KernelShape &s) {
-  return ((g.m + s.bm - 1) / s.bm) * ((g.n + s.bn - 1) / s.bn);
-}
+int64_t tile_count(const GemmArgs &g, int bm, int bn) { return ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn); }
+int64_t tile_count(const GemmArgs &g, const KernelShape &s) { return tile_count(g, s.bm, s.bn); }
+
+// An H100's multiprocessors: where the heuristic needs a GPU size (tuned tables
+// and other GPUs' own tables supersede it).
+constexpr int64_t kHopperSms = 132;
 
 // int8 sums are exact in int32 up to this K (127 * 127 * K < 2^31).
 constexpr int64_t kMaxInt8K = 131072;
@@ -138,9 +151,10 @@ bool supports(const GemmArgs &g, const GpuCall *call) {
   if (s.dtype == DType::i8 && g.k > kMaxInt8K) return false;
   if (s.family == Family::skinny && (g.m > 8 * s.nt || g.block_scaled != s.block_scaled || !rows_in_16_bytes(g)))
     return false;
-  const bool tiles = s.family == Family::tiled || s.family == Family::wgmma;
+  const bool tiles = s.family == Family::tiled || s.family == Family::wgmma || s.family == Family::wgmma_ws;
   if (tiles && (g.block_scaled != s.block_scaled || !rows_in_16_bytes(g))) return false;
   if (tiles && tile_count(g, s) > 0x7fffffff) return false;
+  if (s.family == Family::wgmma_ws && !tma_can_copy(g)) return false;
   if (s.family == Family::generic && (g.m + s.bm - 1) / s.bm > 65535) return false;  // grid.y
   return built_for<I>(*call);
 }
@@ -155,6 +169,10 @@ bool good_fit(const GemmArgs &g) {
     // Hopper: above 128 rows (below, the 64-row mma.sync tiles fill the GPU better;
     // measured by the sm_90a tuning run, configs/gemm_sm_90a.csv).
     case Family::wgmma: return g.m > 128 && s.bn == 128 && (s.stages == 3 || s.block_scaled);  // 2 blocks / SM
+    // The warp-specialized kernels come first: 128 x 256 tiles while they make
+    // two waves of blocks, else 128 x 128.
+    case Family::wgmma_ws:
+      return g.m > 128 && (s.block_scaled || (s.bn == 256) == (tile_count(g, 128, 256) * g.batch >= 2 * kHopperSms));
     case Family::tiled:
       // 128 x 128: 3 stages fit two blocks per SM (the block-scaled tiles have only 4)
       if (s.bn == 256 || (s.bm == 128 && s.stages == 4 && !s.block_scaled)) return false;
@@ -180,10 +198,25 @@ GemmParams params_of(const GemmArgs &g) {
   return p;
 }
 
+// Persistent: one block per multiprocessor (each holds one), walking the tiles.
+aiter_status run_warp_specialized(const GemmArgs &g, const GpuCall &call, const KernelShape &s,
+                                  const std::string &variant) {
+  Driver *driver = nullptr;
+  int sms = 0;
+  GemmTmaParams q;
+  aiter_status st = driver_for(call.device.device_type, &driver);
+  if (st == AITER_OK) st = multiprocessors(call, &sms);
+  if (st == AITER_OK) st = tma_params(g, params_of(g), s.bn, driver, &q);
+  if (st != AITER_OK) return st;
+  const int64_t tiles = tile_count(g, s) * g.batch;
+  return launch(call, "gemm", variant, Dim3{unsigned(std::min<int64_t>(tiles, sms)), 1, 1}, unsigned(s.threads), q);
+}
+
 template <size_t I>
 aiter_status run(const GemmArgs &g, const GpuCall *call) {
   constexpr KernelShape s = kKernels[I];
   if (g.m == 0 || g.n == 0) return AITER_OK;
+  if (s.family == Family::wgmma_ws) return run_warp_specialized(g, *call, s, variant_names()[I]);
   const unsigned batch = unsigned(g.batch);
   Dim3 grid;
   if (s.family == Family::skinny)

@@ -1,0 +1,76 @@
+// The short epilogue of the tensor-core GEMM kernels (NVIDIA): their threads
+// hold pairs of adjacent output columns, stored here as one 4-byte pair of
+// 16-bit outputs with a few instructions.  The general per-element epilogue
+// (store_output) is dozens of instructions per element, unrolled over a
+// thread's 32-128 accumulators, run once per tile straight through the
+// instruction cache: it cost as much time per tile as the products.
+#pragma once
+
+#include "gemm_elements.h"
+
+#if defined(AITER_NVIDIA)
+
+// Two fp32 values as one 4-byte pair of 16-bit outputs (one cvt instruction).
+template <class O> __device__ __forceinline__ uint32_t pack_pair(float lo, float hi);
+template <> __device__ __forceinline__ uint32_t pack_pair<bf16_t>(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+template <> __device__ __forceinline__ uint32_t pack_pair<half_t>(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// Whether rows below row_end and columns below col_end are in the output and
+// its 16-bit column pairs are 4-byte aligned: the blocks PairStore serves.
+__device__ __forceinline__ bool pairs_fit(const GemmParams &p, long long row_end, long long col_end) {
+  return p.out_kind != kGemmOutF32 && row_end <= p.m && col_end <= p.n && p.ldo % 2 == 0 && p.out_batch % 2 == 0 &&
+         (reinterpret_cast<unsigned long long>(p.out) & 3) == 0;
+}
+
+// Stores pairs of 16-bit outputs O.  COLUMNS: a bias or a per-channel w_scale
+// varies by column (each pair then goes through output_value); without them a
+// row's a_scale (row_scale, read once per row) and a per-tensor w_scale suffice.
+template <class O, bool COLUMNS>
+struct PairStore {
+  const GemmParams &p;
+  long long batch;
+  bool scaled, scales;
+  float tensor_scale = 1.0f;
+
+  __device__ __forceinline__ PairStore(const GemmParams &p, long long batch, bool scaled)
+      : p(p), batch(batch), scaled(scaled), scales(!scaled && p.a_scale != nullptr) {
+    if (!COLUMNS && scales) tensor_scale = p.w_scale[batch * p.w_scale_batch];
+  }
+
+  __device__ __forceinline__ float row_scale(long long row) const {
+    return !COLUMNS && scales ? p.a_scale[batch * p.a_scale_batch + row * p.a_scale_step] : 1.0f;
+  }
+
+  // out[row, col] and out[row, col + 1] from products v0, v1.
+  __device__ __forceinline__ void put(long long row, float row_scale, long long col, float v0, float v1) const {
+    if constexpr (COLUMNS) {
+      v0 = output_value(p, batch, row, col, v0, scaled);
+      v1 = output_value(p, batch, row, col + 1, v1, scaled);
+    } else {
+      v0 = v0 * row_scale * tensor_scale, v1 = v1 * row_scale * tensor_scale;
+    }
+    O *at = static_cast<O *>(p.out) + batch * p.out_batch + row * p.ldo + col;
+    *reinterpret_cast<uint32_t *>(at) = pack_pair<O>(v0, v1);
+  }
+};
+
+// Calls store(PairStore<O, COLUMNS>{...}) with the instance that fits p (a
+// 16-bit output: check pairs_fit first).
+template <class F>
+__device__ __forceinline__ void with_pair_store(const GemmParams &p, long long batch, bool scaled, F store) {
+  const bool columns = p.bias != nullptr || (!scaled && p.a_scale != nullptr && p.w_scale_step != 0);
+  if (p.out_kind == kGemmOutBf16)
+    columns ? store(PairStore<bf16_t, true>(p, batch, scaled)) : store(PairStore<bf16_t, false>(p, batch, scaled));
+  else
+    columns ? store(PairStore<half_t, true>(p, batch, scaled)) : store(PairStore<half_t, false>(p, batch, scaled));
+}
+
+#endif  // AITER_NVIDIA
