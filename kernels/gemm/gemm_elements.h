@@ -36,6 +36,13 @@ __device__ __forceinline__ float to_f32(e5m2_t x) {
   return decode_fp8<2, 15>(x.bits, special && (x.bits & 3u), special && !(x.bits & 3u));
 }
 
+// bias[col] (p.bias not null): fp32 or the output's dtype.
+__device__ __forceinline__ float bias_value(const GemmParams &p, long long col) {
+  return p.bias_f32 ? static_cast<const float *>(p.bias)[col]
+         : p.out_kind == kGemmOutF16 ? to_f32(static_cast<const half_t *>(p.bias)[col])
+                                     : to_f32(static_cast<const bf16_t *>(p.bias)[col]);
+}
+
 // out[row, col] of batch matrix `batch` before rounding: v * scales + bias.
 // `scaled` says v already carries the scales (block-scaled kernels).
 __device__ __forceinline__ float output_value(const GemmParams &p, long long batch, long long row, long long col,
@@ -43,10 +50,7 @@ __device__ __forceinline__ float output_value(const GemmParams &p, long long bat
   if (!scaled && p.a_scale != nullptr)
     v = v * p.a_scale[batch * p.a_scale_batch + row * p.a_scale_step] *
         p.w_scale[batch * p.w_scale_batch + col * p.w_scale_step];
-  if (p.bias != nullptr)
-    v += p.bias_f32 ? static_cast<const float *>(p.bias)[col]
-         : p.out_kind == kGemmOutF16 ? to_f32(static_cast<const half_t *>(p.bias)[col])
-                                     : to_f32(static_cast<const bf16_t *>(p.bias)[col]);
+  if (p.bias != nullptr) v += bias_value(p, col);
   return v;
 }
 

@@ -52,8 +52,13 @@ struct Wgmma {
       const int next = kt + kAhead;
       if (next < stages_k) copier.copy((long long)next * kStageElems, base + (next % STAGES) * kStageBytes);
       copy_async_commit();
-      multiply_stage(base + (kt % STAGES) * kStageBytes, threadIdx.x / 128, acc, BLOCK_SCALED);
-      if constexpr (BLOCK_SCALED) promote_rows(p, batch, m0 + threadIdx.x / 128 * 64, n0, kt, acc, total);
+      if constexpr (BLOCK_SCALED) {
+        const GroupScales scales = group_scales(p, batch, m0 + threadIdx.x / 128 * 64, n0, kt);
+        multiply_stage(base + (kt % STAGES) * kStageBytes, threadIdx.x / 128, acc, true);
+        promote_rows(scales, acc, total);
+      } else {
+        multiply_stage(base + (kt % STAGES) * kStageBytes, threadIdx.x / 128, acc, false);
+      }
     }
     const long long row0 = m0 + threadIdx.x / 128 * 64;
     if constexpr (BLOCK_SCALED)

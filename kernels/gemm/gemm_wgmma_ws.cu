@@ -92,9 +92,10 @@ struct WgmmaWs {
     for (int kt = 0; kt < k_stages; ++kt, c.advance()) {
       barrier_wait(ring.full(c.slot), c.parity);
       issue_stage<T, BN>(ring.slot(c.slot) + half * 64 * kRowBytes, ring.slot(c.slot) + BM * kRowBytes, sums, false);
+      const GroupScales scales = group_scales(p, tile.batch, tile.m0 + half * 64, tile.n0, kt);
       wgmma_wait<0>();
       release(ring, c.slot);
-      promote_rows(p, tile.batch, tile.m0 + half * 64, tile.n0, kt, sums, total);
+      promote_rows(scales, sums, total);
     }
   }
 

@@ -30,33 +30,35 @@ __device__ __forceinline__ bool pairs_fit(const GemmParams &p, long long row_end
          (reinterpret_cast<unsigned long long>(p.out) & 3) == 0;
 }
 
-// Stores pairs of 16-bit outputs O.  COLUMNS: a bias or a per-channel w_scale
-// varies by column (each pair then goes through output_value); without them a
-// row's a_scale (row_scale, read once per row) and a per-tensor w_scale suffice.
+// Stores pairs of 16-bit outputs O: v * a_scale[row] * w_scale[col] + bias[col]
+// in store_output's order.  A row's a_scale is read once (row_scale); COLUMNS
+// says a per-channel w_scale or a bias varies by column and is read per pair.
 template <class O, bool COLUMNS>
 struct PairStore {
   const GemmParams &p;
   long long batch;
-  bool scaled, scales;
-  float tensor_scale = 1.0f;
+  bool scales;                        // a8w8 scales to apply (not block-scaled, not a16w16)
+  const float *channel_scale = nullptr;  // w_scale of this batch when per channel
+  float tensor_scale = 1.0f;             // w_scale when per tensor
 
   __device__ __forceinline__ PairStore(const GemmParams &p, long long batch, bool scaled)
-      : p(p), batch(batch), scaled(scaled), scales(!scaled && p.a_scale != nullptr) {
-    if (!COLUMNS && scales) tensor_scale = p.w_scale[batch * p.w_scale_batch];
+      : p(p), batch(batch), scales(!scaled && p.a_scale != nullptr) {
+    if (scales && p.w_scale_step != 0)
+      channel_scale = p.w_scale + batch * p.w_scale_batch;
+    else if (scales)
+      tensor_scale = p.w_scale[batch * p.w_scale_batch];
   }
 
   __device__ __forceinline__ float row_scale(long long row) const {
-    return !COLUMNS && scales ? p.a_scale[batch * p.a_scale_batch + row * p.a_scale_step] : 1.0f;
+    return scales ? p.a_scale[batch * p.a_scale_batch + row * p.a_scale_step] : 1.0f;
   }
 
   // out[row, col] and out[row, col + 1] from products v0, v1.
   __device__ __forceinline__ void put(long long row, float row_scale, long long col, float v0, float v1) const {
-    if constexpr (COLUMNS) {
-      v0 = output_value(p, batch, row, col, v0, scaled);
-      v1 = output_value(p, batch, row, col + 1, v1, scaled);
-    } else {
-      v0 = v0 * row_scale * tensor_scale, v1 = v1 * row_scale * tensor_scale;
-    }
+    float s0 = tensor_scale, s1 = tensor_scale;
+    if (COLUMNS && channel_scale != nullptr) s0 = channel_scale[col], s1 = channel_scale[col + 1];
+    v0 = v0 * row_scale * s0, v1 = v1 * row_scale * s1;
+    if (COLUMNS && p.bias != nullptr) v0 += bias_value(p, col), v1 += bias_value(p, col + 1);
     O *at = static_cast<O *>(p.out) + batch * p.out_batch + row * p.ldo + col;
     *reinterpret_cast<uint32_t *>(at) = pack_pair<O>(v0, v1);
   }

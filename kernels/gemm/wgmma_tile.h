@@ -77,21 +77,30 @@ __device__ __forceinline__ void store_rows(const GemmParams &p, long long batch,
   }
 }
 
-// Block-scaled: total += one K group's sums (a stage is one 128-byte group of
-// fp8) times a_scale[m, g] * w_scale[n / 128, g]; BN = 128 keeps one W block.
-__device__ __forceinline__ void promote_rows(const GemmParams &p, long long batch, long long row0, long long n0,
-                                             int group, const float (&sums)[64], float (&total)[64]) {
+// Block-scaled: a K group's combined scales a_scale[m, g] * w_scale[n / 128, g]
+// for a thread's two rows; BN = 128 keeps one W block.  Loaded before the
+// group's products are waited for, so the loads overlap them.
+struct GroupScales {
+  float row[2];
+};
+__device__ __forceinline__ GroupScales group_scales(const GemmParams &p, long long batch, long long row0,
+                                                    long long n0, int group) {
   const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
   const float ws = p.w_scale[batch * p.w_scale_batch + (n0 / 128) * p.kgroups + group];
-  float as[2];
+  GroupScales s;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     long long m = row0 + warp * 16 + lane / 4 + h * 8;
     m = m < p.m ? m : p.m - 1;
-    as[h] = p.a_scale[batch * p.a_scale_batch + m * p.kgroups + group] * ws;
+    s.row[h] = p.a_scale[batch * p.a_scale_batch + m * p.kgroups + group] * ws;
   }
+  return s;
+}
+
+// total += one K group's sums (a stage is one 128-byte group of fp8) times its scales.
+__device__ __forceinline__ void promote_rows(const GroupScales &s, const float (&sums)[64], float (&total)[64]) {
 #pragma unroll
-  for (int i = 0; i < 64; ++i) total[i] += sums[i] * as[i % 4 / 2];
+  for (int i = 0; i < 64; ++i) total[i] += sums[i] * s.row[i % 4 / 2];
 }
 
 #endif
