@@ -37,7 +37,7 @@ def wrapper(tag, n, kind, fp8):
 
 
 def main(path):
-    parts = [wrapper(tag, n, kind, fp8) for n in (64, 128, 256) for tag, kind, fp8 in TYPES]
+    parts = [wrapper(tag, n, kind, fp8) for n in (32, 64, 128, 256) for tag, kind, fp8 in TYPES]
     with open(path, "w", encoding="utf-8") as f:
         f.write(HEADER + "\n".join(parts) + "\n#endif\n")
 

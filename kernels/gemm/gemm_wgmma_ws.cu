@@ -1,7 +1,8 @@
 // GEMM for many rows of A on Hopper (sm_90a), warp-specialized: one warp of
 // the first warpgroup copies K stages of A and W into a ring of shared memory
-// with TMA, two warpgroups multiply them with wgmma, each 64 rows of a
-// 128 x BN tile.  A full and an empty barrier per slot hand stages between
+// with TMA, one or two warpgroups multiply them with wgmma, each 64 rows of a
+// BM x BN tile (BM = 64 for few rows of A: narrow tiles make enough blocks to
+// stream W at full speed).  A full and an empty barrier per slot hand stages between
 // them, so the copies run the ring's depth ahead and no product waits on a
 // __syncthreads or on its own loads (gemm_wgmma.cu copies with every thread).
 // The grid is persistent: a block walks tiles blockIdx.x, + gridDim.x, ..., so
@@ -14,9 +15,9 @@
 
 namespace {
 
-template <class T, int BN, int STAGES, bool BLOCK_SCALED>
+template <class T, int BM, int BN, int STAGES, bool BLOCK_SCALED>
 struct WgmmaWs {
-  static constexpr int BM = 128, kRegs = BN / 2;
+  static constexpr int kMultipliers = BM / 64, kRegs = BN / 2;
   static constexpr int kStageBytes = (BM + BN) * kRowBytes;  // BM rows of A, then BN rows of W
   static constexpr int kStageElems = kRowBytes / int(sizeof(T));
   static_assert(!BLOCK_SCALED || BN == 128, "a block-scaled tile spans one 128-row block of W");
@@ -113,7 +114,7 @@ struct WgmmaWs {
     }
   }
 
-  // 384 threads: warpgroup 0 copies (one thread issues), 1 and 2 multiply.
+  // 128 + 64 * BM threads: warpgroup 0 copies (one thread issues), the others multiply.
   // K >= 1 (the launcher routes K = 0 elsewhere).
   static __device__ void run(const GemmTmaParams &q) {
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -121,7 +122,7 @@ struct WgmmaWs {
     if (threadIdx.x == 0) {
       for (int s = 0; s < STAGES; ++s) {
         barrier_init(ring.full(s), 1);   // the copier's arrival + the stage's bytes
-        barrier_init(ring.empty(s), 2);  // both multiplying warpgroups
+        barrier_init(ring.empty(s), kMultipliers);  // each multiplying warpgroup
       }
       barrier_init_fence();
       tma_prefetch_map(&q.a_map);
@@ -142,28 +143,36 @@ struct WgmmaWs {
 
 }  // namespace
 
-#define WGMMA_WS(dt, T, BN, S, BS, suffix)                                                             \
-  extern "C" __global__ void __launch_bounds__(384, 1)                                                \
-      aiter_gemm_wgmma_ws_##dt##_128x##BN##_s##S##suffix(const __grid_constant__ GemmTmaParams q) { \
-    WgmmaWs<T, BN, S, BS>::run(q);                                                                   \
+#define WGMMA_WS(dt, T, BM, BN, S, BS, suffix)                                                          \
+  extern "C" __global__ void __launch_bounds__(128 + 2 * BM, 1)                                          \
+      aiter_gemm_wgmma_ws_##dt##_##BM##x##BN##_s##S##suffix(const __grid_constant__ GemmTmaParams q) { \
+    WgmmaWs<T, BM, BN, S, BS>::run(q);                                                                  \
   }
 
-WGMMA_WS(bf16, bf16_t, 256, 4, false, )
-WGMMA_WS(bf16, bf16_t, 128, 6, false, )
-WGMMA_WS(bf16, bf16_t, 64, 8, false, )
-WGMMA_WS(f16, half_t, 256, 4, false, )
-WGMMA_WS(f16, half_t, 128, 6, false, )
-WGMMA_WS(f16, half_t, 64, 8, false, )
-WGMMA_WS(e4m3fn, e4m3fn_t, 256, 4, false, )
-WGMMA_WS(e4m3fn, e4m3fn_t, 128, 6, false, )
-WGMMA_WS(e4m3fn, e4m3fn_t, 64, 8, false, )
-WGMMA_WS(e5m2, e5m2_t, 256, 4, false, )
-WGMMA_WS(e5m2, e5m2_t, 128, 6, false, )
-WGMMA_WS(e5m2, e5m2_t, 64, 8, false, )
-WGMMA_WS(e4m3fn, e4m3fn_t, 128, 6, true, _bs)
+WGMMA_WS(bf16, bf16_t, 128, 256, 4, false, )
+WGMMA_WS(bf16, bf16_t, 128, 128, 6, false, )
+WGMMA_WS(bf16, bf16_t, 128, 64, 8, false, )
+WGMMA_WS(bf16, bf16_t, 64, 64, 12, false, )
+WGMMA_WS(bf16, bf16_t, 64, 32, 16, false, )
+WGMMA_WS(f16, half_t, 128, 256, 4, false, )
+WGMMA_WS(f16, half_t, 128, 128, 6, false, )
+WGMMA_WS(f16, half_t, 128, 64, 8, false, )
+WGMMA_WS(f16, half_t, 64, 64, 12, false, )
+WGMMA_WS(f16, half_t, 64, 32, 16, false, )
+WGMMA_WS(e4m3fn, e4m3fn_t, 128, 256, 4, false, )
+WGMMA_WS(e4m3fn, e4m3fn_t, 128, 128, 6, false, )
+WGMMA_WS(e4m3fn, e4m3fn_t, 128, 64, 8, false, )
+WGMMA_WS(e4m3fn, e4m3fn_t, 64, 64, 12, false, )
+WGMMA_WS(e4m3fn, e4m3fn_t, 64, 32, 16, false, )
+WGMMA_WS(e5m2, e5m2_t, 128, 256, 4, false, )
+WGMMA_WS(e5m2, e5m2_t, 128, 128, 6, false, )
+WGMMA_WS(e5m2, e5m2_t, 128, 64, 8, false, )
+WGMMA_WS(e5m2, e5m2_t, 64, 64, 12, false, )
+WGMMA_WS(e5m2, e5m2_t, 64, 32, 16, false, )
+WGMMA_WS(e4m3fn, e4m3fn_t, 128, 128, 6, true, _bs)
 
-// Variant names: wgmma_ws.<dtype>.128x<BN>.s<STAGES>; 384 threads; shared memory =
-// STAGES * (128 + BN) * 128 bytes + 1 KiB for the 1024-byte alignment + 16 bytes
-// of barriers per stage.
-// aiter-kernel-family: op=gemm variant=wgmma_ws.{dt}.{shape} symbol=aiter_gemm_wgmma_ws_{dt}_{sym} block=384 smem={smem} dt=bf16@90,f16@90,e4m3fn@90,e5m2@90 shape=128x256.s4:128x256_s4:197696,128x128.s6:128x128_s6:197728,128x64.s8:128x64_s8:197760
+// Variant names: wgmma_ws.<dtype>.<BM>x<BN>.s<STAGES>; 128 + 2 * BM threads; shared
+// memory = STAGES * (BM + BN) * 128 bytes + 1 KiB for the 1024-byte alignment + 16
+// bytes of barriers per stage.
+// aiter-kernel-family: op=gemm variant=wgmma_ws.{dt}.{shape} symbol=aiter_gemm_wgmma_ws_{dt}_{sym} block={block} smem={smem} dt=bf16@90,f16@90,e4m3fn@90,e5m2@90 shape=128x256.s4:128x256_s4:384:197696,128x128.s6:128x128_s6:384:197728,128x64.s8:128x64_s8:384:197760,64x64.s12:64x64_s12:256:197824,64x32.s16:64x32_s16:256:197888
 // aiter-kernel: op=gemm variant=wgmma_ws.e4m3fn.128x128.s6.bs symbol=aiter_gemm_wgmma_ws_e4m3fn_128x128_s6_bs block=384 smem=197728

@@ -20,6 +20,10 @@ __device__ __forceinline__ uint64_t smem_descriptor(uint32_t address) {
 }
 
 template <class T, int BN> struct Product;
+template <> struct Product<bf16_t, 32> { static constexpr auto run = wgmma_bf16_n32; };
+template <> struct Product<half_t, 32> { static constexpr auto run = wgmma_f16_n32; };
+template <> struct Product<e4m3fn_t, 32> { static constexpr auto run = wgmma_e4m3_n32; };
+template <> struct Product<e5m2_t, 32> { static constexpr auto run = wgmma_e5m2_n32; };
 template <> struct Product<bf16_t, 64> { static constexpr auto run = wgmma_bf16_n64; };
 template <> struct Product<half_t, 64> { static constexpr auto run = wgmma_f16_n64; };
 template <> struct Product<e4m3fn_t, 64> { static constexpr auto run = wgmma_e4m3_n64; };

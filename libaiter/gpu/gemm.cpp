@@ -41,8 +41,8 @@ constexpr KernelShape tiled(DType dt, int bm, int bn, int stages, int threads, b
 constexpr KernelShape wgmma(DType dt, int bn, int stages, bool bs = false) {
   return {Family::wgmma, dt, 0, 0, 0, 128, bn, stages, 256, bs};
 }
-constexpr KernelShape wgmma_ws(DType dt, int bn, int stages, bool bs = false) {
-  return {Family::wgmma_ws, dt, 0, 0, 0, 128, bn, stages, 384, bs};
+constexpr KernelShape wgmma_ws(DType dt, int bm, int bn, int stages, bool bs = false) {
+  return {Family::wgmma_ws, dt, 0, 0, 0, bm, bn, stages, 128 + 2 * bm, bs};  // a copying + bm / 64 multiplying warpgroups
 }
 constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 64, 64, 0, 256, false}; }
 
@@ -54,14 +54,16 @@ constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 
       tiled(dt, 128, 128, 4, 256), tiled(dt, 128, 256, 3, 256)
 
 #define WGMMA_SHAPES(dt) wgmma(dt, 128, 4), wgmma(dt, 128, 3), wgmma(dt, 256, 3)
-#define WGMMA_WS_SHAPES(dt) wgmma_ws(dt, 256, 4), wgmma_ws(dt, 128, 6), wgmma_ws(dt, 64, 8)
+#define WGMMA_WS_SHAPES(dt)                                                                                   \
+  wgmma_ws(dt, 128, 256, 4), wgmma_ws(dt, 128, 128, 6), wgmma_ws(dt, 128, 64, 8), wgmma_ws(dt, 64, 64, 12), \
+      wgmma_ws(dt, 64, 32, 16)
 
 // In heuristic order: the first that can run a call and fits it wins.
 constexpr KernelShape kKernels[] = {
     SKINNY_SHAPES(DType::bf16, false), SKINNY_SHAPES(DType::f16, false), SKINNY_SHAPES(DType::i8, false),
     SKINNY_SHAPES(DType::e4m3fn, false), SKINNY_SHAPES(DType::e5m2, false), SKINNY_SHAPES(DType::e4m3fn, true),
     WGMMA_WS_SHAPES(DType::bf16), WGMMA_WS_SHAPES(DType::f16), WGMMA_WS_SHAPES(DType::e4m3fn),
-    WGMMA_WS_SHAPES(DType::e5m2), wgmma_ws(DType::e4m3fn, 128, 6, true),
+    WGMMA_WS_SHAPES(DType::e5m2), wgmma_ws(DType::e4m3fn, 128, 128, 6, true),
     WGMMA_SHAPES(DType::bf16), WGMMA_SHAPES(DType::f16), WGMMA_SHAPES(DType::e4m3fn), WGMMA_SHAPES(DType::e5m2),
     wgmma(DType::e4m3fn, 128, 4, true),
     TILED_SHAPES(DType::bf16), TILED_SHAPES(DType::f16), TILED_SHAPES(DType::i8),
@@ -91,13 +93,13 @@ std::string variant_name(const KernelShape &s) {
     case Family::skinny:
       return "skinny." + dt + ".t" + std::to_string(s.nt) + ".r" + std::to_string(s.rt) + ".w" +
              std::to_string(s.warps) + (s.block_scaled ? ".bs" : "");
-    case Family::wgmma:
-    case Family::wgmma_ws:
-      return (s.family == Family::wgmma ? "wgmma." : "wgmma_ws.") + dt + ".128x" + std::to_string(s.bn) + ".s" + std::to_string(s.stages) +
-             (s.block_scaled ? ".bs" : "");
     case Family::tiled:
-      return "tiled." + dt + "." + std::to_string(s.bm) + "x" + std::to_string(s.bn) + ".s" +
-             std::to_string(s.stages) + (s.block_scaled ? ".bs" : "");
+    case Family::wgmma:
+    case Family::wgmma_ws: {
+      const std::string family = s.family == Family::tiled ? "tiled." : s.family == Family::wgmma ? "wgmma." : "wgmma_ws.";
+      return family + dt + "." + std::to_string(s.bm) + "x" + std::to_string(s.bn) + ".s" + std::to_string(s.stages) +
+             (s.block_scaled ? ".bs" : "");
+    }
     default: return "generic." + dt;
   }
 }
@@ -169,9 +171,11 @@ bool good_fit(const GemmArgs &g) {
     // Hopper: above 128 rows (below, the 64-row mma.sync tiles fill the GPU better;
     // measured by the sm_90a tuning run, configs/gemm_sm_90a.csv).
     case Family::wgmma: return g.m > 128 && s.bn == 128 && (s.stages == 3 || s.block_scaled);  // 2 blocks / SM
-    // The warp-specialized kernels come first: 128 x 256 tiles while they make
-    // two waves of blocks, else 128 x 128.
+    // The warp-specialized kernels come first: above 128 rows 128 x 256 tiles
+    // while they make two waves of blocks, else 128 x 128; up to 64 rows 64 x 64
+    // tiles, or 64 x 32 where those leave multiprocessors without a block.
     case Family::wgmma_ws:
+      if (s.bm == 64) return g.m <= 64 && (s.bn == 32) == (tile_count(g, 64, 64) * g.batch < kHopperSms);
       return g.m > 128 && (s.block_scaled || (s.bn == 256) == (tile_count(g, 128, 256) * g.batch >= 2 * kHopperSms));
     case Family::tiled:
       // 128 x 128: 3 stages fit two blocks per SM (the block-scaled tiles have only 4)
@@ -206,7 +210,7 @@ aiter_status run_warp_specialized(const GemmArgs &g, const GpuCall &call, const 
   GemmTmaParams q;
   aiter_status st = driver_for(call.device.device_type, &driver);
   if (st == AITER_OK) st = multiprocessors(call, &sms);
-  if (st == AITER_OK) st = tma_params(g, params_of(g), s.bn, driver, &q);
+  if (st == AITER_OK) st = tma_params(g, params_of(g), s.bm, s.bn, driver, &q);
   if (st != AITER_OK) return st;
   const int64_t tiles = tile_count(g, s) * g.batch;
   return launch(call, "gemm", variant, Dim3{unsigned(std::min<int64_t>(tiles, sms)), 1, 1}, unsigned(s.threads), q);

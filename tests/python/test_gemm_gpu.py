@@ -41,7 +41,7 @@ def sizes_for(variant, itemsize):
         bm = int(variant.split(".")[2].split("x")[0])
         return [bm - 5, bm + 3, 2 * bm + 17], 200, k
     if family == "wgmma_ws":  # persistent blocks: 1500 x 3000 has more tiles than an H100 has blocks
-        return [123, 273, 1500], 3000, k
+        return [7, 123, 273, 1500], 3000, k
     return [1, 7, 70], 33, 13  # any shape, any alignment
 
 
@@ -173,11 +173,13 @@ def test_batched_shared_weight(rng, variant):
 
 def test_heuristic_choices(rng):
     """Without a tuned row: the skinny kernels for a few tokens, tensor-core tiles
-    (wgmma on Hopper) for many."""
+    (warp-specialized wgmma on Hopper) for more."""
     n, k = 256, 520  # no shipped table has this shape
     w = to_device(rand(rng, (n, k), "bfloat16"), CUDA)
-    tiles = ("wgmma_ws", "wgmma", "tiled") if torch.cuda.get_device_capability() == (9, 0) else ("tiled",)
-    for m, families in [(1, ("skinny",)), (16, ("skinny",)), (40, ("tiled",)), (100, ("tiled",)), (1000, tiles)]:
+    hopper = torch.cuda.get_device_capability() == (9, 0)
+    narrow = ("wgmma_ws",) if hopper else ("tiled",)  # 64-row warp-specialized tiles up to 64 rows
+    tiles = ("wgmma_ws", "wgmma", "tiled") if hopper else ("tiled",)
+    for m, families in [(1, ("skinny",)), (16, ("skinny",)), (40, narrow), (100, ("tiled",)), (1000, tiles)]:
         aiter.gemm_a16w16(to_device(rand(rng, (m, k), "bfloat16"), CUDA), w)
         _, name, how = aiter.tuning.last_variant()
         assert name.split(".")[0] in families and how == 0, (m, name, how)
