@@ -114,7 +114,7 @@ struct WgmmaWs {
     }
   }
 
-  // 128 + 64 * BM threads: warpgroup 0 copies (one thread issues), the others multiply.
+  // 128 + 2 * BM threads: warpgroup 0 copies (one thread issues), BM / 64 multiply.
   // K >= 1 (the launcher routes K = 0 elsewhere).
   static __device__ void run(const GemmTmaParams &q) {
     extern __shared__ __align__(1024) unsigned char smem[];
