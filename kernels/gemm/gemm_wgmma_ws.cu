@@ -15,7 +15,8 @@
 
 namespace {
 
-template <class T, int BM, int BN, int STAGES, bool BLOCK_SCALED>
+// PROMOTED: fp8 sums added into fp32 registers every 4 stages (512 K).
+template <class T, int BM, int BN, int STAGES, bool BLOCK_SCALED, bool PROMOTED = false>
 struct WgmmaWs {
   static constexpr int kMultipliers = BM / 64, kRegs = BN / 2;
   static constexpr int kStageBytes = (BM + BN) * kRowBytes;  // BM rows of A, then BN rows of W
@@ -84,6 +85,34 @@ struct WgmmaWs {
     release(ring, previous);
   }
 
+  // Promoted: total = the sum over windows of kWindow stages of each window's
+  // products.  Hopper's fp8 products keep about 14 bits of their running sum
+  // (DeepSeek-V3), so long K loses precision; the sum of a window is exact enough
+  // and the windows add in fp32.  Products stay in flight within a window.
+  static __device__ void multiply_tile_promoted(Ring ring, Cursor &c, int k_stages, int half, float (&total)[kRegs]) {
+    constexpr int kWindow = 4;  // stages: 512 K of fp8
+    float sums[kRegs];
+    for (int i = 0; i < kRegs; ++i) total[i] = 0.0f;
+    int previous = -1;
+    for (int kt = 0; kt < k_stages; ++kt, c.advance()) {
+      barrier_wait(ring.full(c.slot), c.parity);
+      issue_stage<T, BN>(ring.slot(c.slot) + half * 64 * kRowBytes, ring.slot(c.slot) + BM * kRowBytes, sums,
+                         kt % kWindow != 0);
+      if (kt % kWindow == kWindow - 1 || kt == k_stages - 1) {
+        wgmma_wait<0>();
+        if (previous >= 0) release(ring, previous);
+        release(ring, c.slot);
+        previous = -1;
+#pragma unroll
+        for (int i = 0; i < kRegs; ++i) total[i] += sums[i];
+      } else {
+        wgmma_wait<1>();
+        if (previous >= 0) release(ring, previous);
+        previous = c.slot;
+      }
+    }
+  }
+
   // Block-scaled: total = sum over K groups of the group's products times its
   // scales; each group's sums are complete before they are scaled.
   static __device__ void multiply_tile_scaled(const GemmParams &p, Ring ring, Cursor &c, int k_stages, int half,
@@ -108,6 +137,8 @@ struct WgmmaWs {
       const Tile tile(q.p, t, per_batch);
       if constexpr (BLOCK_SCALED)
         multiply_tile_scaled(q.p, ring, c, k_stages, half, tile, acc);
+      else if constexpr (PROMOTED)
+        multiply_tile_promoted(ring, c, k_stages, half, acc);
       else
         multiply_tile(ring, c, k_stages, half, acc);
       store_rows<BN>(q.p, tile.batch, tile.m0 + half * 64, tile.n0, acc, BLOCK_SCALED);
@@ -170,9 +201,18 @@ WGMMA_WS(e5m2, e5m2_t, 128, 64, 8, false, )
 WGMMA_WS(e5m2, e5m2_t, 64, 64, 12, false, )
 WGMMA_WS(e5m2, e5m2_t, 64, 32, 16, false, )
 WGMMA_WS(e4m3fn, e4m3fn_t, 128, 128, 6, true, _bs)
+#define WGMMA_WS_PROMOTED(dt, T, BM, BN, S)                                                               \
+  extern "C" __global__ void __launch_bounds__(128 + 2 * BM, 1)                                          \
+      aiter_gemm_wgmma_ws_##dt##_##BM##x##BN##_s##S##_fp32sum(const __grid_constant__ GemmTmaParams q) { \
+    WgmmaWs<T, BM, BN, S, false, true>::run(q);                                                         \
+  }
+WGMMA_WS_PROMOTED(e4m3fn, e4m3fn_t, 128, 128, 6)
+WGMMA_WS_PROMOTED(e4m3fn, e4m3fn_t, 64, 64, 12)
 
 // Variant names: wgmma_ws.<dtype>.<BM>x<BN>.s<STAGES>; 128 + 2 * BM threads; shared
 // memory = STAGES * (BM + BN) * 128 bytes + 1 KiB for the 1024-byte alignment + 16
 // bytes of barriers per stage.
 // aiter-kernel-family: op=gemm variant=wgmma_ws.{dt}.{shape} symbol=aiter_gemm_wgmma_ws_{dt}_{sym} block={block} smem={smem} dt=bf16@90,f16@90,e4m3fn@90,e5m2@90 shape=128x256.s4:128x256_s4:384:197696,128x128.s6:128x128_s6:384:197728,128x64.s8:128x64_s8:384:197760,64x64.s12:64x64_s12:256:197824,64x32.s16:64x32_s16:256:197888
 // aiter-kernel: op=gemm variant=wgmma_ws.e4m3fn.128x128.s6.bs symbol=aiter_gemm_wgmma_ws_e4m3fn_128x128_s6_bs block=384 smem=197728
+// aiter-kernel: op=gemm variant=wgmma_ws.e4m3fn.128x128.s6.fp32sum symbol=aiter_gemm_wgmma_ws_e4m3fn_128x128_s6_fp32sum block=384 smem=197728
+// aiter-kernel: op=gemm variant=wgmma_ws.e4m3fn.64x64.s12.fp32sum symbol=aiter_gemm_wgmma_ws_e4m3fn_64x64_s12_fp32sum block=256 smem=197824

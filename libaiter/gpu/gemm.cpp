@@ -30,6 +30,7 @@ struct KernelShape {
   int nt, rt, warps;
   int bm, bn, stages, threads;
   bool block_scaled;
+  bool fp32_sum = false;  // fp8 sums added into fp32 every few stages (wgmma_ws ...fp32sum)
 };
 
 constexpr KernelShape skinny(DType dt, int nt, int rt, int warps, bool bs = false) {
@@ -41,8 +42,9 @@ constexpr KernelShape tiled(DType dt, int bm, int bn, int stages, int threads, b
 constexpr KernelShape wgmma(DType dt, int bn, int stages, bool bs = false) {
   return {Family::wgmma, dt, 0, 0, 0, 128, bn, stages, 256, bs};
 }
-constexpr KernelShape wgmma_ws(DType dt, int bm, int bn, int stages, bool bs = false) {
-  return {Family::wgmma_ws, dt, 0, 0, 0, bm, bn, stages, 128 + 2 * bm, bs};  // a copying + bm / 64 multiplying warpgroups
+constexpr KernelShape wgmma_ws(DType dt, int bm, int bn, int stages, bool bs = false, bool fp32_sum = false) {
+  // a copying warpgroup + bm / 64 multiplying ones
+  return {Family::wgmma_ws, dt, 0, 0, 0, bm, bn, stages, 128 + 2 * bm, bs, fp32_sum};
 }
 constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 64, 64, 0, 256, false}; }
 
@@ -64,6 +66,7 @@ constexpr KernelShape kKernels[] = {
     SKINNY_SHAPES(DType::e4m3fn, false), SKINNY_SHAPES(DType::e5m2, false), SKINNY_SHAPES(DType::e4m3fn, true),
     WGMMA_WS_SHAPES(DType::bf16), WGMMA_WS_SHAPES(DType::f16), WGMMA_WS_SHAPES(DType::e4m3fn),
     WGMMA_WS_SHAPES(DType::e5m2), wgmma_ws(DType::e4m3fn, 128, 128, 6, true),
+    wgmma_ws(DType::e4m3fn, 128, 128, 6, false, true), wgmma_ws(DType::e4m3fn, 64, 64, 12, false, true),
     WGMMA_SHAPES(DType::bf16), WGMMA_SHAPES(DType::f16), WGMMA_SHAPES(DType::e4m3fn), WGMMA_SHAPES(DType::e5m2),
     wgmma(DType::e4m3fn, 128, 4, true),
     TILED_SHAPES(DType::bf16), TILED_SHAPES(DType::f16), TILED_SHAPES(DType::i8),
@@ -98,7 +101,7 @@ std::string variant_name(const KernelShape &s) {
     case Family::wgmma_ws: {
       const std::string family = s.family == Family::tiled ? "tiled." : s.family == Family::wgmma ? "wgmma." : "wgmma_ws.";
       return family + dt + "." + std::to_string(s.bm) + "x" + std::to_string(s.bn) + ".s" + std::to_string(s.stages) +
-             (s.block_scaled ? ".bs" : "");
+             (s.block_scaled ? ".bs" : "") + (s.fp32_sum ? ".fp32sum" : "");
     }
     default: return "generic." + dt;
   }
@@ -175,6 +178,7 @@ bool good_fit(const GemmArgs &g) {
     // while they make two waves of blocks, else 128 x 128; up to 64 rows 64 x 64
     // tiles, or 64 x 32 where those leave multiprocessors without a block.
     case Family::wgmma_ws:
+      if (s.fp32_sum) return false;  // slower; the tuner picks them where the others miss the tolerance
       if (s.bm == 64) return g.m <= 64 && (s.bn == 32) == (tile_count(g, 64, 64) * g.batch < kHopperSms);
       return g.m > 128 && (s.block_scaled || (s.bn == 256) == (tile_count(g, 128, 256) * g.batch >= 2 * kHopperSms));
     case Family::tiled:

@@ -99,6 +99,23 @@ def test_a8w8_variant(rng, variant, per_token):
         check(on_host(out), ref, "bfloat16", k, magnitude)
 
 
+@pytest.mark.parametrize("variant", [v for v in variants("gemm_a8w8") if v.endswith(".fp32sum")])
+def test_fp32_sums_keep_long_k_precise(rng, variant):
+    """fp8 sums added into fp32 every 512 K: at K = 16384 the error stays near the
+    bf16 output's rounding (plain wgmma sums reach ~1e-2 of max |out| at K =
+    14336-28672, docs/tune_logs/a8w8_tuning_*.log)."""
+    m, n, k = 64, 256, 16384
+    a, w = quantized(rng, (m, k), "float8_e4m3fn"), quantized(rng, (n, k), "float8_e4m3fn")
+    one = np.ones((1,), np.float32)
+    out = poisoned_on((m, n), "bfloat16", CUDA)
+    with forced("gemm_a8w8", variant):
+        aiter.gemm_a8w8(*(to_device(x, CUDA) for x in (a, w, one, one)), out=out)
+        ran(variant)
+    ref = f64(a) @ f64(w).T
+    error = np.abs(f64(on_host(out)) - ref).max() / np.abs(ref).max()
+    assert error < 4e-3, f"max error {error:.3g} of max |out|"
+
+
 def blockscale_reference(a, w, a_scale, w_scale):
     m, k = a.shape
     n = w.shape[0]
