@@ -1,8 +1,9 @@
 // GPU GEMM variants (kernels/gemm/): the skinny tensor-core kernels for M <= 16,
 // the tiled mma.sync kernels (NVIDIA targets), the wgmma kernels (sm_90a: with
-// every thread copying, and warp-specialized with TMA copies), and
-// the portable kernel that runs any call on every target.  Each variant is one row of kKernels; the
-// tuned selection (tuning/select.hpp) picks among those that can run a call.
+// every thread copying, and warp-specialized with TMA copies), and the portable
+// kernel that runs any call on every target.  Each variant is one row of
+// kKernels; the tuned selection (tuning/select.hpp) picks among those that can
+// run a call.
 #include <algorithm>
 #include <array>
 #include <atomic>
