@@ -20,6 +20,10 @@ HEADER = """// Hopper warpgroup products (sm_90a): wgmma.mma_async with both ope
 """
 TYPES = [("bf16", "k16.f32.bf16.bf16", False), ("f16", "k16.f32.f16.f16", False),
          ("e4m3", "k32.f32.e4m3.e4m3", True), ("e5m2", "k32.f32.e5m2.e5m2", True)]
+ELEMENT = {"bf16": "bf16_t", "f16": "half_t", "e4m3": "e4m3fn_t", "e5m2": "e5m2_t"}
+# Tile widths: 32-128 and 256 divide the usual N; 160, 192 and 224 make a whole
+# number of waves of tiles on 132 SMs for other N (gemm.cpp's heuristic).
+WIDTHS = (32, 64, 128, 160, 192, 224, 256)
 
 
 def wrapper(tag, n, kind, fp8):
@@ -36,10 +40,17 @@ def wrapper(tag, n, kind, fp8):
             f'      : "l"(a), "l"(b), "r"(accumulate));\n}}\n')
 
 
+def table():
+    """WgmmaInstruction<T, N>::run: the wrapper for an element type and width, for templates."""
+    rows = [f"template <> struct WgmmaInstruction<{ELEMENT[tag]}, {n}> {{ static constexpr auto run = wgmma_{tag}_n{n}; }};"
+            for n in WIDTHS for tag, _, _ in TYPES]
+    return "template <class T, int N> struct WgmmaInstruction;\n" + "\n".join(rows) + "\n"
+
+
 def main(path):
-    parts = [wrapper(tag, n, kind, fp8) for n in (32, 64, 128, 256) for tag, kind, fp8 in TYPES]
+    parts = [wrapper(tag, n, kind, fp8) for n in WIDTHS for tag, kind, fp8 in TYPES]
     with open(path, "w", encoding="utf-8") as f:
-        f.write(HEADER + "\n".join(parts) + "\n#endif\n")
+        f.write(HEADER + "\n".join(parts) + "\n" + table() + "\n#endif\n")
 
 
 if __name__ == "__main__":

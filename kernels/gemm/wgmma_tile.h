@@ -19,24 +19,6 @@ __device__ __forceinline__ uint64_t smem_descriptor(uint32_t address) {
          | uint64_t(1) << 62;                // 128-byte swizzle
 }
 
-template <class T, int BN> struct Product;
-template <> struct Product<bf16_t, 32> { static constexpr auto run = wgmma_bf16_n32; };
-template <> struct Product<half_t, 32> { static constexpr auto run = wgmma_f16_n32; };
-template <> struct Product<e4m3fn_t, 32> { static constexpr auto run = wgmma_e4m3_n32; };
-template <> struct Product<e5m2_t, 32> { static constexpr auto run = wgmma_e5m2_n32; };
-template <> struct Product<bf16_t, 64> { static constexpr auto run = wgmma_bf16_n64; };
-template <> struct Product<half_t, 64> { static constexpr auto run = wgmma_f16_n64; };
-template <> struct Product<e4m3fn_t, 64> { static constexpr auto run = wgmma_e4m3_n64; };
-template <> struct Product<e5m2_t, 64> { static constexpr auto run = wgmma_e5m2_n64; };
-template <> struct Product<bf16_t, 128> { static constexpr auto run = wgmma_bf16_n128; };
-template <> struct Product<bf16_t, 256> { static constexpr auto run = wgmma_bf16_n256; };
-template <> struct Product<half_t, 128> { static constexpr auto run = wgmma_f16_n128; };
-template <> struct Product<half_t, 256> { static constexpr auto run = wgmma_f16_n256; };
-template <> struct Product<e4m3fn_t, 128> { static constexpr auto run = wgmma_e4m3_n128; };
-template <> struct Product<e4m3fn_t, 256> { static constexpr auto run = wgmma_e4m3_n256; };
-template <> struct Product<e5m2_t, 128> { static constexpr auto run = wgmma_e5m2_n128; };
-template <> struct Product<e5m2_t, 256> { static constexpr auto run = wgmma_e5m2_n256; };
-
 // Issues acc (+)= 64 rows of A at `a` times BN rows of W at `w` over one
 // 128-byte K stage (four 32-byte steps) as one wgmma group; `accumulate` false
 // starts from zero.  The caller waits for the group (wgmma_wait).
@@ -45,7 +27,7 @@ __device__ __forceinline__ void issue_stage(uint32_t a, uint32_t w, float (&acc)
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
   for (int step = 0; step < 4; ++step)
-    Product<T, BN>::run(acc, smem_descriptor(a + step * 32), smem_descriptor(w + step * 32),
+    WgmmaInstruction<T, BN>::run(acc, smem_descriptor(a + step * 32), smem_descriptor(w + step * 32),
                         step > 0 || accumulate);
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }

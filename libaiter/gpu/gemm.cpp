@@ -58,8 +58,8 @@ constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 
 
 #define WGMMA_SHAPES(dt) wgmma(dt, 128, 4), wgmma(dt, 128, 3), wgmma(dt, 256, 3)
 #define WGMMA_WS_SHAPES(dt)                                                                                   \
-  wgmma_ws(dt, 128, 256, 4), wgmma_ws(dt, 128, 128, 6), wgmma_ws(dt, 128, 64, 8), wgmma_ws(dt, 64, 64, 12), \
-      wgmma_ws(dt, 64, 32, 16)
+  wgmma_ws(dt, 128, 256, 4), wgmma_ws(dt, 128, 224, 5), wgmma_ws(dt, 128, 192, 5), wgmma_ws(dt, 128, 160, 6), \
+      wgmma_ws(dt, 128, 128, 6), wgmma_ws(dt, 128, 64, 8), wgmma_ws(dt, 64, 64, 12), wgmma_ws(dt, 64, 32, 16)
 
 // In heuristic order: the first that can run a call and fits it wins.
 constexpr KernelShape kKernels[] = {
@@ -150,6 +150,20 @@ constexpr int64_t kHopperSms = 132;
 // int8 sums are exact in int32 up to this K (127 * 127 * K < 2^31).
 constexpr int64_t kMaxInt8K = 131072;
 
+// The width of 128-row tiles that keeps the most of the GPU busy: the share of
+// multiprocessors working in each wave of tiles, times how much a wider tile
+// saves on loads (a 128 x bn tile loads 128 + bn rows for 128 * bn outputs).
+int wide_tile_width(const GemmArgs &g) {
+  int best = 128;
+  double best_score = 0;
+  for (int bn : {256, 224, 192, 160, 128}) {
+    const int64_t tiles = tile_count(g, 128, bn) * g.batch, waves = (tiles + kHopperSms - 1) / kHopperSms;
+    const double score = double(tiles) / double(waves * kHopperSms) * bn / (bn + 128);
+    if (score > best_score) best = bn, best_score = score;
+  }
+  return best;
+}
+
 template <size_t I>
 bool supports(const GemmArgs &g, const GpuCall *call) {
   constexpr KernelShape s = kKernels[I];
@@ -175,13 +189,13 @@ bool good_fit(const GemmArgs &g) {
     // Hopper: above 128 rows (below, the 64-row mma.sync tiles fill the GPU better;
     // measured by the sm_90a tuning run, configs/gemm_sm_90a.csv).
     case Family::wgmma: return g.m > 128 && s.bn == 128 && (s.stages == 3 || s.block_scaled);  // 2 blocks / SM
-    // The warp-specialized kernels come first: above 128 rows 128 x 256 tiles
-    // while they make two waves of blocks, else 128 x 128; up to 64 rows 64 x 64
-    // tiles, or 64 x 32 where those leave multiprocessors without a block.
+    // The warp-specialized kernels come first: above 128 rows 128-row tiles of
+    // wide_tile_width; up to 64 rows 64 x 64 tiles, or 64 x 32 where those leave
+    // multiprocessors without a block.
     case Family::wgmma_ws:
       if (s.fp32_sum) return false;  // slower; the tuner picks them where the others miss the tolerance
       if (s.bm == 64) return g.m <= 64 && (s.bn == 32) == (tile_count(g, 64, 64) * g.batch < kHopperSms);
-      return g.m > 128 && (s.block_scaled || (s.bn == 256) == (tile_count(g, 128, 256) * g.batch >= 2 * kHopperSms));
+      return g.m > 128 && (s.block_scaled || s.bn == wide_tile_width(g));
     case Family::tiled:
       // 128 x 128: 3 stages fit two blocks per SM (the block-scaled tiles have only 4)
       if (s.bn == 256 || (s.bm == 128 && s.stages == 4 && !s.block_scaled)) return false;

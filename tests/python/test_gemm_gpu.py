@@ -202,6 +202,16 @@ def test_heuristic_choices(rng):
         assert name.split(".")[0] in families and how == 0, (m, name, how)
 
 
+@pytest.mark.skipif(torch.cuda.get_device_capability() != (9, 0), reason="Hopper's warp-specialized tiles")
+def test_heuristic_fits_tile_width_to_waves(rng):
+    """512 x 6144 (untuned K): 128 x 192 tiles make 128 blocks, one wave on 132
+    SMs, where 128 x 256 would leave a quarter of them idle."""
+    a, w = rand(rng, (512, 520), "bfloat16"), rand(rng, (6144, 520), "bfloat16")
+    out = aiter.gemm_a16w16(to_device(a, CUDA), to_device(w, CUDA))
+    assert aiter.tuning.last_variant()[1:] == ("wgmma_ws.bf16.128x192.s5", 0)
+    check(on_host(out), f64(a) @ f64(w).T, "bfloat16", 520, 1.0)
+
+
 def test_misaligned_rows_use_generic(rng):
     """K * 2 bytes not a multiple of 16: only the portable kernel can run it."""
     m, n, k = 4, 40, 13
