@@ -51,6 +51,30 @@ __device__ __forceinline__ void tma_copy_3d(uint32_t dst, const TensorMap *map, 
       : "memory");
 }
 
+// The same box copied into shared memory at `dst` of every block of the
+// cluster in `blocks` (a bit mask of ranks), completing on the barrier at `bar`
+// of each of them.
+__device__ __forceinline__ void tma_copy_3d_multicast(uint32_t dst, const TensorMap *map, uint32_t bar, int c0,
+                                                      int c1, int c2, unsigned blocks) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+      "[%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(static_cast<unsigned short>(blocks))
+      : "memory");
+}
+
+// Arrives on the barrier at the same shared-memory offset in block `rank` of the cluster.
+__device__ __forceinline__ void barrier_arrive_remote(uint32_t bar, unsigned rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+
+// Every thread of every block of the cluster waits here for all the others.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
 __device__ __forceinline__ void tma_prefetch_map(const TensorMap *map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
 }

@@ -132,6 +132,15 @@ __device__ void norm_row(const NormParams &params) {
   for (int r = 0; r < R; ++r) {
     const long long c = (long long)(r * nthreads + tid) * N;
     if (c >= p.cols) continue;
+    if (!prefetch && N > 1 && !p.params_f32) {  // kept as T until used: half the registers
+      const Vec<T, N> wv = *reinterpret_cast<const Vec<T, N> *>(static_cast<const T *>(p.weight) + c);
+      Vec<T, N> bv{};
+      if (p.bias) bv = *reinterpret_cast<const Vec<T, N> *>(static_cast<const T *>(p.bias) + c);
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+        v[r][i] = (v[r][i] - mean) * inv_std * to_f32(wv.v[i]) + (p.bias ? to_f32(bv.v[i]) : 0.0f);
+      continue;
+    }
     if (!prefetch) load_params<T, N>(p.weight, c, p.params_f32, w[r]);
     if (!prefetch && p.bias) load_params<T, N>(p.bias, c, p.params_f32, b[r]);
 #pragma unroll
@@ -148,8 +157,12 @@ __device__ void norm_row(const NormParams &params) {
 // many-rows tiles r2 and r4 come specialized per kind (rms, add, layer, rms_q, add_q).
 #define AITER_NORM_KERNEL(name, T, N, R, THREADS, PREFETCH) \
   AITER_KERNEL void AITER_LAUNCH_BOUNDS(THREADS) name(NormParams p) { norm_row<T, N, R, PREFETCH>(p); }
+// Up to 512 threads: LayerNorm rows of 8192 take R = 2 with 512 threads (the
+// host's pick_shape).  With R = 4, ptxas loads every chunk's weight and bias at
+// once (113 registers, two blocks per SM; 77% of copy for 16384 x 8192 bf16 on
+// an H100, Nsight Compute).
 #define AITER_NORM_KIND(name, T, N, R, KIND, QUANT) \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(256) name(NormParams p) { norm_row<T, N, R, false, KIND, QUANT>(p); }
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS(512) name(NormParams p) { norm_row<T, N, R, false, KIND, QUANT>(p); }
 #define AITER_NORM_KINDS(tag, T, N, R)                                         \
   AITER_NORM_KIND(aiter_norm_##tag##_vec_r##R##_rms, T, N, R, kNormRms, false)   \
   AITER_NORM_KIND(aiter_norm_##tag##_vec_r##R##_add, T, N, R, kNormAddRms, false) \
@@ -169,44 +182,44 @@ AITER_NORM_FAMILY(f16, half_t, 8)
 AITER_NORM_FAMILY(bf16, bf16_t, 8)
 
 // aiter-kernel: op=norm variant=f32.vec.r1.t1024.prefetch symbol=aiter_norm_f32_vec_r1_t1024_prefetch block=1024 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r2.rms symbol=aiter_norm_f32_vec_r2_rms block=256 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r2.add symbol=aiter_norm_f32_vec_r2_add block=256 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r2.layer symbol=aiter_norm_f32_vec_r2_layer block=256 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r2.rms_q symbol=aiter_norm_f32_vec_r2_rms_q block=256 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r2.add_q symbol=aiter_norm_f32_vec_r2_add_q block=256 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r4.rms symbol=aiter_norm_f32_vec_r4_rms block=256 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r4.add symbol=aiter_norm_f32_vec_r4_add block=256 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r4.layer symbol=aiter_norm_f32_vec_r4_layer block=256 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r4.rms_q symbol=aiter_norm_f32_vec_r4_rms_q block=256 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r4.add_q symbol=aiter_norm_f32_vec_r4_add_q block=256 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r2.rms symbol=aiter_norm_f32_vec_r2_rms block=512 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r2.add symbol=aiter_norm_f32_vec_r2_add block=512 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r2.layer symbol=aiter_norm_f32_vec_r2_layer block=512 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r2.rms_q symbol=aiter_norm_f32_vec_r2_rms_q block=512 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r2.add_q symbol=aiter_norm_f32_vec_r2_add_q block=512 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r4.rms symbol=aiter_norm_f32_vec_r4_rms block=512 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r4.add symbol=aiter_norm_f32_vec_r4_add block=512 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r4.layer symbol=aiter_norm_f32_vec_r4_layer block=512 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r4.rms_q symbol=aiter_norm_f32_vec_r4_rms_q block=512 smem=0
+// aiter-kernel: op=norm variant=f32.vec.r4.add_q symbol=aiter_norm_f32_vec_r4_add_q block=512 smem=0
 // aiter-kernel: op=norm variant=f32.vec.r8 symbol=aiter_norm_f32_vec_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=f32.vec.r4.t1024 symbol=aiter_norm_f32_vec_r4_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=f32.scalar.r8.t1024 symbol=aiter_norm_f32_scalar_r8_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r1.t1024.prefetch symbol=aiter_norm_f16_vec_r1_t1024_prefetch block=1024 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r2.rms symbol=aiter_norm_f16_vec_r2_rms block=256 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r2.add symbol=aiter_norm_f16_vec_r2_add block=256 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r2.layer symbol=aiter_norm_f16_vec_r2_layer block=256 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r2.rms_q symbol=aiter_norm_f16_vec_r2_rms_q block=256 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r2.add_q symbol=aiter_norm_f16_vec_r2_add_q block=256 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r4.rms symbol=aiter_norm_f16_vec_r4_rms block=256 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r4.add symbol=aiter_norm_f16_vec_r4_add block=256 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r4.layer symbol=aiter_norm_f16_vec_r4_layer block=256 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r4.rms_q symbol=aiter_norm_f16_vec_r4_rms_q block=256 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r4.add_q symbol=aiter_norm_f16_vec_r4_add_q block=256 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r2.rms symbol=aiter_norm_f16_vec_r2_rms block=512 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r2.add symbol=aiter_norm_f16_vec_r2_add block=512 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r2.layer symbol=aiter_norm_f16_vec_r2_layer block=512 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r2.rms_q symbol=aiter_norm_f16_vec_r2_rms_q block=512 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r2.add_q symbol=aiter_norm_f16_vec_r2_add_q block=512 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r4.rms symbol=aiter_norm_f16_vec_r4_rms block=512 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r4.add symbol=aiter_norm_f16_vec_r4_add block=512 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r4.layer symbol=aiter_norm_f16_vec_r4_layer block=512 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r4.rms_q symbol=aiter_norm_f16_vec_r4_rms_q block=512 smem=0
+// aiter-kernel: op=norm variant=f16.vec.r4.add_q symbol=aiter_norm_f16_vec_r4_add_q block=512 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r8 symbol=aiter_norm_f16_vec_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=f16.vec.r4.t1024 symbol=aiter_norm_f16_vec_r4_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=f16.scalar.r8.t1024 symbol=aiter_norm_f16_scalar_r8_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r1.t1024.prefetch symbol=aiter_norm_bf16_vec_r1_t1024_prefetch block=1024 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r2.rms symbol=aiter_norm_bf16_vec_r2_rms block=256 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r2.add symbol=aiter_norm_bf16_vec_r2_add block=256 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r2.layer symbol=aiter_norm_bf16_vec_r2_layer block=256 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r2.rms_q symbol=aiter_norm_bf16_vec_r2_rms_q block=256 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r2.add_q symbol=aiter_norm_bf16_vec_r2_add_q block=256 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r4.rms symbol=aiter_norm_bf16_vec_r4_rms block=256 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r4.add symbol=aiter_norm_bf16_vec_r4_add block=256 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r4.layer symbol=aiter_norm_bf16_vec_r4_layer block=256 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r4.rms_q symbol=aiter_norm_bf16_vec_r4_rms_q block=256 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r4.add_q symbol=aiter_norm_bf16_vec_r4_add_q block=256 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r2.rms symbol=aiter_norm_bf16_vec_r2_rms block=512 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r2.add symbol=aiter_norm_bf16_vec_r2_add block=512 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r2.layer symbol=aiter_norm_bf16_vec_r2_layer block=512 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r2.rms_q symbol=aiter_norm_bf16_vec_r2_rms_q block=512 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r2.add_q symbol=aiter_norm_bf16_vec_r2_add_q block=512 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r4.rms symbol=aiter_norm_bf16_vec_r4_rms block=512 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r4.add symbol=aiter_norm_bf16_vec_r4_add block=512 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r4.layer symbol=aiter_norm_bf16_vec_r4_layer block=512 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r4.rms_q symbol=aiter_norm_bf16_vec_r4_rms_q block=512 smem=0
+// aiter-kernel: op=norm variant=bf16.vec.r4.add_q symbol=aiter_norm_bf16_vec_r4_add_q block=512 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r8 symbol=aiter_norm_bf16_vec_r8 block=256 smem=0
 // aiter-kernel: op=norm variant=bf16.vec.r4.t1024 symbol=aiter_norm_bf16_vec_r4_t1024 block=1024 smem=0
 // aiter-kernel: op=norm variant=bf16.scalar.r8.t1024 symbol=aiter_norm_bf16_scalar_r8_t1024 block=1024 smem=0

@@ -32,6 +32,7 @@ struct KernelShape {
   int bm, bn, stages, threads;
   bool block_scaled;
   bool fp32_sum = false;  // fp8 sums added into fp32 every few stages (wgmma_ws ...fp32sum)
+  int cluster = 1;        // wgmma_ws ....x2: clusters of two blocks sharing W tiles
 };
 
 constexpr KernelShape skinny(DType dt, int nt, int rt, int warps, bool bs = false) {
@@ -47,6 +48,11 @@ constexpr KernelShape wgmma_ws(DType dt, int bm, int bn, int stages, bool bs = f
   // a copying warpgroup + bm / 64 multiplying ones
   return {Family::wgmma_ws, dt, 0, 0, 0, bm, bn, stages, 128 + 2 * bm, bs, fp32_sum};
 }
+constexpr KernelShape wgmma_ws_x2(DType dt, int bn, int stages) {
+  KernelShape s = wgmma_ws(dt, 128, bn, stages);
+  s.cluster = 2;
+  return s;
+}
 constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 64, 64, 0, 256, false}; }
 
 #define SKINNY_SHAPES(dt, bs)                                                                  \
@@ -61,12 +67,15 @@ constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 
   wgmma_ws(dt, 128, 256, 4), wgmma_ws(dt, 128, 224, 5), wgmma_ws(dt, 128, 192, 5), wgmma_ws(dt, 128, 160, 6), \
       wgmma_ws(dt, 128, 128, 6), wgmma_ws(dt, 128, 64, 8), wgmma_ws(dt, 64, 64, 12), wgmma_ws(dt, 64, 32, 16)
 
+#define WGMMA_WS_X2_SHAPES(dt) wgmma_ws_x2(dt, 256, 4), wgmma_ws_x2(dt, 192, 5), wgmma_ws_x2(dt, 128, 6)
+
 // In heuristic order: the first that can run a call and fits it wins.
 constexpr KernelShape kKernels[] = {
     SKINNY_SHAPES(DType::bf16, false), SKINNY_SHAPES(DType::f16, false), SKINNY_SHAPES(DType::i8, false),
     SKINNY_SHAPES(DType::e4m3fn, false), SKINNY_SHAPES(DType::e5m2, false), SKINNY_SHAPES(DType::e4m3fn, true),
     WGMMA_WS_SHAPES(DType::bf16), WGMMA_WS_SHAPES(DType::f16), WGMMA_WS_SHAPES(DType::e4m3fn),
-    WGMMA_WS_SHAPES(DType::e5m2), wgmma_ws(DType::e4m3fn, 128, 128, 6, true),
+    WGMMA_WS_SHAPES(DType::e5m2), WGMMA_WS_X2_SHAPES(DType::bf16), WGMMA_WS_X2_SHAPES(DType::e4m3fn),
+    wgmma_ws(DType::e4m3fn, 128, 128, 6, true),
     wgmma_ws(DType::e4m3fn, 128, 128, 6, false, true), wgmma_ws(DType::e4m3fn, 64, 64, 12, false, true),
     WGMMA_SHAPES(DType::bf16), WGMMA_SHAPES(DType::f16), WGMMA_SHAPES(DType::e4m3fn), WGMMA_SHAPES(DType::e5m2),
     wgmma(DType::e4m3fn, 128, 4, true),
@@ -102,7 +111,7 @@ std::string variant_name(const KernelShape &s) {
     case Family::wgmma_ws: {
       const std::string family = s.family == Family::tiled ? "tiled." : s.family == Family::wgmma ? "wgmma." : "wgmma_ws.";
       return family + dt + "." + std::to_string(s.bm) + "x" + std::to_string(s.bn) + ".s" + std::to_string(s.stages) +
-             (s.block_scaled ? ".bs" : "") + (s.fp32_sum ? ".fp32sum" : "");
+             (s.block_scaled ? ".bs" : "") + (s.fp32_sum ? ".fp32sum" : "") + (s.cluster == 2 ? ".x2" : "");
     }
     default: return "generic." + dt;
   }
@@ -194,6 +203,7 @@ bool good_fit(const GemmArgs &g) {
     // multiprocessors without a block.
     case Family::wgmma_ws:
       if (s.fp32_sum) return false;  // slower; the tuner picks them where the others miss the tolerance
+      if (s.cluster > 1) return false;  // left to the tuner
       if (s.bm == 64) return g.m <= 64 && (s.bn == 32) == (tile_count(g, 64, 64) * g.batch < kHopperSms);
       return g.m > 128 && (s.block_scaled || s.bn == wide_tile_width(g));
     case Family::tiled:
@@ -221,7 +231,8 @@ GemmParams params_of(const GemmArgs &g) {
   return p;
 }
 
-// Persistent: one block per multiprocessor (each holds one), walking the tiles.
+// Persistent: one block per multiprocessor (each holds one), walking the tiles;
+// the tensor map's W boxes are a block's share of a W tile.
 aiter_status run_warp_specialized(const GemmArgs &g, const GpuCall &call, const KernelShape &s,
                                   const std::string &variant) {
   Driver *driver = nullptr;
@@ -229,10 +240,12 @@ aiter_status run_warp_specialized(const GemmArgs &g, const GpuCall &call, const 
   GemmTmaParams q;
   aiter_status st = driver_for(call.device.device_type, &driver);
   if (st == AITER_OK) st = multiprocessors(call, &sms);
-  if (st == AITER_OK) st = tma_params(g, params_of(g), s.bm, s.bn, driver, &q);
+  if (st == AITER_OK) st = tma_params(g, params_of(g), s.bm, s.bn / s.cluster, driver, &q);
   if (st != AITER_OK) return st;
-  const int64_t tiles = tile_count(g, s) * g.batch;
-  return launch(call, "gemm", variant, Dim3{unsigned(std::min<int64_t>(tiles, sms)), 1, 1}, unsigned(s.threads), q);
+  // A cluster's work item: `cluster` tiles stacked in M.
+  const int64_t items = tile_count(g, s.bm * s.cluster, s.bn) * g.batch;
+  const int64_t clusters = std::min<int64_t>(items, sms / s.cluster);
+  return launch(call, "gemm", variant, Dim3{unsigned(clusters * s.cluster), 1, 1}, unsigned(s.threads), q);
 }
 
 template <size_t I>

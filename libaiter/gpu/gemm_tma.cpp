@@ -50,14 +50,14 @@ bool tma_can_copy(const GemmArgs &g) {
          copyable(operand_w(g), g.k, g.batch, size);
 }
 
-aiter_status tma_params(const GemmArgs &g, const GemmParams &p, int bm, int bn, Driver *driver, GemmTmaParams *q) {
+aiter_status tma_params(const GemmArgs &g, const GemmParams &p, int bm, int w_rows, Driver *driver, GemmTmaParams *q) {
   const int64_t size = dtype_size(g.in_dtype);
   q->p = p;
   q->batch = int(g.batch);
   q->a_batched = g.a_batch_stride != 0 && g.batch > 1;
   q->w_batched = g.w_batch_stride != 0 && g.batch > 1;
   aiter_status s = encode(operand_a(g), g.k, g.batch, size, bm, driver, &q->a_map);
-  return s == AITER_OK ? encode(operand_w(g), g.k, g.batch, size, bn, driver, &q->w_map) : s;
+  return s == AITER_OK ? encode(operand_w(g), g.k, g.batch, size, w_rows, driver, &q->w_map) : s;
 }
 
 }  // namespace gpu

@@ -15,8 +15,9 @@ namespace gpu {
 // not overlap (16-byte alignment is checked with the other tensor-core kernels).
 bool tma_can_copy(const GemmArgs &g);
 
-// q = p plus the tensor maps of A (boxes of `bm` rows) and W (boxes of `bn` rows).
-aiter_status tma_params(const GemmArgs &g, const GemmParams &p, int bm, int bn, Driver *driver, GemmTmaParams *q);
+// q = p plus the tensor maps of A (boxes of `bm` rows) and W (boxes of `w_rows` rows).
+aiter_status tma_params(const GemmArgs &g, const GemmParams &p, int bm, int w_rows, Driver *driver,
+                        GemmTmaParams *q);
 
 }  // namespace gpu
 }  // namespace aiter

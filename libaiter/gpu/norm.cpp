@@ -1,6 +1,7 @@
 // GPU launchers of the norm kernels (kernels/norm/norm.cu): one block per row.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <string>
 
@@ -44,7 +45,7 @@ bool can_vectorize(const NormArgs &a, const NormParams &p, int per_vector) {
 
 // The kernel variant and block size for `rows` rows of `chunks` chunks each.
 // Many rows: the smallest register tile R (chunks per thread) that covers a row
-// with at most 256 threads, weights loaded after the reduction (fewest
+// with at most 256 threads (512 for LayerNorm's R = 2), weights loaded after the reduction (fewest
 // registers, so the most blocks per SM).  Few rows (under two per SM): one chunk
 // per thread, up to 1024 threads, weights loaded with x, for latency.  Rows too
 // long for either take the 1024-thread R = 4 variant.
@@ -69,9 +70,15 @@ Shape pick_shape(int64_t rows, int64_t chunks, bool vec, int multiprocessors, co
   // bf16 on an H100: 139 us against 110 us for R = 2 with 256 threads).
   static const Option many_rows[] = {{"vec.r2.*", 2, 256}, {"vec.r4.*", 4, 256}, {"vec.r8", 8, 256},
                                      {"vec.r4.t1024", 4, 1024}};
+  // LayerNorm holds more per chunk (two reductions, weight and bias): R = 2 with
+  // up to 512 threads before R = 4 (at R = 4 its kernel needs 113 registers).
+  static const Option many_rows_layer[] = {{"vec.r2.*", 2, 512}, {"vec.r4.*", 4, 256}, {"vec.r8", 8, 256},
+                                           {"vec.r4.t1024", 4, 1024}};
+  static_assert(std::size(many_rows_layer) == std::size(many_rows));
   static const Option scalar[] = {{"scalar.r8.t1024", 8, 1024}};
   const bool few = rows < 2 * int64_t(multiprocessors);
-  const Option *options = !vec ? scalar : few ? few_rows : many_rows;
+  const bool layer = std::strcmp(kind, "layer") == 0;
+  const Option *options = !vec ? scalar : few ? few_rows : layer ? many_rows_layer : many_rows;
   const size_t count = !vec ? std::size(scalar) : few ? std::size(few_rows) : std::size(many_rows);
   for (size_t i = 0; i < count; ++i) {
     const Option &o = options[i];

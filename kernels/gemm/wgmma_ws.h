@@ -1,0 +1,212 @@
+// GEMM for many rows of A on Hopper (sm_90a), warp-specialized: one warp of
+// the first warpgroup copies K stages of A and W into a ring of shared memory
+// with TMA, one or two warpgroups multiply them with wgmma, each 64 rows of a
+// BM x BN tile (BM = 64 for few rows of A: narrow tiles make enough blocks to
+// stream W at full speed).  A full and an empty barrier per slot hand stages between
+// them, so the copies run the ring's depth ahead and no product waits on a
+// __syncthreads or on its own loads (gemm_wgmma.cu copies with every thread).
+// The grid is persistent: a block walks tiles blockIdx.x, + gridDim.x, ..., so
+// the copies of its next tile overlap the stores of the last one.  TMA fills
+// rows and K past the matrix with zeros; the launcher checks that strides and
+// pointers are multiples of 16 bytes.  Block-scaled fp8 sums each stage (one
+// 128-wide K group) apart and adds it times its scales.  The template is
+// instantiated by gemm_wgmma_ws.cu and, for clusters, gemm_wgmma_cluster.cu.
+#pragma once
+
+#include "tma.h"
+#include "wgmma_tile.h"
+
+#if defined(AITER_NVIDIA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 900)
+
+// PROMOTED: fp8 sums added into fp32 registers every 4 stages (512 K).
+// CLUSTER = 2: two blocks (a thread-block cluster) take the tiles at rows m0 and
+// m0 + BM of one column of tiles, and each copies half of their common W tile
+// into both blocks' shared memory (TMA multicast): W is read from L2 once for
+// two tiles, the L2 -> SM traffic a third lower for 128 x 256 tiles.
+template <class T, int BM, int BN, int STAGES, bool BLOCK_SCALED, bool PROMOTED = false, int CLUSTER = 1>
+struct WgmmaWs {
+  static constexpr int kMultipliers = BM / 64, kRegs = BN / 2;
+  static_assert(CLUSTER == 1 || (CLUSTER == 2 && !BLOCK_SCALED && !PROMOTED), "clusters of two, plain sums");
+  static constexpr int kStageBytes = (BM + BN) * kRowBytes;  // BM rows of A, then BN rows of W
+  static constexpr int kStageElems = kRowBytes / int(sizeof(T));
+  static_assert(!BLOCK_SCALED || BN == 128, "a block-scaled tile spans one 128-row block of W");
+
+  // The ring: STAGES slots, then a full and an empty barrier per slot.
+  struct Ring {
+    uint32_t base;
+    __device__ uint32_t slot(int s) const { return base + s * kStageBytes; }
+    __device__ uint32_t full(int s) const { return base + STAGES * kStageBytes + 8 * s; }
+    __device__ uint32_t empty(int s) const { return base + STAGES * kStageBytes + 8 * (STAGES + s); }
+  };
+
+  // A position in the ring: the slot, and the parity of the round it is in.
+  struct Cursor {
+    int slot = 0;
+    unsigned parity = 0;
+    __device__ void advance() {
+      if (++slot == STAGES) slot = 0, parity ^= 1;
+    }
+  };
+
+  // Tile t of all batches: its batch and first row / column.  A cluster's
+  // work item t is CLUSTER tiles stacked in M; this block takes its rank's.
+  struct Tile {
+    long long batch, m0, n0;
+    __device__ Tile(const GemmParams &p, long long t, long long per_batch) : batch(t / per_batch) {
+      tile_origin<BM * CLUSTER, BN>(p, t % per_batch, &m0, &n0);
+      m0 += cluster_rank() * BM;
+    }
+  };
+
+  // Work items walked by this block's cluster: cluster c takes c, c + clusters, ...
+  static __device__ unsigned cluster_rank() { return CLUSTER == 1 ? 0 : blockIdx.x % CLUSTER; }
+  static __device__ long long first_item() { return blockIdx.x / CLUSTER; }
+  static __device__ long long item_stride() { return gridDim.x / CLUSTER; }
+
+  // This block's share of the W tile: all of it, or its half for both blocks.
+  static __device__ void copy_w(const GemmTmaParams &q, Ring ring, const Cursor &c, const Tile &tile, int k0,
+                                int w_batch) {
+    const uint32_t w_slot = ring.slot(c.slot) + BM * kRowBytes;
+    if constexpr (CLUSTER == 1) {
+      tma_copy_3d(w_slot, &q.w_map, ring.full(c.slot), k0, int(tile.n0), w_batch);
+    } else {
+      constexpr int kShare = BN / CLUSTER;
+      const int rank = int(cluster_rank());
+      tma_copy_3d_multicast(w_slot + rank * kShare * kRowBytes, &q.w_map, ring.full(c.slot), k0,
+                            int(tile.n0) + rank * kShare, w_batch, (1u << CLUSTER) - 1);
+    }
+  }
+
+  static __device__ void produce(const GemmTmaParams &q, Ring ring, long long per_batch, long long tiles,
+                                 int k_stages) {
+    Cursor c;
+    for (long long t = first_item(); t < tiles; t += item_stride()) {
+      const Tile tile(q.p, t, per_batch);
+      const int a_batch = q.a_batched ? int(tile.batch) : 0, w_batch = q.w_batched ? int(tile.batch) : 0;
+      for (int kt = 0; kt < k_stages; ++kt, c.advance()) {
+        barrier_wait(ring.empty(c.slot), c.parity ^ 1);
+        barrier_arrive_expect(ring.full(c.slot), kStageBytes);
+        const int k0 = kt * kStageElems;
+        tma_copy_3d(ring.slot(c.slot), &q.a_map, ring.full(c.slot), k0, int(tile.m0), a_batch);
+        copy_w(q, ring, c, tile, k0, w_batch);
+      }
+    }
+  }
+
+  // One thread of each multiplying warpgroup hands a slot back to the copier,
+  // and in a cluster to the other block's copier too, whose W copies land here.
+  static __device__ __forceinline__ void release(Ring ring, int slot) {
+    if (threadIdx.x % 128 != 0) return;
+    barrier_arrive(ring.empty(slot));
+    if constexpr (CLUSTER == 2) barrier_arrive_remote(ring.empty(slot), cluster_rank() ^ 1);
+  }
+
+  // acc = this warpgroup's 64 rows of the tile over all of K.  Each stage's
+  // products stay in flight while the next stage's are issued; a slot goes back
+  // once the products reading it are done.
+  static __device__ void multiply_tile(Ring ring, Cursor &c, int k_stages, int half, float (&acc)[kRegs]) {
+    int previous = 0;
+    for (int kt = 0; kt < k_stages; ++kt, c.advance()) {
+      barrier_wait(ring.full(c.slot), c.parity);
+      issue_stage<T, BN>(ring.slot(c.slot) + half * 64 * kRowBytes, ring.slot(c.slot) + BM * kRowBytes, acc, kt > 0);
+      wgmma_wait<1>();
+      if (kt > 0) release(ring, previous);
+      previous = c.slot;
+    }
+    wgmma_wait<0>();
+    release(ring, previous);
+  }
+
+  // Promoted: total = the sum over windows of kWindow stages of each window's
+  // products.  Hopper's fp8 products keep about 14 bits of their running sum
+  // (DeepSeek-V3), so long K loses precision; the sum of a window is exact enough
+  // and the windows add in fp32.  Products stay in flight within a window.
+  static __device__ void multiply_tile_promoted(Ring ring, Cursor &c, int k_stages, int half, float (&total)[kRegs]) {
+    constexpr int kWindow = 4;  // stages: 512 K of fp8
+    float sums[kRegs];
+    for (int i = 0; i < kRegs; ++i) total[i] = 0.0f;
+    int previous = -1;
+    for (int kt = 0; kt < k_stages; ++kt, c.advance()) {
+      barrier_wait(ring.full(c.slot), c.parity);
+      issue_stage<T, BN>(ring.slot(c.slot) + half * 64 * kRowBytes, ring.slot(c.slot) + BM * kRowBytes, sums,
+                         kt % kWindow != 0);
+      if (kt % kWindow == kWindow - 1 || kt == k_stages - 1) {
+        wgmma_wait<0>();
+        if (previous >= 0) release(ring, previous);
+        release(ring, c.slot);
+        previous = -1;
+#pragma unroll
+        for (int i = 0; i < kRegs; ++i) total[i] += sums[i];
+      } else {
+        wgmma_wait<1>();
+        if (previous >= 0) release(ring, previous);
+        previous = c.slot;
+      }
+    }
+  }
+
+  // Block-scaled: total = sum over K groups of the group's products times its
+  // scales; each group's sums are complete before they are scaled.
+  static __device__ void multiply_tile_scaled(const GemmParams &p, Ring ring, Cursor &c, int k_stages, int half,
+                                              const Tile &tile, float (&total)[kRegs]) {
+    float sums[kRegs];
+    for (int i = 0; i < kRegs; ++i) total[i] = 0.0f;
+    for (int kt = 0; kt < k_stages; ++kt, c.advance()) {
+      barrier_wait(ring.full(c.slot), c.parity);
+      issue_stage<T, BN>(ring.slot(c.slot) + half * 64 * kRowBytes, ring.slot(c.slot) + BM * kRowBytes, sums, false);
+      const GroupScales scales = group_scales(p, tile.batch, tile.m0 + half * 64, tile.n0, kt);
+      wgmma_wait<0>();
+      release(ring, c.slot);
+      promote_rows(scales, sums, total);
+    }
+  }
+
+  static __device__ void consume(const GemmTmaParams &q, Ring ring, long long per_batch, long long tiles,
+                                 int k_stages, int half) {
+    Cursor c;
+    float acc[kRegs];
+    for (long long t = first_item(); t < tiles; t += item_stride()) {
+      const Tile tile(q.p, t, per_batch);
+      if constexpr (BLOCK_SCALED)
+        multiply_tile_scaled(q.p, ring, c, k_stages, half, tile, acc);
+      else if constexpr (PROMOTED)
+        multiply_tile_promoted(ring, c, k_stages, half, acc);
+      else
+        multiply_tile(ring, c, k_stages, half, acc);
+      store_rows<BN>(q.p, tile.batch, tile.m0 + half * 64, tile.n0, acc, BLOCK_SCALED);
+    }
+  }
+
+  // 128 + 2 * BM threads: warpgroup 0 copies (one thread issues), BM / 64 multiply.
+  // K >= 1 (the launcher routes K = 0 elsewhere).
+  static __device__ void run(const GemmTmaParams &q) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const Ring ring{(smem_address(smem) + 1023u) & ~1023u};  // the manifest asks 1 KiB extra
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        barrier_init(ring.full(s), 1);   // the copier's arrival + the stage's bytes
+        barrier_init(ring.empty(s), kMultipliers * CLUSTER);  // each multiplying warpgroup of the cluster
+      }
+      barrier_init_fence();
+      tma_prefetch_map(&q.a_map);
+      tma_prefetch_map(&q.w_map);
+    }
+    if constexpr (CLUSTER == 1)
+      __syncthreads();
+    else
+      cluster_sync();  // the other block's copies signal this block's barriers
+    const long long per_batch = ((q.p.m + BM * CLUSTER - 1) / (BM * CLUSTER)) * ((q.p.n + BN - 1) / BN);
+    const int k_stages = int((q.p.k + kStageElems - 1) / kStageElems);
+    if (threadIdx.x < 128) {
+      registers_shrink<40>();
+      if (threadIdx.x == 0) produce(q, ring, per_batch, per_batch * q.batch, k_stages);
+    } else {
+      registers_grow<232>();
+      consume(q, ring, per_batch, per_batch * q.batch, k_stages, threadIdx.x / 128 - 1);
+    }
+    if constexpr (CLUSTER == 2) cluster_sync();  // no block leaves while the other may still signal it
+  }
+};
+
+
+#endif
