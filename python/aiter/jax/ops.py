@@ -34,11 +34,12 @@ def _result(shape, dtype):
     return jax.ShapeDtypeStruct(tuple(shape), jnp.dtype(dtype))
 
 
-def _call(target, results, operands, aliases=None, **attrs):
-    """Runs ``target`` on ``operands`` ([(name, array or None)], in the target's
-    order; a None is left out: libaiter_xla reads it as NULL) under XLA."""
+def _call(target, results, operands, aliases=None, optional=(), **attrs):
+    """Runs ``target`` on ``operands`` ([(name, array)], in the target's order)
+    under XLA.  An operand named in ``optional`` may be None: it is left out,
+    and libaiter_xla passes NULL in its place."""
     _targets.register()
-    arrays = [_array(value, name) for name, value in operands if value is not None]
+    arrays = [_array(value, name) for name, value in operands if value is not None or name not in optional]
     # Batching runs one call per element: the ops take fixed ranks.
     call = jax.ffi.ffi_call(target, results, input_output_aliases=aliases, vmap_method="sequential")
     return call(*arrays, **attrs)
@@ -75,7 +76,7 @@ def layernorm(x, weight, bias=None, eps=1e-5):
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last dim of ``x``."""
     x = _array(x, "x")
     return _call("aiter_layernorm", _result(x.shape, x.dtype), [("x", x), ("weight", weight), ("bias", bias)],
-                 eps=_eps(eps))
+                 optional=("bias",), eps=_eps(eps))
 
 
 def rmsnorm_quant(x, weight, eps=1e-6, dtype="float8_e4m3fn"):
@@ -166,7 +167,7 @@ def rope(q, k, positions, cos_sin_cache, style="neox"):
     rotated = [t for t in (q, k) if t is not None]
     results = tuple(_result(t.shape, t.dtype) for t in rotated)
     out = _call("aiter_rope", results, [("q", q), ("k", k), ("positions", positions), ("cos_sin_cache", cos_sin_cache)],
-                aliases={i: i for i in range(len(rotated))}, style=np.int32(_STYLES[style]))
+                aliases={i: i for i in range(len(rotated))}, optional=("k",), style=np.int32(_STYLES[style]))
     return out[0], (out[1] if k is not None else None)
 
 
@@ -197,7 +198,8 @@ def gemm_a16w16(a, w, bias=None, *, out_dtype=None):
     (``a``'s dtype by default); ``bias`` None or [N] in float32 or ``out_dtype``."""
     a, w = _array(a, "a"), _array(w, "w")
     dtype = a.dtype if out_dtype is None else dtypes.canonical(out_dtype)
-    return _call("aiter_gemm_a16w16", _result(_gemm_shape(a, w), dtype), [("a", a), ("w", w), ("bias", bias)])
+    return _call("aiter_gemm_a16w16", _result(_gemm_shape(a, w), dtype), [("a", a), ("w", w), ("bias", bias)],
+                 optional=("bias",))
 
 
 def gemm_a8w8(a, w, a_scale, w_scale, bias=None, *, out_dtype="bfloat16"):
@@ -206,4 +208,5 @@ def gemm_a8w8(a, w, a_scale, w_scale, bias=None, *, out_dtype="bfloat16"):
     :func:`aiter.gemm_a8w8`."""
     a, w = _array(a, "a"), _array(w, "w")
     operands = [("a", a), ("w", w), ("a_scale", a_scale), ("w_scale", w_scale), ("bias", bias)]
-    return _call("aiter_gemm_a8w8", _result(_gemm_shape(a, w), dtypes.canonical(out_dtype)), operands)
+    return _call("aiter_gemm_a8w8", _result(_gemm_shape(a, w), dtypes.canonical(out_dtype)), operands,
+                 optional=("bias",))
