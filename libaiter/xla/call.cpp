@@ -1,5 +1,6 @@
 #include "xla/call.hpp"
 
+#include <sstream>
 #include <string>
 
 namespace aiter::xla_ffi {
@@ -32,9 +33,11 @@ bool dlpack_dtype(ffi::DataType type, DLDataType *out) {
 // layout that jax.ffi.ffi_call asks for), so the strides stay NULL.
 DLTensor dltensor(const ffi::AnyBuffer &buffer, DLDevice device, const std::string &what) {
   DLTensor t{};
-  if (!dlpack_dtype(buffer.element_type(), &t.dtype))
-    throw BadCall(what + ": XLA element type " + std::to_string(int(buffer.element_type())) +
-                  " has no DLPack dtype that libaiter takes");
+  if (!dlpack_dtype(buffer.element_type(), &t.dtype)) {
+    std::ostringstream message;  // XLA's operator<< names the type
+    message << what << ": element type " << buffer.element_type() << " has no DLPack dtype that libaiter takes";
+    throw BadCall(message.str());
+  }
   auto dims = buffer.dimensions();
   t.data = buffer.untyped_data();
   t.device = device;

@@ -286,6 +286,19 @@ def test_trace_time_errors_use_aiters_exceptions(rng):
         aj.rmsnorm(x, None)
 
 
+def test_calls_that_bypass_aiter_jax_are_refused(rng):
+    """The targets themselves refuse a call that does not fit them, naming what is wrong."""
+    aj.register()
+    x = jax_cpu(rand(rng, (2, 8), "float32"))
+    like = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="aiter_rmsnorm: attribute eps"):
+        jax.ffi.ffi_call("aiter_rmsnorm", like)(x, x[0])
+    with pytest.raises(jax.errors.JaxRuntimeError, match="aiter_rmsnorm: expected at least 2 operands, got 1"):
+        jax.ffi.ffi_call("aiter_rmsnorm", like)(x, eps=np.float32(1e-6))
+    with pytest.raises(jax.errors.JaxRuntimeError, match="aiter_silu_and_mul: operand 0: element type PRED"):
+        jax.ffi.ffi_call("aiter_silu_and_mul", jax.ShapeDtypeStruct((2, 4), jnp.bool_))(x > 0)
+
+
 def test_a_missing_library_raises_aiters_error(monkeypatch, tmp_path):
     from aiter.jax import _targets
     monkeypatch.setenv("AITER_XLA_LIBRARY", str(tmp_path / "libaiter_xla.so"))
