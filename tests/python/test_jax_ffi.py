@@ -303,7 +303,7 @@ def test_a_missing_library_raises_aiters_error(monkeypatch, tmp_path):
     from aiter.jax import _targets
     monkeypatch.setenv("AITER_XLA_LIBRARY", str(tmp_path / "libaiter_xla.so"))
     with pytest.raises(aiter.AiterError, match="could not load libaiter_xla.so.*AITER_XLA_LIBRARY"):
-        _targets._load()
+        _targets._load()  # the loader itself: register() has already loaded the real one
 
 
 # ---- GPU -----------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ Each op is an XLA FFI custom call (``jax.ffi.ffi_call``) into libaiter_xla.so,
 which hands XLA's buffers to libaiter's C functions as DLTensors: on the CPU
 platform on the host, on a GPU (``CUDA``, or ``ROCM``, untested) on the
 stream XLA runs the computation on, with no synchronization and no copies.
-The targets are registered with JAX at the first call.
+The targets are registered with JAX at the first call (``register()`` does it
+ahead of time and returns the library's path).
 
 The names and arguments are those of the eager ops (``aiter.rmsnorm`` ...),
 less ``out=``: JAX arrays are immutable, so every op returns new arrays.  The

@@ -44,7 +44,7 @@ def _load():
             errors.append(f"{candidate}: no such file")
             continue
         try:
-            return ctypes.CDLL(candidate)
+            return ctypes.CDLL(candidate), candidate
         except OSError as e:
             errors.append(f"{candidate}: {e}")
     raise AiterError("aiter.jax: could not load libaiter_xla.so, libaiter's XLA FFI targets (" + "; ".join(errors) +
@@ -54,20 +54,18 @@ def _load():
 
 
 _lock = threading.Lock()
-_library = None  # kept for the life of the process: XLA holds pointers into it
+_loaded = None  # (library, path); the library stays loaded: XLA holds pointers into it
 
 
 def register():
     """Loads libaiter_xla.so and registers every target for the cpu, CUDA and
     ROCM platforms (JAX keeps a platform's registrations until its plugin
     loads); later calls return at once.  Returns the path it was loaded from."""
-    global _library
-    if _library is not None:
-        return _library._name
+    global _loaded
     with _lock:
-        if _library is None:
+        if _loaded is None:
             import jax.ffi
-            library = _load()
+            library, path = _load()
             library.aiter_xla_targets.restype = ctypes.c_size_t
             library.aiter_xla_targets.argtypes = [ctypes.POINTER(ctypes.POINTER(_Target))]
             table = ctypes.POINTER(_Target)()
@@ -76,5 +74,5 @@ def register():
                 for platform, column in _PLATFORMS.items():
                     handler = jax.ffi.pycapsule(getattr(row, column))
                     jax.ffi.register_ffi_target(row.name.decode(), handler, platform=platform)
-            _library = library
-    return _library._name
+            _loaded = (library, path)
+    return _loaded[1]
