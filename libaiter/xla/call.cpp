@@ -13,11 +13,16 @@ bool dlpack_dtype(ffi::DataType type, DLDataType *out) {
     DLDataType dl;
   };
   static const Pair kPairs[] = {
-      {ffi::F32, {kDLFloat, 32, 1}},       {ffi::F16, {kDLFloat, 16, 1}},
-      {ffi::BF16, {kDLBfloat, 16, 1}},     {ffi::F64, {kDLFloat, 64, 1}},
-      {ffi::S8, {kDLInt, 8, 1}},           {ffi::U8, {kDLUInt, 8, 1}},
-      {ffi::S32, {kDLInt, 32, 1}},         {ffi::S64, {kDLInt, 64, 1}},
-      {ffi::F8E4M3FN, {kDLFloat8_e4m3fn, 8, 1}}, {ffi::F8E4M3FNUZ, {kDLFloat8_e4m3fnuz, 8, 1}},
+      {ffi::F32, {kDLFloat, 32, 1}},
+      {ffi::F16, {kDLFloat, 16, 1}},
+      {ffi::BF16, {kDLBfloat, 16, 1}},
+      {ffi::F64, {kDLFloat, 64, 1}},
+      {ffi::S8, {kDLInt, 8, 1}},
+      {ffi::U8, {kDLUInt, 8, 1}},
+      {ffi::S32, {kDLInt, 32, 1}},
+      {ffi::S64, {kDLInt, 64, 1}},
+      {ffi::F8E4M3FN, {kDLFloat8_e4m3fn, 8, 1}},
+      {ffi::F8E4M3FNUZ, {kDLFloat8_e4m3fnuz, 8, 1}},
       {ffi::F8E5M2, {kDLFloat8_e5m2, 8, 1}},
   };
   for (const Pair &p : kPairs) {
