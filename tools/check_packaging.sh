@@ -110,7 +110,8 @@ check_wheel() {
   esac
   local listing
   listing=$(python3 -m zipfile -l "$wheel")
-  for member in aiter/libaiter.so.0 aiter/_cdef.h aiter/kernels/manifest.tsv aiter/__main__.py; do
+  for member in aiter/libaiter.so.0 aiter/_cdef.h aiter/kernels/manifest.tsv aiter/__main__.py \
+    aiter/libaiter_xla.so aiter/jax/__init__.py; do
     grep -q "^$member " <<<"$listing" || { echo "the wheel lacks $member"; return 1; }
   done
   echo "holds the library, its declarations and $(grep -c 'aiter/kernels/.*\.\(hsaco\|cubin\) ' <<<"$listing") code objects"
@@ -122,7 +123,9 @@ check_wheel() {
 import aiter, os, sys
 info = aiter.library_info()
 inside = lambda p: os.path.realpath(p).startswith(os.path.realpath(sys.prefix) + os.sep)
-assert inside(info["library_path"]) and inside(info["kernel_dir"]), info')
+assert inside(info["library_path"]) and inside(info["kernel_dir"]), info
+# The XLA targets of aiter.jax load beside it (through $ORIGIN), with no jax here.
+import ctypes; ctypes.CDLL(os.path.join(os.path.dirname(info["library_path"]), "libaiter_xla.so")).aiter_xla_targets')
   pass "wheel: installs into a fresh venv and runs the demo from its own library"
 }
 
@@ -135,7 +138,7 @@ check_conda() {
   # One AMD target is enough to prove that the code objects are found in a conda
   # layout; the recipe itself builds every target (gpu_targets=auto).
   meson setup "$work/conda-build" --prefix="$prefix" --libdir=lib -Dpython=disabled -Dtests=false \
-    -Dgpu_targets=gfx942 >/dev/null
+    -Dgpu_targets=gfx942 -Djax=disabled >/dev/null
   ninja -C "$work/conda-build" -j"$(nproc)" >/dev/null
   meson install -C "$work/conda-build" --no-rebuild >/dev/null
   "$work/conda-tools/bin/python" tools/check_conda.py "$prefix" "$work/conda"

@@ -148,11 +148,14 @@ class DLPackAdapter:
 
 
 class JaxAdapter(DLPackAdapter):
-    """JAX arrays are immutable, and JAX cannot order its work after a foreign
-    stream.  On the CPU, outputs are computed in host buffers and returned as
+    """Eager calls with JAX arrays (``aiter.rmsnorm(jax_array)``).  JAX arrays
+    are immutable, and outside a compiled computation JAX has no stream to
+    share.  On the CPU, outputs are computed in host buffers and returned as
     new JAX arrays, and in-place ops work on copies.  On a GPU, outputs are new
     device arrays written on the default stream, which is synchronized before
-    they are handed to JAX; in-place ops work on device copies."""
+    they are handed to JAX; in-place ops work on device copies.  ``aiter.jax``
+    has the same ops as XLA custom calls: usable inside ``jax.jit``, on XLA's
+    own stream, with no synchronization."""
     name = "jax"
 
     @staticmethod
