@@ -53,14 +53,21 @@ struct PairStore {
     return scales ? p.a_scale[batch * p.a_scale_batch + row * p.a_scale_step] : 1.0f;
   }
 
-  // out[row, col] and out[row, col + 1] from products v0, v1.
-  __device__ __forceinline__ void put(long long row, float row_scale, long long col, float v0, float v1) const {
+  // out[row, col] and out[row, col + 1] from products v0, v1, as one 4-byte pair.
+  __device__ __forceinline__ uint32_t pack(float row_scale, long long col, float v0, float v1) const {
     float s0 = tensor_scale, s1 = tensor_scale;
     if (COLUMNS && channel_scale != nullptr) s0 = channel_scale[col], s1 = channel_scale[col + 1];
     v0 = v0 * row_scale * s0, v1 = v1 * row_scale * s1;
     if (COLUMNS && p.bias != nullptr) v0 += bias_value(p, col), v1 += bias_value(p, col + 1);
-    O *at = static_cast<O *>(p.out) + batch * p.out_batch + row * p.ldo + col;
-    *reinterpret_cast<uint32_t *>(at) = pack_pair<O>(v0, v1);
+    return pack_pair<O>(v0, v1);
+  }
+
+  __device__ __forceinline__ O *at(long long row, long long col) const {
+    return static_cast<O *>(p.out) + batch * p.out_batch + row * p.ldo + col;
+  }
+
+  __device__ __forceinline__ void put(long long row, float row_scale, long long col, float v0, float v1) const {
+    *reinterpret_cast<uint32_t *>(at(row, col)) = pack(row_scale, col, v0, v1);
   }
 };
 

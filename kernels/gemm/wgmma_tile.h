@@ -40,18 +40,22 @@ __device__ __forceinline__ void wgmma_wait() {
 
 // Stores a warpgroup's 64 x BN accumulators, rows from `row0`.  Accumulator i
 // of a thread: n8 block i / 4, row +8 for i % 4 >= 2, column pair
-// (lane % 4) * 2 + i % 2; rows 16 per warp of the warpgroup.
+// (lane % 4) * 2 + i % 2; rows 16 per warp of the warpgroup.  Tiles whose
+// columns fit take the pair store, rows past M skipped one by one (few rows
+// of A, M = 32 say, make every tile such a tile).
 template <int BN>
 __device__ __forceinline__ void store_rows(const GemmParams &p, long long batch, long long row0, long long n0,
                                            const float (&acc)[BN / 2], bool scaled) {
   const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
-  if (pairs_fit(p, row0 + 64, n0 + BN)) {
+  if (row0 >= p.m) return;  // all 64 rows are past the matrix
+  if (pairs_fit(p, row0 + 1, n0 + BN)) {
     const long long row = row0 + warp * 16 + lane / 4, col = n0 + (lane % 4) * 2;
+    const bool in[2] = {row < p.m, row + 8 < p.m};
     with_pair_store(p, batch, scaled, [&](const auto &out) {
-      const float row_scale[2] = {out.row_scale(row), out.row_scale(row + 8)};
+      const float row_scale[2] = {out.row_scale(in[0] ? row : row0), out.row_scale(in[1] ? row + 8 : row0)};
 #pragma unroll
       for (int i = 0; i < BN / 2; i += 2)
-        out.put(row + (i % 4 / 2) * 8, row_scale[i % 4 / 2], col + (i / 4) * 8, acc[i], acc[i + 1]);
+        if (in[i % 4 / 2]) out.put(row + (i % 4 / 2) * 8, row_scale[i % 4 / 2], col + (i / 4) * 8, acc[i], acc[i + 1]);
     });
     return;
   }

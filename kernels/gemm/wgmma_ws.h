@@ -6,13 +6,15 @@
 // them, so the copies run the ring's depth ahead and no product waits on a
 // __syncthreads or on its own loads (gemm_wgmma.cu copies with every thread).
 // The grid is persistent: a block walks tiles blockIdx.x, + gridDim.x, ..., so
-// the copies of its next tile overlap the stores of the last one.  TMA fills
+// the copies of its next tile overlap the stores of the last one; the stores
+// go through shared memory as whole row segments (staged_store.h).  TMA fills
 // rows and K past the matrix with zeros; the launcher checks that strides and
 // pointers are multiples of 16 bytes.  Block-scaled fp8 sums each stage (one
 // 128-wide K group) apart and adds it times its scales.  The template is
 // instantiated by gemm_wgmma_ws.cu and, for clusters, gemm_wgmma_cluster.cu.
 #pragma once
 
+#include "staged_store.h"
 #include "tma.h"
 #include "wgmma_tile.h"
 
@@ -31,12 +33,21 @@ struct WgmmaWs {
   static constexpr int kStageElems = kRowBytes / int(sizeof(T));
   static_assert(!BLOCK_SCALED || BN == 128, "a block-scaled tile spans one 128-row block of W");
 
-  // The ring: STAGES slots, then a full and an empty barrier per slot.
+  // Stores through shared memory (staged_store.h) where its 2 KiB per
+  // multiplying warp fit beside the ring in the 227 KiB a block may have.
+  static constexpr int kStagingBytes = kMultipliers * 4 * kStagedWarpBytes;
+  static constexpr bool kStaged = STAGES * (kStageBytes + 16) + 1024 + kStagingBytes <= 227 * 1024;
+
+  // The ring: STAGES slots, then a full and an empty barrier per slot, then
+  // the multiplying warps' staging buffers.
   struct Ring {
     uint32_t base;
     __device__ uint32_t slot(int s) const { return base + s * kStageBytes; }
     __device__ uint32_t full(int s) const { return base + STAGES * kStageBytes + 8 * s; }
     __device__ uint32_t empty(int s) const { return base + STAGES * kStageBytes + 8 * (STAGES + s); }
+    __device__ uint32_t staging() const {
+      return base + STAGES * (kStageBytes + 16) + (threadIdx.x / 32 - 4) * kStagedWarpBytes;
+    }
   };
 
   // A position in the ring: the slot, and the parity of the round it is in.
@@ -146,18 +157,44 @@ struct WgmmaWs {
   }
 
   // Block-scaled: total = sum over K groups of the group's products times its
-  // scales; each group's sums are complete before they are scaled.
+  // scales; a group's sums are complete before they are scaled.  Groups go in
+  // pairs with a set of sums each: the second group's products run while the
+  // first's are scaled, and the scales load one pair ahead of their use.  (With
+  // the sets taking turns across iterations, ptxas serializes every wgmma:
+  // C7514, it does not follow products in flight around the loop.)
+  // issue_group: one group's products into `sums`; returns the group's slot.
+  static __device__ __forceinline__ int issue_group(Ring ring, Cursor &c, int half, float (&sums)[kRegs]) {
+    barrier_wait(ring.full(c.slot), c.parity);
+    issue_stage<T, BN>(ring.slot(c.slot) + half * 64 * kRowBytes, ring.slot(c.slot) + BM * kRowBytes, sums, false);
+    const int slot = c.slot;
+    c.advance();
+    return slot;
+  }
+
   static __device__ void multiply_tile_scaled(const GemmParams &p, Ring ring, Cursor &c, int k_stages, int half,
                                               const Tile &tile, float (&total)[kRegs]) {
-    float sums[kRegs];
+    float first[kRegs], second[kRegs];
     for (int i = 0; i < kRegs; ++i) total[i] = 0.0f;
-    for (int kt = 0; kt < k_stages; ++kt, c.advance()) {
-      barrier_wait(ring.full(c.slot), c.parity);
-      issue_stage<T, BN>(ring.slot(c.slot) + half * 64 * kRowBytes, ring.slot(c.slot) + BM * kRowBytes, sums, false);
-      const GroupScales scales = group_scales(p, tile.batch, tile.m0 + half * 64, tile.n0, kt);
+    const long long row0 = tile.m0 + half * 64;
+    const auto scales_of = [&](int kt) { return group_scales(p, tile.batch, row0, tile.n0, kt < k_stages ? kt : 0); };
+    GroupScales next[2] = {scales_of(0), scales_of(1)};
+    int kt = 0;
+    for (; kt + 1 < k_stages; kt += 2) {
+      const GroupScales now[2] = {next[0], next[1]};
+      const int first_slot = issue_group(ring, c, half, first), second_slot = issue_group(ring, c, half, second);
+      next[0] = scales_of(kt + 2), next[1] = scales_of(kt + 3);
+      wgmma_wait<1>();
+      release(ring, first_slot);
+      promote_rows(now[0], first, total);
       wgmma_wait<0>();
-      release(ring, c.slot);
-      promote_rows(scales, sums, total);
+      release(ring, second_slot);
+      promote_rows(now[1], second, total);
+    }
+    if (kt < k_stages) {  // an odd number of groups: the last one alone
+      const int slot = issue_group(ring, c, half, first);
+      wgmma_wait<0>();
+      release(ring, slot);
+      promote_rows(next[0], first, total);
     }
   }
 
@@ -173,7 +210,10 @@ struct WgmmaWs {
         multiply_tile_promoted(ring, c, k_stages, half, acc);
       else
         multiply_tile(ring, c, k_stages, half, acc);
-      store_rows<BN>(q.p, tile.batch, tile.m0 + half * 64, tile.n0, acc, BLOCK_SCALED);
+      if (kStaged && pieces_fit(q.p, tile.n0 + BN))
+        store_rows_staged<BN>(q.p, tile.batch, tile.m0 + half * 64, tile.n0, acc, BLOCK_SCALED, ring.staging());
+      else
+        store_rows<BN>(q.p, tile.batch, tile.m0 + half * 64, tile.n0, acc, BLOCK_SCALED);
     }
   }
 

@@ -75,7 +75,7 @@ constexpr KernelShape kKernels[] = {
     SKINNY_SHAPES(DType::e4m3fn, false), SKINNY_SHAPES(DType::e5m2, false), SKINNY_SHAPES(DType::e4m3fn, true),
     WGMMA_WS_SHAPES(DType::bf16), WGMMA_WS_SHAPES(DType::f16), WGMMA_WS_SHAPES(DType::e4m3fn),
     WGMMA_WS_SHAPES(DType::e5m2), WGMMA_WS_X2_SHAPES(DType::bf16), WGMMA_WS_X2_SHAPES(DType::e4m3fn),
-    wgmma_ws(DType::e4m3fn, 128, 128, 6, true),
+    wgmma_ws(DType::e4m3fn, 128, 128, 6, true), wgmma_ws(DType::e4m3fn, 64, 128, 8, true),
     wgmma_ws(DType::e4m3fn, 128, 128, 6, false, true), wgmma_ws(DType::e4m3fn, 64, 64, 12, false, true),
     WGMMA_SHAPES(DType::bf16), WGMMA_SHAPES(DType::f16), WGMMA_SHAPES(DType::e4m3fn), WGMMA_SHAPES(DType::e5m2),
     wgmma(DType::e4m3fn, 128, 4, true),
@@ -200,10 +200,11 @@ bool good_fit(const GemmArgs &g) {
     case Family::wgmma: return g.m > 128 && s.bn == 128 && (s.stages == 3 || s.block_scaled);  // 2 blocks / SM
     // The warp-specialized kernels come first: above 128 rows 128-row tiles of
     // wide_tile_width; up to 64 rows 64 x 64 tiles, or 64 x 32 where those leave
-    // multiprocessors without a block.
+    // multiprocessors without a block (block-scaled: 64 x 128, one W block).
     case Family::wgmma_ws:
       if (s.fp32_sum) return false;  // slower; the tuner picks them where the others miss the tolerance
       if (s.cluster > 1) return false;  // left to the tuner
+      if (s.bm == 64 && s.block_scaled) return g.m <= 64;
       if (s.bm == 64) return g.m <= 64 && (s.bn == 32) == (tile_count(g, 64, 64) * g.batch < kHopperSms);
       return g.m > 128 && (s.block_scaled || s.bn == wide_tile_width(g));
     case Family::tiled:

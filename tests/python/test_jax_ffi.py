@@ -331,3 +331,54 @@ def test_on_a_jax_gpu(rng):
     assert_close(h, rms_ref(f64(x), f64(w), 1e-6), "bfloat16")
     check_silu_quant(np.asarray(out), scale, np.asarray(h), "float8_e4m3fn")
     assert_close(q_rot, rope_ref(f64(q), pos, f64(cache), "neox"), "bfloat16")
+
+
+# Run in a fresh process: XLA reads XLA_FLAGS once, when its GPU backend starts.
+# Command buffers on for custom calls, from one command up, and the optimized
+# HLO dumped so the test sees which calls XLA put into one.
+_COMMAND_BUFFER_RUN = r"""
+import os, sys
+import numpy as np
+dump, seed = sys.argv[1], int(sys.argv[2])
+os.environ["XLA_FLAGS"] = ("--xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL --xla_gpu_graph_min_graph_size=1 "
+                           f"--xla_dump_to={dump} --xla_dump_hlo_as_text")
+import jax
+import aiter.jax as aj
+gpu = jax.devices("cuda")[0]
+step = jax.jit(lambda x, w: aj.silu_and_mul(aj.rmsnorm(x, w)))
+rng = np.random.default_rng(seed)
+for i in range(3):  # fresh inputs each call: a replayed graph must recompute
+    x, w = rng.standard_normal((9, 512)).astype(np.float32), rng.standard_normal(512).astype(np.float32)
+    out = np.asarray(step(jax.device_put(x, gpu), jax.device_put(w, gpu)))
+    np.savez(os.path.join(dump, f"call{i}.npz"), x=x, w=w, out=out)
+"""
+
+
+def command_buffer_computations(dump):
+    """The HLO text of every computation XLA outlined into a command buffer."""
+    import glob
+    texts = [open(f).read() for f in glob.glob(f"{dump}/*after_optimizations.txt")]
+    blocks = [block.lstrip() for text in texts for block in text.split("\n\n")]
+    return [block for block in blocks if block.lstrip("%").startswith("command_buffer")]
+
+
+@pytest.mark.gpu
+def test_jax_gpu_calls_captured_into_cuda_graphs(rng, tmp_path):
+    """XLA may trace aiter's calls into CUDA graphs (command buffers) and replay
+    them: the targets say so, XLA does it, and the replays compute afresh."""
+    import subprocess
+    import sys
+    try:
+        jax.devices("cuda")
+    except RuntimeError:
+        pytest.skip("no JAX CUDA device")
+    run = subprocess.run([sys.executable, "-c", _COMMAND_BUFFER_RUN, str(tmp_path), str(rng.integers(1 << 30))],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    captured = command_buffer_computations(tmp_path)
+    assert any('custom_call_target="aiter_rmsnorm"' in c for c in captured), "no aiter call in a command buffer"
+    assert any('custom_call_target="aiter_silu_and_mul"' in c for c in captured)
+    for i in range(3):
+        call = np.load(tmp_path / f"call{i}.npz")
+        h = rms_ref(f64(call["x"]), f64(call["w"]), 1e-6).astype(np.float32)
+        assert_close(call["out"], gated_ref(h, silu_ref), "float32")

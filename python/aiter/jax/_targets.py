@@ -21,6 +21,18 @@ _NAME = "libaiter_xla.so"
 _PLATFORMS = {"cpu": "cpu", "CUDA": "cuda", "ROCM": "rocm"}
 
 
+def _graph_traits():
+    """The XLA trait that lets XLA trace a call into a CUDA/HIP graph (a command
+    buffer): every libaiter op launches the same kernels for the same shapes on
+    the stream it is given and never synchronizes or allocates there.  None
+    where this jaxlib has no such trait."""
+    try:
+        from jax._src.lib import xla_client
+        return xla_client.CustomCallTargetTraits.COMMAND_BUFFER_COMPATIBLE
+    except (ImportError, AttributeError):
+        return None
+
+
 class _Target(ctypes.Structure):  # aiter_xla_target, libaiter/xla/targets.cpp
     _fields_ = [("name", ctypes.c_char_p), ("cpu", ctypes.c_void_p), ("cuda", ctypes.c_void_p),
                 ("rocm", ctypes.c_void_p)]
@@ -69,10 +81,12 @@ def register():
             library.aiter_xla_targets.restype = ctypes.c_size_t
             library.aiter_xla_targets.argtypes = [ctypes.POINTER(ctypes.POINTER(_Target))]
             table = ctypes.POINTER(_Target)()
+            traits = _graph_traits()
             for i in range(library.aiter_xla_targets(ctypes.byref(table))):
                 row = table[i]
                 for platform, column in _PLATFORMS.items():
                     handler = jax.ffi.pycapsule(getattr(row, column))
-                    jax.ffi.register_ffi_target(row.name.decode(), handler, platform=platform)
+                    extra = {} if platform == "cpu" or traits is None else {"traits": traits}
+                    jax.ffi.register_ffi_target(row.name.decode(), handler, platform=platform, **extra)
             _loaded = (library, path)
     return _loaded[1]
