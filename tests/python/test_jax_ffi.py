@@ -334,8 +334,8 @@ def test_on_a_jax_gpu(rng):
 
 
 # Run in a fresh process: XLA reads XLA_FLAGS once, when its GPU backend starts.
-# Command buffers on for custom calls, from one command up, and the optimized
-# HLO dumped so the test sees which calls XLA put into one.
+# Command buffers on for custom calls, from one command up, and XLA's HLO and
+# thunk sequence dumped so the test sees which calls XLA put into one.
 _COMMAND_BUFFER_RUN = r"""
 import os, sys
 import numpy as np
@@ -354,18 +354,34 @@ for i in range(3):  # fresh inputs each call: a replayed graph must recompute
 """
 
 
-def command_buffer_computations(dump):
-    """The HLO text of every computation XLA outlined into a command buffer."""
+def dumped(dump, suffix):
+    """A file XLA dumped for the jitted function; "" where it wrote none (it
+    writes the thunk sequence after its passes only where they changed it)."""
     import glob
-    texts = [open(f).read() for f in glob.glob(f"{dump}/*after_optimizations.txt")]
-    blocks = [block.lstrip() for text in texts for block in text.split("\n\n")]
-    return [block for block in blocks if block.lstrip("%").startswith("command_buffer")]
+    paths = glob.glob(f"{dump}/*jit__lambda*{suffix}")
+    return open(paths[0]).read() if paths else ""
+
+
+def custom_calls_in_command_buffers(thunks):
+    """How many custom-call thunks XLA nested in command-buffer thunks, from
+    its dump of the thunk sequence (a nested thunk is indented below its parent)."""
+    count, parent_indent = 0, None
+    for line in thunks.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if parent_indent is not None and indent <= parent_indent:
+            parent_indent = None
+        if "kCommandBuffer" in line:
+            parent_indent = indent
+        elif parent_indent is not None and "kCustomCall" in line:
+            count += 1
+    return count
 
 
 @pytest.mark.gpu
 def test_jax_gpu_calls_captured_into_cuda_graphs(rng, tmp_path):
     """XLA may trace aiter's calls into CUDA graphs (command buffers) and replay
     them: the targets say so, XLA does it, and the replays compute afresh."""
+    import re
     import subprocess
     import sys
     try:
@@ -375,9 +391,9 @@ def test_jax_gpu_calls_captured_into_cuda_graphs(rng, tmp_path):
     run = subprocess.run([sys.executable, "-c", _COMMAND_BUFFER_RUN, str(tmp_path), str(rng.integers(1 << 30))],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
-    captured = command_buffer_computations(tmp_path)
-    assert any('custom_call_target="aiter_rmsnorm"' in c for c in captured), "no aiter call in a command buffer"
-    assert any('custom_call_target="aiter_silu_and_mul"' in c for c in captured)
+    targets = re.findall(r'custom_call_target="([^"]+)"', dumped(tmp_path, "gpu_after_optimizations.txt"))
+    assert sorted(targets) == ["aiter_rmsnorm", "aiter_silu_and_mul"]  # the module's only custom calls
+    assert custom_calls_in_command_buffers(dumped(tmp_path, "thunk_sequence_after_thunk_passes.txt")) == 2
     for i in range(3):
         call = np.load(tmp_path / f"call{i}.npz")
         h = rms_ref(f64(call["x"]), f64(call["w"]), 1e-6).astype(np.float32)
