@@ -158,10 +158,13 @@ struct WgmmaWs {
 
   // Block-scaled: total = sum over K groups of the group's products times its
   // scales; a group's sums are complete before they are scaled.  Groups go in
-  // pairs with a set of sums each: the second group's products run while the
-  // first's are scaled, and the scales load one pair ahead of their use.  (With
-  // the sets taking turns across iterations, ptxas serializes every wgmma:
-  // C7514, it does not follow products in flight around the loop.)
+  // runs of kRun with two sets of sums taking turns: each group's products run
+  // while the group before is scaled, so only a run's last group is waited for
+  // alone; a run's scales load during the run before.  (With the turns going
+  // on across loop iterations, ptxas serializes every wgmma: C7514, it does
+  // not follow products in flight around a loop.)
+  static constexpr int kRun = 4;
+
   // issue_group: one group's products into `sums`; returns the group's slot.
   static __device__ __forceinline__ int issue_group(Ring ring, Cursor &c, int half, float (&sums)[kRegs]) {
     barrier_wait(ring.full(c.slot), c.parity);
@@ -171,30 +174,50 @@ struct WgmmaWs {
     return slot;
   }
 
+  // The next G groups, with scales `now`, into total.
+  template <int G>
+  static __device__ __forceinline__ void scaled_run(Ring ring, Cursor &c, int half, const GroupScales (&now)[G],
+                                                    float (&even)[kRegs], float (&odd)[kRegs], float (&total)[kRegs]) {
+    int slots[G];
+#pragma unroll
+    for (int i = 0; i < G; ++i) {
+      slots[i] = issue_group(ring, c, half, i % 2 == 0 ? even : odd);
+      if (i > 0) {
+        wgmma_wait<1>();
+        release(ring, slots[i - 1]);
+        promote_rows(now[i - 1], (i - 1) % 2 == 0 ? even : odd, total);
+      }
+    }
+    wgmma_wait<0>();
+    release(ring, slots[G - 1]);
+    promote_rows(now[G - 1], (G - 1) % 2 == 0 ? even : odd, total);
+  }
+
   static __device__ void multiply_tile_scaled(const GemmParams &p, Ring ring, Cursor &c, int k_stages, int half,
                                               const Tile &tile, float (&total)[kRegs]) {
-    float first[kRegs], second[kRegs];
+    float even[kRegs], odd[kRegs];
     for (int i = 0; i < kRegs; ++i) total[i] = 0.0f;
     const long long row0 = tile.m0 + half * 64;
     const auto scales_of = [&](int kt) { return group_scales(p, tile.batch, row0, tile.n0, kt < k_stages ? kt : 0); };
-    GroupScales next[2] = {scales_of(0), scales_of(1)};
+    GroupScales next[kRun];
+#pragma unroll
+    for (int j = 0; j < kRun; ++j) next[j] = scales_of(j);
     int kt = 0;
-    for (; kt + 1 < k_stages; kt += 2) {
-      const GroupScales now[2] = {next[0], next[1]};
-      const int first_slot = issue_group(ring, c, half, first), second_slot = issue_group(ring, c, half, second);
-      next[0] = scales_of(kt + 2), next[1] = scales_of(kt + 3);
-      wgmma_wait<1>();
-      release(ring, first_slot);
-      promote_rows(now[0], first, total);
-      wgmma_wait<0>();
-      release(ring, second_slot);
-      promote_rows(now[1], second, total);
+    for (; kt + kRun <= k_stages; kt += kRun) {
+      GroupScales now[kRun];
+#pragma unroll
+      for (int j = 0; j < kRun; ++j) now[j] = next[j], next[j] = scales_of(kt + kRun + j);
+      scaled_run<kRun>(ring, c, half, now, even, odd, total);
     }
-    if (kt < k_stages) {  // an odd number of groups: the last one alone
-      const int slot = issue_group(ring, c, half, first);
-      wgmma_wait<0>();
-      release(ring, slot);
-      promote_rows(next[0], first, total);
+    static_assert(kRun == 4, "the rest below is at most a pair and a single group");
+    if (k_stages - kt >= 2) {
+      const GroupScales pair[2] = {next[0], next[1]};
+      scaled_run<2>(ring, c, half, pair, even, odd, total);
+      next[0] = next[2], kt += 2;
+    }
+    if (kt < k_stages) {
+      const GroupScales single[1] = {next[0]};
+      scaled_run<1>(ring, c, half, single, even, odd, total);
     }
   }
 
