@@ -14,6 +14,7 @@
 // instantiated by gemm_wgmma_ws.cu and, for clusters, gemm_wgmma_cluster.cu.
 #pragma once
 
+#include "split_k.h"
 #include "staged_store.h"
 #include "tma.h"
 #include "wgmma_tile.h"
@@ -25,10 +26,15 @@
 // m0 + BM of one column of tiles, and each copies half of their common W tile
 // into both blocks' shared memory (TMA multicast): W is read from L2 once for
 // two tiles, the L2 -> SM traffic a third lower for 128 x 256 tiles.
-template <class T, int BM, int BN, int STAGES, bool BLOCK_SCALED, bool PROMOTED = false, int CLUSTER = 1>
+// SPLIT > 1: a cluster of SPLIT blocks takes one tile, each a share of K, and
+// adds the shares through distributed shared memory (split_k.h).
+template <class T, int BM, int BN, int STAGES, bool BLOCK_SCALED, bool PROMOTED = false, int CLUSTER = 1,
+          int SPLIT = 1>
 struct WgmmaWs {
   static constexpr int kMultipliers = BM / 64, kRegs = BN / 2;
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && !BLOCK_SCALED && !PROMOTED), "clusters of two, plain sums");
+  static_assert(SPLIT == 1 || (CLUSTER == 1 && !BLOCK_SCALED && !PROMOTED), "split K: plain sums, no multicast");
+  static constexpr int kClusterBlocks = CLUSTER * SPLIT;
   static constexpr int kStageBytes = (BM + BN) * kRowBytes;  // BM rows of A, then BN rows of W
   static constexpr int kStageElems = kRowBytes / int(sizeof(T));
   static_assert(!BLOCK_SCALED || BN == 128, "a block-scaled tile spans one 128-row block of W");
@@ -36,17 +42,26 @@ struct WgmmaWs {
   // Stores through shared memory (staged_store.h) where its 2 KiB per
   // multiplying warp fit beside the ring in the 227 KiB a block may have.
   static constexpr int kStagingBytes = kMultipliers * 4 * kStagedWarpBytes;
-  static constexpr bool kStaged = STAGES * (kStageBytes + 16) + 1024 + kStagingBytes <= 227 * 1024;
+  using Exchange = SplitExchange<SPLIT, kRegs, kMultipliers * 128>;
+  static constexpr int kExchangeBytes = SPLIT == 1 ? 0 : (SPLIT - 1) * Exchange::kSlotBytes + 8 * SPLIT;
+  static constexpr int kRingBytes = STAGES * (kStageBytes + 16) + 1024 + kExchangeBytes;
+  static constexpr bool kStaged = kRingBytes + kStagingBytes <= 227 * 1024;
+  static_assert(kRingBytes <= 227 * 1024, "the ring and split-K exchange fit in a block's shared memory");
 
   // The ring: STAGES slots, then a full and an empty barrier per slot, then
-  // the multiplying warps' staging buffers.
+  // the split-K exchange's slots and barriers, then the multiplying warps'
+  // staging buffers.
   struct Ring {
     uint32_t base;
     __device__ uint32_t slot(int s) const { return base + s * kStageBytes; }
     __device__ uint32_t full(int s) const { return base + STAGES * kStageBytes + 8 * s; }
     __device__ uint32_t empty(int s) const { return base + STAGES * kStageBytes + 8 * (STAGES + s); }
+    __device__ Exchange exchange() const {
+      const uint32_t buffer = base + STAGES * (kStageBytes + 16);
+      return Exchange{buffer, buffer + (SPLIT - 1) * Exchange::kSlotBytes};
+    }
     __device__ uint32_t staging() const {
-      return base + STAGES * (kStageBytes + 16) + (threadIdx.x / 32 - 4) * kStagedWarpBytes;
+      return base + STAGES * (kStageBytes + 16) + kExchangeBytes + (threadIdx.x / 32 - 4) * kStagedWarpBytes;
     }
   };
 
@@ -65,14 +80,24 @@ struct WgmmaWs {
     long long batch, m0, n0;
     __device__ Tile(const GemmParams &p, long long t, long long per_batch) : batch(t / per_batch) {
       tile_origin<BM * CLUSTER, BN>(p, t % per_batch, &m0, &n0);
-      m0 += cluster_rank() * BM;
+      if (CLUSTER > 1) m0 += cluster_rank() * BM;
     }
   };
 
   // Work items walked by this block's cluster: cluster c takes c, c + clusters, ...
-  static __device__ unsigned cluster_rank() { return CLUSTER == 1 ? 0 : blockIdx.x % CLUSTER; }
-  static __device__ long long first_item() { return blockIdx.x / CLUSTER; }
-  static __device__ long long item_stride() { return gridDim.x / CLUSTER; }
+  static __device__ unsigned cluster_rank() { return kClusterBlocks == 1 ? 0 : blockIdx.x % kClusterBlocks; }
+  static __device__ long long first_item() { return blockIdx.x / kClusterBlocks; }
+  static __device__ long long item_stride() { return gridDim.x / kClusterBlocks; }
+
+  // This block's share of a tile's K stages: all, or its rank's of SPLIT.
+  struct KShare {
+    int begin, count;
+    __device__ explicit KShare(int k_stages) {
+      const int rank = SPLIT == 1 ? 0 : int(cluster_rank());
+      begin = k_stages * rank / SPLIT;
+      count = k_stages * (rank + 1) / SPLIT - begin;
+    }
+  };
 
   // This block's share of the W tile: all of it, or its half for both blocks.
   static __device__ void copy_w(const GemmTmaParams &q, Ring ring, const Cursor &c, const Tile &tile, int k0,
@@ -89,12 +114,12 @@ struct WgmmaWs {
   }
 
   static __device__ void produce(const GemmTmaParams &q, Ring ring, long long per_batch, long long tiles,
-                                 int k_stages) {
+                                 KShare share) {
     Cursor c;
     for (long long t = first_item(); t < tiles; t += item_stride()) {
       const Tile tile(q.p, t, per_batch);
       const int a_batch = q.a_batched ? int(tile.batch) : 0, w_batch = q.w_batched ? int(tile.batch) : 0;
-      for (int kt = 0; kt < k_stages; ++kt, c.advance()) {
+      for (int kt = share.begin; kt < share.begin + share.count; ++kt, c.advance()) {
         barrier_wait(ring.empty(c.slot), c.parity ^ 1);
         barrier_arrive_expect(ring.full(c.slot), kStageBytes);
         const int k0 = kt * kStageElems;
@@ -131,28 +156,44 @@ struct WgmmaWs {
   // Promoted: total = the sum over windows of kWindow stages of each window's
   // products.  Hopper's fp8 products keep about 14 bits of their running sum
   // (DeepSeek-V3), so long K loses precision; the sum of a window is exact enough
-  // and the windows add in fp32.  Products stay in flight within a window.
+  // and the windows add in fp32.  Products stay in flight within a window.  The
+  // windows are unrolled and the last one's length is a constant: with one
+  // loop deciding per stage whether a window ends, ptxas serialized every
+  // wgmma (C7518, a wait on a path it takes as divergent).
+  static constexpr int kWindow = 4;  // stages: 512 K of fp8
+
+  template <int N>
+  static __device__ __forceinline__ void window(Ring ring, Cursor &c, int half, float (&sums)[kRegs],
+                                                float (&total)[kRegs]) {
+    int previous = 0;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      barrier_wait(ring.full(c.slot), c.parity);
+      issue_stage<T, BN>(ring.slot(c.slot) + half * 64 * kRowBytes, ring.slot(c.slot) + BM * kRowBytes, sums, i > 0);
+      if (i > 0) {
+        wgmma_wait<1>();
+        release(ring, previous);
+      }
+      previous = c.slot;
+      c.advance();
+    }
+    wgmma_wait<0>();
+    release(ring, previous);
+#pragma unroll
+    for (int i = 0; i < kRegs; ++i) total[i] += sums[i];
+  }
+
   static __device__ void multiply_tile_promoted(Ring ring, Cursor &c, int k_stages, int half, float (&total)[kRegs]) {
-    constexpr int kWindow = 4;  // stages: 512 K of fp8
     float sums[kRegs];
     for (int i = 0; i < kRegs; ++i) total[i] = 0.0f;
-    int previous = -1;
-    for (int kt = 0; kt < k_stages; ++kt, c.advance()) {
-      barrier_wait(ring.full(c.slot), c.parity);
-      issue_stage<T, BN>(ring.slot(c.slot) + half * 64 * kRowBytes, ring.slot(c.slot) + BM * kRowBytes, sums,
-                         kt % kWindow != 0);
-      if (kt % kWindow == kWindow - 1 || kt == k_stages - 1) {
-        wgmma_wait<0>();
-        if (previous >= 0) release(ring, previous);
-        release(ring, c.slot);
-        previous = -1;
-#pragma unroll
-        for (int i = 0; i < kRegs; ++i) total[i] += sums[i];
-      } else {
-        wgmma_wait<1>();
-        if (previous >= 0) release(ring, previous);
-        previous = c.slot;
-      }
+    int kt = 0;
+    for (; kt + kWindow <= k_stages; kt += kWindow) window<kWindow>(ring, c, half, sums, total);
+    static_assert(kWindow == 4, "the last window below has 1 to 3 stages");
+    switch (k_stages - kt) {
+      case 3: window<3>(ring, c, half, sums, total); break;
+      case 2: window<2>(ring, c, half, sums, total); break;
+      case 1: window<1>(ring, c, half, sums, total); break;
+      default: break;
     }
   }
 
@@ -221,18 +262,34 @@ struct WgmmaWs {
     }
   }
 
+  // Split K: ranks > 0 send their sums to rank 0 (true: this block stores
+  // nothing), rank 0 adds them.  `parity` alternates tile by tile.
+  static __device__ __forceinline__ bool exchange_sums(Ring ring, unsigned &parity, float (&acc)[kRegs]) {
+    if constexpr (SPLIT == 1) return false;
+    const unsigned rank = cluster_rank();
+    const int thread = int(threadIdx.x) - 128;
+    if (rank != 0)
+      ring.exchange().send(rank, thread, parity, acc);
+    else
+      ring.exchange().gather(thread, parity, acc);
+    parity ^= 1;
+    return rank != 0;
+  }
+
   static __device__ void consume(const GemmTmaParams &q, Ring ring, long long per_batch, long long tiles,
-                                 int k_stages, int half) {
+                                 KShare share, int half) {
     Cursor c;
+    unsigned exchange_parity = 0;
     float acc[kRegs];
     for (long long t = first_item(); t < tiles; t += item_stride()) {
       const Tile tile(q.p, t, per_batch);
       if constexpr (BLOCK_SCALED)
-        multiply_tile_scaled(q.p, ring, c, k_stages, half, tile, acc);
+        multiply_tile_scaled(q.p, ring, c, share.count, half, tile, acc);
       else if constexpr (PROMOTED)
-        multiply_tile_promoted(ring, c, k_stages, half, acc);
+        multiply_tile_promoted(ring, c, share.count, half, acc);
       else
-        multiply_tile(ring, c, k_stages, half, acc);
+        multiply_tile(ring, c, share.count, half, acc);
+      if (exchange_sums(ring, exchange_parity, acc)) continue;
       if (kStaged && pieces_fit(q.p, tile.n0 + BN))
         store_rows_staged<BN>(q.p, tile.batch, tile.m0 + half * 64, tile.n0, acc, BLOCK_SCALED, ring.staging());
       else
@@ -250,24 +307,25 @@ struct WgmmaWs {
         barrier_init(ring.full(s), 1);   // the copier's arrival + the stage's bytes
         barrier_init(ring.empty(s), kMultipliers * CLUSTER);  // each multiplying warpgroup of the cluster
       }
+      if constexpr (SPLIT > 1) ring.exchange().init();
       barrier_init_fence();
       tma_prefetch_map(&q.a_map);
       tma_prefetch_map(&q.w_map);
     }
-    if constexpr (CLUSTER == 1)
+    if constexpr (kClusterBlocks == 1)
       __syncthreads();
     else
-      cluster_sync();  // the other block's copies signal this block's barriers
+      cluster_sync();  // the other blocks' copies and sums signal this block's barriers
     const long long per_batch = ((q.p.m + BM * CLUSTER - 1) / (BM * CLUSTER)) * ((q.p.n + BN - 1) / BN);
-    const int k_stages = int((q.p.k + kStageElems - 1) / kStageElems);
+    const KShare share(int((q.p.k + kStageElems - 1) / kStageElems));  // the launcher: K stages >= SPLIT
     if (threadIdx.x < 128) {
       registers_shrink<40>();
-      if (threadIdx.x == 0) produce(q, ring, per_batch, per_batch * q.batch, k_stages);
+      if (threadIdx.x == 0) produce(q, ring, per_batch, per_batch * q.batch, share);
     } else {
       registers_grow<232>();
-      consume(q, ring, per_batch, per_batch * q.batch, k_stages, threadIdx.x / 128 - 1);
+      consume(q, ring, per_batch, per_batch * q.batch, share, threadIdx.x / 128 - 1);
     }
-    if constexpr (CLUSTER == 2) cluster_sync();  // no block leaves while the other may still signal it
+    if constexpr (kClusterBlocks > 1) cluster_sync();  // no block leaves while another may still signal it
   }
 };
 

@@ -13,6 +13,10 @@ aiter_status Driver::encode_tensor_map(const TensorMapSpec &, void *) {
   return fail(AITER_ERR_NO_KERNEL, "%s has no TMA tensor maps", name());
 }
 
+aiter_status Driver::max_active_clusters(Function, unsigned, unsigned, unsigned, int *) {
+  return fail(AITER_ERR_NO_KERNEL, "%s has no thread-block clusters", name());
+}
+
 aiter_status driver_for(DLDeviceType type, Driver **driver) {
   if (type == kDLCUDA) return open_cuda_driver(driver);
   if (type == kDLROCM) return open_hip_driver(driver);

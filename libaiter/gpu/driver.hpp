@@ -57,6 +57,12 @@ class Driver {
   virtual aiter_status synchronize(void *stream) = 0;
   // Writes the 128-byte descriptor of `spec` to `map`; drivers without TMA refuse.
   virtual aiter_status encode_tensor_map(const TensorMapSpec &spec, void *map);
+  // How many clusters of `cluster` blocks of a kernel with compile-time cluster
+  // dimensions can run at once: a cluster's blocks share one GPC, so this can
+  // be fewer than multiprocessors / cluster (an H100: 30 clusters of four, not
+  // 33).  Drivers without clusters refuse.
+  virtual aiter_status max_active_clusters(Function function, unsigned cluster, unsigned block, unsigned smem,
+                                           int *count);
 };
 
 // The driver for tensors of this device type, loaded once; AITER_ERR_NO_DEVICE

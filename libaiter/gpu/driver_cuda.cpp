@@ -32,9 +32,19 @@ struct CudaApi {
   CUresult (*cuMemsetD32Async)(uint64_t, unsigned, size_t, void *);
   CUresult (*cuStreamSynchronize)(void *);
   CUresult (*cuGetErrorString)(CUresult, const char **);
-  // Optional (CUDA 12 drivers and later): only the TMA kernels need it.
+  // Optional (CUDA 12 drivers and later): only the TMA and cluster kernels need them.
   CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *,
                                      const unsigned *, const unsigned *, int, int, int, int);
+  CUresult (*cuOccupancyMaxActiveClusters)(int *, Function, const void *);
+};
+
+// CUlaunchConfig, as cuOccupancyMaxActiveClusters reads it (no attributes: the
+// kernels carry their cluster dimensions).
+struct LaunchConfig {
+  unsigned grid[3], block[3], smem;
+  void *stream;
+  void *attrs;
+  unsigned attr_count;
 };
 
 class CudaDriver final : public Driver {
@@ -62,6 +72,7 @@ class CudaDriver final : public Driver {
                     resolve(lib, "cuGetErrorString", &api_.cuGetErrorString);
     if (!ok) return fail(AITER_ERR_NO_DEVICE, "libcuda.so.1 lacks a driver API function libaiter needs: %s", dlerror());
     resolve(lib, "cuTensorMapEncodeTiled", &api_.cuTensorMapEncodeTiled);
+    resolve(lib, "cuOccupancyMaxActiveClusters", &api_.cuOccupancyMaxActiveClusters);
     return check(api_.cuInit(0), "cuInit");
   }
 
@@ -119,6 +130,13 @@ class CudaDriver final : public Driver {
 
   aiter_status synchronize(void *stream) override {
     return check(api_.cuStreamSynchronize(stream), "cuStreamSynchronize");
+  }
+
+  aiter_status max_active_clusters(Function f, unsigned cluster, unsigned block, unsigned smem,
+                                   int *count) override {
+    if (api_.cuOccupancyMaxActiveClusters == nullptr) return Driver::max_active_clusters(f, cluster, block, smem, count);
+    const LaunchConfig config{{cluster, 1, 1}, {block, 1, 1}, smem, nullptr, nullptr, 0};
+    return check(api_.cuOccupancyMaxActiveClusters(count, f, &config), "cuOccupancyMaxActiveClusters");
   }
 
   aiter_status encode_tensor_map(const TensorMapSpec &spec, void *map) override {

@@ -33,6 +33,8 @@ struct KernelShape {
   bool block_scaled;
   bool fp32_sum = false;  // fp8 sums added into fp32 every few stages (wgmma_ws ...fp32sum)
   int cluster = 1;        // wgmma_ws ....x2: clusters of two blocks sharing W tiles
+  int split = 1;          // wgmma_ws ....k<split>: K split over a cluster of `split` blocks
+  int cluster_blocks() const { return cluster * split; }
 };
 
 constexpr KernelShape skinny(DType dt, int nt, int rt, int warps, bool bs = false) {
@@ -53,6 +55,11 @@ constexpr KernelShape wgmma_ws_x2(DType dt, int bn, int stages) {
   s.cluster = 2;
   return s;
 }
+constexpr KernelShape wgmma_ws_split(DType dt, int bm, int bn, int stages, int split) {
+  KernelShape s = wgmma_ws(dt, bm, bn, stages);
+  s.split = split;
+  return s;
+}
 constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 64, 64, 0, 256, false}; }
 
 #define SKINNY_SHAPES(dt, bs)                                                                  \
@@ -68,6 +75,9 @@ constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 
       wgmma_ws(dt, 128, 128, 6), wgmma_ws(dt, 128, 64, 8), wgmma_ws(dt, 64, 64, 12), wgmma_ws(dt, 64, 32, 16)
 
 #define WGMMA_WS_X2_SHAPES(dt) wgmma_ws_x2(dt, 256, 4), wgmma_ws_x2(dt, 192, 5), wgmma_ws_x2(dt, 128, 6)
+#define WGMMA_WS_SPLIT_SHAPES(dt)                                                                     \
+  wgmma_ws_split(dt, 64, 32, 16, 2), wgmma_ws_split(dt, 64, 64, 12, 2), wgmma_ws_split(dt, 64, 128, 7, 2), \
+      wgmma_ws_split(dt, 128, 64, 7, 2), wgmma_ws_split(dt, 128, 128, 4, 2)
 
 // In heuristic order: the first that can run a call and fits it wins.
 constexpr KernelShape kKernels[] = {
@@ -75,6 +85,7 @@ constexpr KernelShape kKernels[] = {
     SKINNY_SHAPES(DType::e4m3fn, false), SKINNY_SHAPES(DType::e5m2, false), SKINNY_SHAPES(DType::e4m3fn, true),
     WGMMA_WS_SHAPES(DType::bf16), WGMMA_WS_SHAPES(DType::f16), WGMMA_WS_SHAPES(DType::e4m3fn),
     WGMMA_WS_SHAPES(DType::e5m2), WGMMA_WS_X2_SHAPES(DType::bf16), WGMMA_WS_X2_SHAPES(DType::e4m3fn),
+    WGMMA_WS_SPLIT_SHAPES(DType::bf16), WGMMA_WS_SPLIT_SHAPES(DType::e4m3fn),
     wgmma_ws(DType::e4m3fn, 128, 128, 6, true), wgmma_ws(DType::e4m3fn, 64, 128, 8, true),
     wgmma_ws(DType::e4m3fn, 128, 128, 6, false, true), wgmma_ws(DType::e4m3fn, 64, 64, 12, false, true),
     WGMMA_SHAPES(DType::bf16), WGMMA_SHAPES(DType::f16), WGMMA_SHAPES(DType::e4m3fn), WGMMA_SHAPES(DType::e5m2),
@@ -111,7 +122,8 @@ std::string variant_name(const KernelShape &s) {
     case Family::wgmma_ws: {
       const std::string family = s.family == Family::tiled ? "tiled." : s.family == Family::wgmma ? "wgmma." : "wgmma_ws.";
       return family + dt + "." + std::to_string(s.bm) + "x" + std::to_string(s.bn) + ".s" + std::to_string(s.stages) +
-             (s.block_scaled ? ".bs" : "") + (s.fp32_sum ? ".fp32sum" : "") + (s.cluster == 2 ? ".x2" : "");
+             (s.block_scaled ? ".bs" : "") + (s.fp32_sum ? ".fp32sum" : "") + (s.cluster == 2 ? ".x2" : "") +
+             (s.split > 1 ? ".k" + std::to_string(s.split) : "");
     }
     default: return "generic." + dt;
   }
@@ -152,6 +164,12 @@ bool rows_in_16_bytes(const GemmArgs &g) {
 int64_t tile_count(const GemmArgs &g, int bm, int bn) { return ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn); }
 int64_t tile_count(const GemmArgs &g, const KernelShape &s) { return tile_count(g, s.bm, s.bn); }
 
+// The 128-byte K stages of the Hopper kernels (kRowBytes, kernels/gemm/stage_copy.h).
+int64_t k_stages(const GemmArgs &g) {
+  const int64_t per_stage = 128 / dtype_size(g.in_dtype);
+  return (g.k + per_stage - 1) / per_stage;
+}
+
 // An H100's multiprocessors: where the heuristic needs a GPU size (tuned tables
 // and other GPUs' own tables supersede it).
 constexpr int64_t kHopperSms = 132;
@@ -184,6 +202,7 @@ bool supports(const GemmArgs &g, const GpuCall *call) {
   if (tiles && (g.block_scaled != s.block_scaled || !rows_in_16_bytes(g))) return false;
   if (tiles && tile_count(g, s) > 0x7fffffff) return false;
   if (s.family == Family::wgmma_ws && !tma_can_copy(g)) return false;
+  if (s.split > 1 && k_stages(g) < s.split) return false;  // every block of a cluster takes a stage or more
   if (s.family == Family::generic && (g.m + s.bm - 1) / s.bm > 65535) return false;  // grid.y
   return built_for<I>(*call);
 }
@@ -203,7 +222,7 @@ bool good_fit(const GemmArgs &g) {
     // multiprocessors without a block (block-scaled: 64 x 128, one W block).
     case Family::wgmma_ws:
       if (s.fp32_sum) return false;  // slower; the tuner picks them where the others miss the tolerance
-      if (s.cluster > 1) return false;  // left to the tuner
+      if (s.cluster_blocks() > 1) return false;  // left to the tuner
       if (s.bm == 64 && s.block_scaled) return g.m <= 64;
       if (s.bm == 64) return g.m <= 64 && (s.bn == 32) == (tile_count(g, 64, 64) * g.batch < kHopperSms);
       return g.m > 128 && (s.block_scaled || s.bn == wide_tile_width(g));
@@ -243,10 +262,14 @@ aiter_status run_warp_specialized(const GemmArgs &g, const GpuCall &call, const 
   if (st == AITER_OK) st = multiprocessors(call, &sms);
   if (st == AITER_OK) st = tma_params(g, params_of(g), s.bm, s.bn / s.cluster, driver, &q);
   if (st != AITER_OK) return st;
-  // A cluster's work item: `cluster` tiles stacked in M.
+  // A cluster's work item: `cluster` tiles stacked in M, or one tile (split K).
   const int64_t items = tile_count(g, s.bm * s.cluster, s.bn) * g.batch;
-  const int64_t clusters = std::min<int64_t>(items, sms / s.cluster);
-  return launch(call, "gemm", variant, Dim3{unsigned(clusters * s.cluster), 1, 1}, unsigned(s.threads), q);
+  int resident = sms;  // blocks, or clusters of blocks, that run at once
+  if (s.cluster_blocks() > 1)
+    st = active_clusters(call, "gemm", variant, unsigned(s.cluster_blocks()), unsigned(s.threads), &resident);
+  if (st != AITER_OK) return st;
+  const int64_t clusters = std::min<int64_t>(items, resident);
+  return launch(call, "gemm", variant, Dim3{unsigned(clusters * s.cluster_blocks()), 1, 1}, unsigned(s.threads), q);
 }
 
 template <size_t I>

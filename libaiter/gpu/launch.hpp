@@ -7,7 +7,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "core/backend.hpp"
 #include "core/error.hpp"
@@ -87,6 +89,38 @@ inline aiter_status multiprocessors(const GpuCall &call, int *count) {
   if (s == AITER_OK) s = driver->multiprocessor_count(call.device.device_id, count);
   if (s == AITER_OK && slot) slot->store(*count, std::memory_order_relaxed);
   return s;
+}
+
+// How many clusters of `cluster` blocks of `op`/`variant` run at once on the
+// call's device (persistent clustered kernels size their grid by it: a cluster
+// launched past it waits for a whole cluster to finish); asked once per device
+// and kernel.  Drivers without the query: multiprocessors / cluster.
+inline aiter_status active_clusters(const GpuCall &call, const char *op, const std::string &variant,
+                                    unsigned cluster, unsigned block, int *count) {
+  static std::mutex lock;
+  static std::unordered_map<std::string, int> known;
+  const std::string key = std::to_string(device_slot(call.device)) + "/" + op + "/" + variant;
+  {
+    std::lock_guard<std::mutex> guard(lock);
+    const auto found = known.find(key);
+    if (found != known.end()) return *count = found->second, AITER_OK;
+  }
+  int sms = 0;
+  aiter_status s = multiprocessors(call, &sms);
+  if (s != AITER_OK) return s;
+  DeviceScope scope(call.device);
+  if (scope.status() != AITER_OK) return scope.status();
+  Kernel kernel;
+  s = find_kernel(scope.driver(), call.device.device_id, op, variant, &kernel);
+  if (s != AITER_OK) return s;
+  if (scope.driver()->max_active_clusters(kernel.function, cluster, block, unsigned(kernel.smem), count) != AITER_OK ||
+      *count <= 0) {
+    clear_error();  // no answer: the multiprocessors' share
+    *count = sms / int(cluster);
+  }
+  std::lock_guard<std::mutex> guard(lock);
+  known[key] = *count;
+  return AITER_OK;
 }
 
 }  // namespace gpu

@@ -223,3 +223,36 @@ def test_misaligned_rows_use_generic(rng):
     with pytest.raises(aiter.AiterError, match="cannot run this call"):
         with forced("gemm_a16w16", "skinny.bf16.t1.r1.w8"):
             aiter.gemm_a16w16(to_device(a, CUDA), to_device(w, CUDA))
+
+
+
+SPLIT_K = [v for v in variants("gemm_a16w16") + variants("gemm_a8w8") if v.split(".")[-1] in ("k2", "k4")]
+
+
+def run_unscaled(variant, a, w, out=None):
+    """a @ w.T by the forced variant (fp8: unit scales)."""
+    op = "gemm_a8w8" if "e4m3fn" in variant else "gemm_a16w16"
+    args = [to_device(a, CUDA), to_device(w, CUDA)]
+    if op == "gemm_a8w8":
+        args += [to_device(np.ones((len(a), 1), np.float32), CUDA), to_device(np.ones((1, len(w)), np.float32), CUDA)]
+    with forced(op, variant):
+        getattr(aiter, op)(*args, out=out)
+        ran(variant)
+
+
+@pytest.mark.parametrize("variant", SPLIT_K)
+def test_split_k_shares(rng, variant):
+    """K split over a cluster: K of exactly `split` stages (one each), and a
+    long K with a ragged last stage; K shorter than `split` stages is refused."""
+    dtype = dtype_of(variant)
+    split, per_stage = int(variant.split(".k")[-1]), 128 // (1 if "e4m3fn" in variant else 2)
+    n = 1000
+    for m, k in [(33, split * per_stage), (130, 37 * per_stage + 16)]:
+        a, w = quantized(rng, (m, k), dtype), quantized(rng, (n, k), dtype)
+        out = poisoned_on((m, n), "bfloat16", CUDA)
+        run_unscaled(variant, a, w, out)
+        magnitude = float(np.abs(f64(a)).mean() * np.abs(f64(w)).mean()) * 4
+        check(on_host(out), f64(a) @ f64(w).T, "bfloat16", k, magnitude)
+    short = quantized(rng, (8, (split - 1) * per_stage), dtype)
+    with pytest.raises(aiter.AiterError, match="cannot run this call"):
+        run_unscaled(variant, short, short)

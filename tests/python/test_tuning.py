@@ -325,6 +325,32 @@ def test_any_compute_units(tmp_path, env):
     assert {r["compute_units"] for r in read_csv(out)} == {"0"}
 
 
+def test_timed_calls_step_past_the_cache(monkeypatch):
+    """Timing runs each call on the next of enough input sets to overflow the
+    device's cache three times over (weights come from memory, as in a model);
+    with no cache to step past, one set."""
+    from aiter.cli.arrays import NumpyArrays
+    from aiter.cli.gemm_cases import Case, Problem
+    p = Problem("gemm_a16w16", 1, 4, 64, 32, "float32", "float32")
+    per_set = (4 * 32 + 64 * 32 + 4 * 64) * 4
+    seen = []
+
+    def record(a, w, out):
+        seen.append((id(a), id(w), id(out)))
+        out[...] = a @ w.T
+
+    for cache, sets in [(0, 1), (10 * per_set, 24), (per_set, 3), (per_set // 4, 2)]:
+        arrays = NumpyArrays(seed=1)
+        arrays.cache_bytes = cache
+        case = Case(p, arrays)
+        monkeypatch.setattr(case, "fn", record)
+        seen.clear()
+        for _ in range(2 * sets):
+            case.run_cold()
+        assert len(set(seen)) == sets and seen[:sets] == seen[sets:], (cache, sets)
+        assert len({ids[1] for ids in seen}) == sets  # a weight of its own per set
+
+
 @pytest.mark.parametrize("op, a_dtype", [("gemm_a8w8_blockscale", "float8_e4m3fn"), ("batched_gemm_a8w8", "int8"),
                                          ("batched_gemm_a16w16", "float32")])
 def test_tuner_references_of_every_op(op, a_dtype):

@@ -45,11 +45,11 @@ def _time_variant(case, arrays, variant, reference, iters, log, best_us=None):
                       f"(never selected)\n")
             return None, error
         if best_us is not None:  # a candidate far slower than the best is not worth timing fully
-            once = arrays.time_us(case.run, 1, warmup=0)
+            once = arrays.time_us(case.run_cold, 1, warmup=0)
             if once > 4 * best_us:
                 log.write(f"  {variant}: {once:.2f} us once, over 4x the best ({best_us:.2f} us); not timed further\n")
                 return None, error
-        us = arrays.time_us(case.run, iters)
+        us = arrays.time_us(case.run_cold, iters)
     log.write(f"  {variant}: {us:.2f} us {tflops(p, us):.4g} TFLOP/s error {error:.3g}\n")
     return us, error
 
