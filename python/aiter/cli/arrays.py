@@ -112,8 +112,9 @@ class TorchArrays:
         return float(x.abs().max()) if x.numel() else 0.0
 
     def time_us(self, fn, iters, warmup=3):
-        """Mean time of one call, from replays of a CUDA graph of the calls, so
-        that Python's per-call overhead does not hide short kernels."""
+        """Time of one call, from replays of a CUDA graph of the calls (the
+        median replay over the calls in it), so that Python's per-call overhead
+        does not hide short kernels."""
         torch = self.torch
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -126,15 +127,19 @@ class TorchArrays:
         with torch.cuda.graph(graph):
             for _ in range(calls):
                 fn()
-        replays = max(1, iters // calls)
         graph.replay()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(replays):
+        # Replays timed one by one, their median taken: one replay of a few
+        # short calls (tens of microseconds) varied by up to 10% run to run,
+        # enough to pick the wrong variant; long replays are steady already.
+        times = []
+        while len(times) < max(1, iters // calls) or (len(times) < 9 and sum(times) < 20.0):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
             graph.replay()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) * 1e3 / (calls * replays)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))  # milliseconds
+        return statistics.median(times) * 1e3 / calls
 
 
 class CupyArrays:
