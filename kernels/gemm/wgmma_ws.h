@@ -11,7 +11,8 @@
 // rows and K past the matrix with zeros; the launcher checks that strides and
 // pointers are multiples of 16 bytes.  Block-scaled fp8 sums each stage (one
 // 128-wide K group) apart and adds it times its scales.  The template is
-// instantiated by gemm_wgmma_ws.cu and, for clusters, gemm_wgmma_cluster.cu.
+// instantiated by gemm_wgmma_ws.cu and, for clusters, gemm_wgmma_cluster.cu
+// (W shared by multicast) and gemm_wgmma_splitk.cu (K split).
 #pragma once
 
 #include "split_k.h"

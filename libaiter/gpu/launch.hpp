@@ -93,18 +93,13 @@ inline aiter_status multiprocessors(const GpuCall &call, int *count) {
 
 // How many clusters of `cluster` blocks of `op`/`variant` run at once on the
 // call's device (persistent clustered kernels size their grid by it: a cluster
-// launched past it waits for a whole cluster to finish); asked once per device
-// and kernel.  Drivers without the query: multiprocessors / cluster.
+// launched past it waits for a whole cluster to finish); asked of the driver
+// once per loaded kernel, then read under a lock without allocating.  Drivers
+// without the query: multiprocessors / cluster.
 inline aiter_status active_clusters(const GpuCall &call, const char *op, const std::string &variant,
                                     unsigned cluster, unsigned block, int *count) {
   static std::mutex lock;
-  static std::unordered_map<std::string, int> known;
-  const std::string key = std::to_string(device_slot(call.device)) + "/" + op + "/" + variant;
-  {
-    std::lock_guard<std::mutex> guard(lock);
-    const auto found = known.find(key);
-    if (found != known.end()) return *count = found->second, AITER_OK;
-  }
+  static std::unordered_map<Function, int> known;  // loaded kernels are per device
   int sms = 0;
   aiter_status s = multiprocessors(call, &sms);
   if (s != AITER_OK) return s;
@@ -113,13 +108,18 @@ inline aiter_status active_clusters(const GpuCall &call, const char *op, const s
   Kernel kernel;
   s = find_kernel(scope.driver(), call.device.device_id, op, variant, &kernel);
   if (s != AITER_OK) return s;
+  {
+    std::lock_guard<std::mutex> guard(lock);
+    const auto found = known.find(kernel.function);
+    if (found != known.end()) return *count = found->second, AITER_OK;
+  }
   if (scope.driver()->max_active_clusters(kernel.function, cluster, block, unsigned(kernel.smem), count) != AITER_OK ||
       *count <= 0) {
     clear_error();  // no answer: the multiprocessors' share
     *count = sms / int(cluster);
   }
   std::lock_guard<std::mutex> guard(lock);
-  known[key] = *count;
+  known[kernel.function] = *count;
   return AITER_OK;
 }
 
