@@ -180,10 +180,12 @@ constexpr int64_t kMaxInt8K = 131072;
 // The width of 128-row tiles that keeps the most of the GPU busy: the share of
 // multiprocessors working in each wave of tiles, times how much a wider tile
 // saves on loads (a 128 x bn tile loads 128 + bn rows for 128 * bn outputs).
+// Not 224 or 160: their rings leave no room for the staged epilogue, and
+// untuned they ran 0.65-0.76x of 128 x 128 (10240 x 8192 at M = 1024, H100).
 int wide_tile_width(const GemmArgs &g) {
   int best = 128;
   double best_score = 0;
-  for (int bn : {256, 224, 192, 160, 128}) {
+  for (int bn : {256, 192, 128, 64}) {
     const int64_t tiles = tile_count(g, 128, bn) * g.batch, waves = (tiles + kHopperSms - 1) / kHopperSms;
     const double score = double(tiles) / double(waves * kHopperSms) * bn / (bn + 128);
     if (score > best_score) best = bn, best_score = score;
@@ -213,19 +215,33 @@ template <size_t I>
 bool good_fit(const GemmArgs &g) {
   constexpr KernelShape s = kKernels[I];
   switch (s.family) {
-    case Family::skinny: return s.rt == 1 && s.warps == 8 && (s.nt == 1 || g.m > 8);
+    // 8-bit W: two 16-row W tiles per block.  Block-scaled: 8 warps splitting K
+    // from K = 4096, else 4; 9-16 tokens only where the 64 x 128 wgmma tiles
+    // would fill less than half the GPU.  (From the H100 tuning runs: the
+    // heuristic took 1.2-1.6x the tuned time with one 16-row tile and 8 warps.)
+    case Family::skinny:
+      if (s.block_scaled) {
+        const bool long_k = g.k >= 4096;
+        if (g.m <= 8) return s.nt == 1 && s.rt == 2 && s.warps == (long_k ? 8 : 4);
+        return long_k && tile_count(g, 64, 128) * g.batch < kHopperSms / 2 && s.rt == 2 && s.warps == 8;
+      }
+      return s.rt == (dtype_size(s.dtype) == 1 ? 2 : 1) && s.warps == 8 && (s.nt == 1 || g.m > 8);
     // Hopper: above 128 rows (below, the 64-row mma.sync tiles fill the GPU better;
     // measured by the sm_90a tuning run, configs/gemm_sm_90a.csv).
     case Family::wgmma: return g.m > 128 && s.bn == 128 && (s.stages == 3 || s.block_scaled);  // 2 blocks / SM
-    // The warp-specialized kernels come first: above 128 rows 128-row tiles of
-    // wide_tile_width; up to 64 rows 64 x 64 tiles, or 64 x 32 where those leave
-    // multiprocessors without a block (block-scaled: 64 x 128, one W block).
+    // The warp-specialized kernels come first: above 64 rows 128-row tiles of
+    // wide_tile_width; up to 64 rows 64 x 64 tiles, or 64 x 32 where those fill
+    // half the multiprocessors or less (block-scaled: 64 x 128, one W block).
+    // (Untuned, 65-128 rows went to 64 x 128 mma.sync tiles at 0.4-0.6x of the
+    // tuned choice; 64 x 32 tiles in two waves took 1.22-1.26x the time of
+    // 64 x 64 in one: 8192 x 28672 at M = 32, 2026-11-23 tuning logs.)
     case Family::wgmma_ws:
       if (s.fp32_sum) return false;  // slower; the tuner picks them where the others miss the tolerance
       if (s.cluster_blocks() > 1) return false;  // left to the tuner
-      if (s.bm == 64 && s.block_scaled) return g.m <= 64;
-      if (s.bm == 64) return g.m <= 64 && (s.bn == 32) == (tile_count(g, 64, 64) * g.batch < kHopperSms);
-      return g.m > 128 && (s.block_scaled || s.bn == wide_tile_width(g));
+      if (s.block_scaled)  // 64 x 128 where 128 x 128 tiles fill half the GPU or less
+        return (s.bm == 64) == (g.m <= 64 || tile_count(g, 128, 128) * g.batch <= kHopperSms / 2);
+      if (s.bm == 64) return g.m <= 64 && (s.bn == 32) == (tile_count(g, 64, 64) * g.batch <= kHopperSms / 2);
+      return g.m > 64 && (s.block_scaled || s.bn == wide_tile_width(g));
     case Family::tiled:
       // 128 x 128: 3 stages fit two blocks per SM (the block-scaled tiles have only 4)
       if (s.bn == 256 || (s.bm == 128 && s.stages == 4 && !s.block_scaled)) return false;

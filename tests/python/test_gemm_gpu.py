@@ -195,9 +195,10 @@ def test_heuristic_choices(rng):
     n, k = 256, 520  # no shipped table has this shape
     w = to_device(rand(rng, (n, k), "bfloat16"), CUDA)
     hopper = torch.cuda.get_device_capability() == (9, 0)
-    narrow = ("wgmma_ws",) if hopper else ("tiled",)  # 64-row warp-specialized tiles up to 64 rows
+    warp_specialized = ("wgmma_ws",) if hopper else ("tiled",)  # 64-row tiles to 64 rows, then 128-row
     tiles = ("wgmma_ws", "wgmma", "tiled") if hopper else ("tiled",)
-    for m, families in [(1, ("skinny",)), (16, ("skinny",)), (40, narrow), (100, ("tiled",)), (1000, tiles)]:
+    for m, families in [(1, ("skinny",)), (16, ("skinny",)), (40, warp_specialized), (100, warp_specialized),
+                        (1000, tiles)]:
         aiter.gemm_a16w16(to_device(rand(rng, (m, k), "bfloat16"), CUDA), w)
         _, name, how = aiter.tuning.last_variant()
         assert name.split(".")[0] in families and how == 0, (m, name, how)
@@ -211,6 +212,39 @@ def test_heuristic_fits_tile_width_to_waves(rng):
     out = aiter.gemm_a16w16(to_device(a, CUDA), to_device(w, CUDA))
     assert aiter.tuning.last_variant()[1:] == ("wgmma_ws.bf16.128x192.s5", 0)
     check(on_host(out), f64(a) @ f64(w).T, "bfloat16", 520, 1.0)
+
+
+@pytest.mark.skipif(torch.cuda.get_device_capability() != (9, 0), reason="Hopper's warp-specialized tiles")
+@pytest.mark.parametrize("m, n, expected", [(100, 4096, "wgmma_ws.bf16.128x64.s8"),
+                                            (32, 8192, "wgmma_ws.bf16.64x64.s12"),
+                                            (32, 4096, "wgmma_ws.bf16.64x32.s16"),
+                                            (1024, 10240, "wgmma_ws.bf16.128x256.s4")])
+def test_heuristic_tiles_for_untuned_shapes(rng, m, n, expected):
+    """Untuned K: 65-128 rows take a 128-row warp-specialized tile as wide as
+    fills the GPU (not an mma.sync tile); 64 x 32 only where 64 x 64 tiles fill
+    half the SMs or less; no 224- or 160-wide tiles (no staged epilogue)."""
+    a, w = rand(rng, (m, 520), "bfloat16"), rand(rng, (n, 520), "bfloat16")
+    out = aiter.gemm_a16w16(to_device(a, CUDA), to_device(w, CUDA))
+    assert aiter.tuning.last_variant()[1:] == (expected, 0)
+    check(on_host(out), f64(a) @ f64(w).T, "bfloat16", 520, 1.0)
+
+
+def test_blockscale_heuristic_for_few_tokens(rng):
+    """Untuned block-scaled calls of up to 8 tokens take the skinny tile with two
+    16-row W tiles and 4 warps; 9-64 tokens the 64 x 128 wgmma tile on Hopper."""
+    n, k = 640, 1024
+    w = quantized(rng, (n, k), "float8_e4m3fn")
+    w_scale = (rng.random((n // 128, k // 128)) + 0.5).astype(np.float32)
+    for m, expected in [(4, "skinny.e4m3fn.t1.r2.w4.bs"), (8, "skinny.e4m3fn.t1.r2.w4.bs")]:
+        a = quantized(rng, (m, k), "float8_e4m3fn")
+        a_scale = (rng.random((m, k // 128)) + 0.5).astype(np.float32)
+        aiter.gemm_a8w8_blockscale(*(to_device(x, CUDA) for x in (a, w, a_scale, w_scale)))
+        assert aiter.tuning.last_variant()[1:] == (expected, 0)
+    if torch.cuda.get_device_capability() == (9, 0):
+        a = quantized(rng, (16, k), "float8_e4m3fn")
+        a_scale = (rng.random((16, k // 128)) + 0.5).astype(np.float32)
+        aiter.gemm_a8w8_blockscale(*(to_device(x, CUDA) for x in (a, w, a_scale, w_scale)))
+        assert aiter.tuning.last_variant()[1:] == ("wgmma_ws.e4m3fn.64x128.s8.bs", 0)
 
 
 def test_misaligned_rows_use_generic(rng):
