@@ -15,6 +15,12 @@
 WGMMA_CLUSTER_SHAPES(bf16, bf16_t)
 WGMMA_CLUSTER_SHAPES(e4m3fn, e4m3fn_t)
 
+// Not block-scaled: a 128 x 128 block-scaled tile in clusters of two (W shared,
+// 24 KB per K group instead of 32) took 1.07-1.13x the time of the unclustered
+// one in the H100 tuning run of 2026-11-23 (7168 x 16384 at M = 4096: 1111 µs
+// against 980): what holds those tiles back is the scaling between products,
+// not L2 bandwidth.  (wgmma_ws.h allows it; the tests passed.)
+
 // Variant names: wgmma_ws.<dtype>.<BM>x<BN>.s<STAGES>.x2 (x2: clusters of two
 // blocks stacked in M); threads and shared memory as gemm_wgmma_ws.cu's.
 // aiter-kernel-family: op=gemm variant=wgmma_ws.{dt}.{shape}.x2 symbol=aiter_gemm_wgmma_ws_{dt}_{sym}_x2 block=384 smem={smem} dt=bf16@90,e4m3fn@90 shape=128x256.s4:128x256_s4:214080,128x192.s5:128x192_s5:222288,128x128.s6:128x128_s6:214112

@@ -33,7 +33,7 @@ template <class T, int BM, int BN, int STAGES, bool BLOCK_SCALED, bool PROMOTED 
           int SPLIT = 1>
 struct WgmmaWs {
   static constexpr int kMultipliers = BM / 64, kRegs = BN / 2;
-  static_assert(CLUSTER == 1 || (CLUSTER == 2 && !BLOCK_SCALED && !PROMOTED), "clusters of two, plain sums");
+  static_assert(CLUSTER == 1 || (CLUSTER == 2 && !PROMOTED), "clusters of two, no fp32-sum windows");
   static_assert(SPLIT == 1 || (CLUSTER == 1 && !BLOCK_SCALED && !PROMOTED), "split K: plain sums, no multicast");
   static constexpr int kClusterBlocks = CLUSTER * SPLIT;
   static constexpr int kStageBytes = (BM + BN) * kRowBytes;  // BM rows of A, then BN rows of W
