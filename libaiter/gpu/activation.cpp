@@ -98,8 +98,15 @@ aiter_status silu_and_mul_quant(const ActivationArgs &a, const GpuCall &call) {
   const int64_t chunks = vec ? p.cols / per_vector : p.cols;
   const bool cached = vec && chunks <= kQuantThreads * kQuantChunks;
   // Blocks no bigger than the row needs, so that small rows leave room for several
-  // blocks per SM, one block's loads overlapping another's reduction.
-  const int64_t per_thread = cached ? kQuantChunks : 1;
+  // blocks per SM, one block's loads overlapping another's reduction.  With fewer
+  // rows than SMs, one chunk a thread where the block allows: a thread's chunks
+  // load one after the other (the kernel keeps the products in its 64 registers),
+  // so four a thread made a single row of 4096 four trips to memory.
+  int sms = 0;
+  aiter_status s = multiprocessors(call, &sms);
+  if (s != AITER_OK) return s;
+  const int64_t per_thread =
+      !cached ? 1 : p.rows < sms ? std::max<int64_t>(1, ceil_div(chunks, kQuantThreads)) : kQuantChunks;
   const int64_t threads = std::clamp(round_up(ceil_div(chunks, per_thread), kMinThreads), kMinThreads, kQuantThreads);
   const std::string variant = std::string(dtype_tag(a.dtype)) + (cached ? ".vec" : vec ? ".vec.long" : ".scalar");
   return launch(call, "silu_and_mul_quant", variant, Dim3{unsigned(p.row_step), 1, 1}, unsigned(threads), p);

@@ -129,8 +129,10 @@ def blockscale_reference(a, w, a_scale, w_scale):
 @pytest.mark.parametrize("variant", variants("gemm_a8w8_blockscale"))
 def test_blockscale_variant(rng, variant):
     dtype = dtype_of(variant)
-    # K groups: 5, 9, 4 and 7 (the wgmma_ws kernels take runs of 4, then a pair, then one)
-    shapes = [(1, 200, 528), (70, 300, 1040), (130, 129, 400), (70, 260, 896)]
+    # K groups: 5, 9, 4, 7, 3, 19 and 12 (the wgmma_ws kernels take runs of 4, then
+    # a pair, then one: every remainder, fewer groups than a run, several runs)
+    shapes = [(1, 200, 528), (70, 300, 1040), (130, 129, 400), (70, 260, 896), (70, 260, 384), (130, 260, 2432),
+              (130, 260, 1536)]
     if variant.startswith("skinny"):
         tokens = 8 * int(variant.split(".t")[1].split(".")[0])
         shapes = [(1, 200, 528), (tokens - 3, 300, 1040), (tokens, 129, 400)]
