@@ -115,16 +115,19 @@ __device__ __forceinline__ void store_quantized(uint8_t *p, const float (&v)[N],
 template <class T, int N, int U>
 __device__ __forceinline__ void load_group(const T *x, long long c0, long long step, long long cols,
                                            float (&v)[U][N]) {
-  Vec<T, N> raw[U];
+  constexpr int kPiece = N % (16 / int(sizeof(T))) == 0 ? 16 / int(sizeof(T)) : 1;  // elements a load moves
+  Vec<T, kPiece> raw[U][N / kPiece];
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const long long c = c0 + u * step;
-    raw[u] = *reinterpret_cast<const Vec<T, N> *>(x + (c < cols ? c : 0));
+    const T *chunk = x + (c < cols ? c : 0);
+#pragma unroll
+    for (int j = 0; j < N / kPiece; ++j) raw[u][j] = *reinterpret_cast<const Vec<T, kPiece> *>(chunk + j * kPiece);
   }
 #pragma unroll
   for (int u = 0; u < U; ++u)
 #pragma unroll
-    for (int i = 0; i < N; ++i) v[u][i] = c0 + u * step < cols ? to_f32(raw[u].v[i]) : 0.0f;
+    for (int i = 0; i < N; ++i) v[u][i] = c0 + u * step < cols ? to_f32(raw[u][i / kPiece].v[i % kPiece]) : 0.0f;
 }
 
 // Stores the chunks of a group that lie inside the row, quantized.
