@@ -9,35 +9,28 @@ cudaProfilerStart and cudaProfilerStop are profiled."""
 import sys
 
 import torch
-import torch.nn.functional as F
 
 import aiter
+from bench_gemm import inputs, ours, peer
 
-FP8 = torch.float8_e4m3fn
 m, n, k = (int(x) for x in sys.argv[1:4]) if len(sys.argv) >= 4 else (4096, 7168, 16384)
-a = (torch.randn(m, k, device="cuda") * 4).to(FP8)
-w = (torch.randn(n, k, device="cuda") * 4).to(FP8)
-groups = -(-k // 128)
-block_a = torch.rand(m, groups, device="cuda") / 16 + 0.01
-block_w = torch.rand(-(-n // 128), groups, device="cuda") / 16 + 0.01
-row_a = torch.rand(m, 1, device="cuda") / 16 + 0.01
-row_w = torch.rand(1, n, device="cuda") / 16 + 0.01
+block = inputs("blockscale", m, n, k, 1)[0]
+row = inputs("fp8", m, n, k, 1)[0]
 
 
 def forced(variant):
-    def call():
+    call = ours("fp8", row, None)
+
+    def forced_call():
         with aiter.tuning.force_variant("gemm_a8w8", variant):
-            return aiter.gemm_a8w8(a, w, row_a, row_w)
-    return call
+            return call()
+    return forced_call
 
 
-S = F.ScalingType
 calls = [
-    ("aiter block-scaled", lambda: aiter.gemm_a8w8_blockscale(a, w, block_a, block_w)),
-    ("F.scaled_mm block-wise", lambda: F.scaled_mm(a, w.t(), block_a.t().contiguous().t(), S.BlockWise1x128,
-                                                    block_w.t(), S.BlockWise128x128, output_dtype=torch.bfloat16)),
-    ("torch._scaled_mm rowwise", lambda: torch._scaled_mm(a, w.t(), scale_a=row_a, scale_b=row_w,
-                                                          out_dtype=torch.bfloat16)),
+    ("aiter block-scaled", ours("blockscale", block, None)),
+    ("F.scaled_mm block-wise", peer("blockscale", block)),
+    ("torch._scaled_mm rowwise", peer("fp8", row)),
     ("aiter rowwise 128x128", forced("wgmma_ws.e4m3fn.128x128.s6")),
     ("aiter rowwise 128x256", forced("wgmma_ws.e4m3fn.128x256.s4")),
 ]
