@@ -17,6 +17,17 @@ __device__ __forceinline__ uint32_t smem_address(const void *p) {
   return uint32_t(__cvta_generic_to_shared(p));
 }
 
+// One float at a shared-memory address; volatile, so that a load stays after
+// the barrier wait that makes the float visible.
+__device__ __forceinline__ void shared_store(uint32_t address, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(address), "f"(v) : "memory");
+}
+__device__ __forceinline__ float shared_load(uint32_t address) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(address) : "memory");
+  return v;
+}
+
 __device__ __forceinline__ void copy_async_16(uint32_t dst, const void *src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }

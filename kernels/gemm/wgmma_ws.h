@@ -1,6 +1,6 @@
 // GEMM for many rows of A on Hopper (sm_90a), warp-specialized: one warp of
 // the first warpgroup copies K stages of A and W into a ring of shared memory
-// with TMA, one or two warpgroups multiply them with wgmma, each 64 rows of a
+// with TMA, one to three warpgroups multiply them with wgmma, each 64 rows of a
 // BM x BN tile (BM = 64 for few rows of A: narrow tiles make enough blocks to
 // stream W at full speed).  A full and an empty barrier per slot hand stages between
 // them, so the copies run the ring's depth ahead and no product waits on a
@@ -10,7 +10,8 @@
 // go through shared memory as whole row segments (staged_store.h).  TMA fills
 // rows and K past the matrix with zeros; the launcher checks that strides and
 // pointers are multiples of 16 bytes.  Block-scaled fp8 sums each stage (one
-// 128-wide K group) apart and adds it times its scales.  The template is
+// 128-wide K group) apart and adds it times its scales, which a second copying
+// warp writes beside the stage.  The template is
 // instantiated by gemm_wgmma_ws.cu and, for clusters, gemm_wgmma_cluster.cu
 // (W shared by multicast) and gemm_wgmma_splitk.cu (K split).
 #pragma once
@@ -33,6 +34,12 @@ template <class T, int BM, int BN, int STAGES, bool BLOCK_SCALED, bool PROMOTED 
           int SPLIT = 1>
 struct WgmmaWs {
   static constexpr int kMultipliers = BM / 64, kRegs = BN / 2;
+  // Registers a thread: the copying warpgroup gives back all but 40, the
+  // multiplying ones share the rest of the SM's 64 K (multiples of 8, at most 232).
+  static constexpr int kCopierRegs = 40;
+  static constexpr int kMultiplierRegs = (65536 - 128 * kCopierRegs) / (128 * kMultipliers) / 8 * 8 > 232
+                                             ? 232
+                                             : (65536 - 128 * kCopierRegs) / (128 * kMultipliers) / 8 * 8;
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && !PROMOTED), "clusters of two, no fp32-sum windows");
   static_assert(SPLIT == 1 || (CLUSTER == 1 && !BLOCK_SCALED && !PROMOTED), "split K: plain sums, no multicast");
   static constexpr int kClusterBlocks = CLUSTER * SPLIT;
@@ -45,13 +52,16 @@ struct WgmmaWs {
   static constexpr int kStagingBytes = kMultipliers * 4 * kStagedWarpBytes;
   using Exchange = SplitExchange<SPLIT, kRegs, kMultipliers * 128>;
   static constexpr int kExchangeBytes = SPLIT == 1 ? 0 : (SPLIT - 1) * Exchange::kSlotBytes + 8 * SPLIT;
-  static constexpr int kRingBytes = STAGES * (kStageBytes + 16) + 1024 + kExchangeBytes;
+  // Block-scaled: beside each slot, its K group's combined scales
+  // a_scale[m, g] * w_scale[n0 / 128, g] for the tile's BM rows (produce_scales).
+  static constexpr int kScaleBytes = BLOCK_SCALED ? BM * 4 : 0;
+  static constexpr int kRingBytes = STAGES * (kStageBytes + 16 + kScaleBytes) + 1024 + kExchangeBytes;
   static constexpr bool kStaged = kRingBytes + kStagingBytes <= 227 * 1024;
   static_assert(kRingBytes <= 227 * 1024, "the ring and split-K exchange fit in a block's shared memory");
 
   // The ring: STAGES slots, then a full and an empty barrier per slot, then
-  // the split-K exchange's slots and barriers, then the multiplying warps'
-  // staging buffers.
+  // the split-K exchange's slots and barriers, then the slots' scales, then
+  // the multiplying warps' staging buffers.
   struct Ring {
     uint32_t base;
     __device__ uint32_t slot(int s) const { return base + s * kStageBytes; }
@@ -61,8 +71,12 @@ struct WgmmaWs {
       const uint32_t buffer = base + STAGES * (kStageBytes + 16);
       return Exchange{buffer, buffer + (SPLIT - 1) * Exchange::kSlotBytes};
     }
+    __device__ uint32_t scales(int s) const {
+      return base + STAGES * (kStageBytes + 16) + kExchangeBytes + s * kScaleBytes;
+    }
     __device__ uint32_t staging() const {
-      return base + STAGES * (kStageBytes + 16) + kExchangeBytes + (threadIdx.x / 32 - 4) * kStagedWarpBytes;
+      return base + STAGES * (kStageBytes + 16 + kScaleBytes) + kExchangeBytes +
+             (threadIdx.x / 32 - 4) * kStagedWarpBytes;
     }
   };
 
@@ -128,6 +142,44 @@ struct WgmmaWs {
         copy_w(q, ring, c, tile, k0, w_batch);
       }
     }
+  }
+
+  // Block-scaled: the copying warpgroup's second warp writes each slot's
+  // scales (BM rows, rows past M repeat the last) and arrives on its full
+  // barrier beside the copier, lane by lane (each lane's arrival releases its
+  // own writes).  The multiplying warps then read two floats from shared
+  // memory a group instead of loading and multiplying the scales between their
+  // products (H100: 0.90x -> 1.03x of the peer at M = 64, unchanged from
+  // M = 1024; docs/performance_gemm.md).
+  static constexpr int kScaleWriters = BLOCK_SCALED ? 32 : 0;
+
+  static __device__ void produce_scales(const GemmParams &p, Ring ring, long long per_batch, long long tiles,
+                                        KShare share) {
+    const int lane = threadIdx.x % 32;
+    Cursor c;
+    for (long long t = first_item(); t < tiles; t += item_stride()) {
+      const Tile tile(p, t, per_batch);
+      const float *w_scales = p.w_scale + tile.batch * p.w_scale_batch + (tile.n0 / 128) * p.kgroups;
+      const float *a_rows[BM / 32];
+#pragma unroll
+      for (int i = 0; i < BM / 32; ++i) {
+        const long long m = tile.m0 + lane + 32 * i;
+        a_rows[i] = p.a_scale + tile.batch * p.a_scale_batch + (m < p.m ? m : p.m - 1) * p.kgroups;
+      }
+      for (int kt = share.begin; kt < share.begin + share.count; ++kt, c.advance()) {
+        barrier_wait(ring.empty(c.slot), c.parity ^ 1);
+        const float w_scale = w_scales[kt];
+#pragma unroll
+        for (int i = 0; i < BM / 32; ++i) shared_store(ring.scales(c.slot) + (lane + 32 * i) * 4, a_rows[i][kt] * w_scale);
+        barrier_arrive(ring.full(c.slot));
+      }
+    }
+  }
+
+  // A thread's two rows of a slot's scales.
+  static __device__ __forceinline__ GroupScales slot_scales(Ring ring, int slot, int half) {
+    const int row = half * 64 + (threadIdx.x % 128) / 32 * 16 + threadIdx.x % 32 / 4;
+    return GroupScales{{shared_load(ring.scales(slot) + row * 4), shared_load(ring.scales(slot) + (row + 8) * 4)}};
   }
 
   // One thread of each multiplying warpgroup hands a slot back to the copier,
@@ -202,9 +254,8 @@ struct WgmmaWs {
   // scales; a group's sums are complete before they are scaled.  Groups go in
   // runs of kRun with two sets of sums taking turns: each group's products run
   // while the group before is scaled, so only a run's last group is waited for
-  // alone; a run's scales load during the run before.  (With the turns going
-  // on across loop iterations, ptxas serializes every wgmma: C7514, it does
-  // not follow products in flight around a loop.)
+  // alone.  (With the turns going on across loop iterations, ptxas serializes
+  // every wgmma: C7514, it does not follow products in flight around a loop.)
   static constexpr int kRun = 4;
 
   // issue_group: one group's products into `sums`; returns the group's slot.
@@ -216,51 +267,51 @@ struct WgmmaWs {
     return slot;
   }
 
-  // The next G groups, with scales `now`, into total.
+  // The next G groups into total; a slot's scales are read before it goes back.
   template <int G>
-  static __device__ __forceinline__ void scaled_run(Ring ring, Cursor &c, int half, const GroupScales (&now)[G],
-                                                    float (&even)[kRegs], float (&odd)[kRegs], float (&total)[kRegs]) {
+  static __device__ __forceinline__ void scaled_run(Ring ring, Cursor &c, int half, float (&even)[kRegs],
+                                                    float (&odd)[kRegs], float (&total)[kRegs]) {
     int slots[G];
+    GroupScales scales[G];
 #pragma unroll
     for (int i = 0; i < G; ++i) {
       slots[i] = issue_group(ring, c, half, i % 2 == 0 ? even : odd);
+      scales[i] = slot_scales(ring, slots[i], half);
       if (i > 0) {
         wgmma_wait<1>();
         release(ring, slots[i - 1]);
-        promote_rows(now[i - 1], (i - 1) % 2 == 0 ? even : odd, total);
+        promote_rows(scales[i - 1], (i - 1) % 2 == 0 ? even : odd, total);
       }
     }
     wgmma_wait<0>();
     release(ring, slots[G - 1]);
-    promote_rows(now[G - 1], (G - 1) % 2 == 0 ? even : odd, total);
+    promote_rows(scales[G - 1], (G - 1) % 2 == 0 ? even : odd, total);
   }
 
-  static __device__ void multiply_tile_scaled(const GemmParams &p, Ring ring, Cursor &c, int k_stages, int half,
-                                              const Tile &tile, float (&total)[kRegs]) {
-    float even[kRegs], odd[kRegs];
+  // Three multiplying warpgroups have registers for one set of sums each: a
+  // group's products are waited for before they are scaled, and the other
+  // warpgroups' products keep the tensor cores busy meanwhile.
+  static constexpr bool kTwoSums = kMultipliers < 3;
+
+  static __device__ void multiply_tile_scaled(Ring ring, Cursor &c, int k_stages, int half, float (&total)[kRegs]) {
     for (int i = 0; i < kRegs; ++i) total[i] = 0.0f;
-    const long long row0 = tile.m0 + half * 64;
-    const auto scales_of = [&](int kt) { return group_scales(p, tile.batch, row0, tile.n0, kt < k_stages ? kt : 0); };
-    GroupScales next[kRun];
-#pragma unroll
-    for (int j = 0; j < kRun; ++j) next[j] = scales_of(j);
+    if constexpr (!kTwoSums) {
+      float sums[kRegs];
+      for (int kt = 0; kt < k_stages; ++kt) {
+        const int slot = issue_group(ring, c, half, sums);
+        const GroupScales scales = slot_scales(ring, slot, half);
+        wgmma_wait<0>();
+        release(ring, slot);
+        promote_rows(scales, sums, total);
+      }
+      return;
+    }
+    float even[kRegs], odd[kRegs];
     int kt = 0;
-    for (; kt + kRun <= k_stages; kt += kRun) {
-      GroupScales now[kRun];
-#pragma unroll
-      for (int j = 0; j < kRun; ++j) now[j] = next[j], next[j] = scales_of(kt + kRun + j);
-      scaled_run<kRun>(ring, c, half, now, even, odd, total);
-    }
+    for (; kt + kRun <= k_stages; kt += kRun) scaled_run<kRun>(ring, c, half, even, odd, total);
     static_assert(kRun == 4, "the rest below is at most a pair and a single group");
-    if (k_stages - kt >= 2) {
-      const GroupScales pair[2] = {next[0], next[1]};
-      scaled_run<2>(ring, c, half, pair, even, odd, total);
-      next[0] = next[2], kt += 2;
-    }
-    if (kt < k_stages) {
-      const GroupScales single[1] = {next[0]};
-      scaled_run<1>(ring, c, half, single, even, odd, total);
-    }
+    if (k_stages - kt >= 2) scaled_run<2>(ring, c, half, even, odd, total), kt += 2;
+    if (kt < k_stages) scaled_run<1>(ring, c, half, even, odd, total);
   }
 
   // Split K: ranks > 0 send their sums to rank 0 (true: this block stores
@@ -285,7 +336,7 @@ struct WgmmaWs {
     for (long long t = first_item(); t < tiles; t += item_stride()) {
       const Tile tile(q.p, t, per_batch);
       if constexpr (BLOCK_SCALED)
-        multiply_tile_scaled(q.p, ring, c, share.count, half, tile, acc);
+        multiply_tile_scaled(ring, c, share.count, half, acc);
       else if constexpr (PROMOTED)
         multiply_tile_promoted(ring, c, share.count, half, acc);
       else
@@ -305,7 +356,7 @@ struct WgmmaWs {
     const Ring ring{(smem_address(smem) + 1023u) & ~1023u};  // the manifest asks 1 KiB extra
     if (threadIdx.x == 0) {
       for (int s = 0; s < STAGES; ++s) {
-        barrier_init(ring.full(s), 1);   // the copier's arrival + the stage's bytes
+        barrier_init(ring.full(s), 1 + kScaleWriters);  // the copier's arrival + the stage's bytes (+ scales)
         barrier_init(ring.empty(s), kMultipliers * CLUSTER);  // each multiplying warpgroup of the cluster
       }
       if constexpr (SPLIT > 1) ring.exchange().init();
@@ -320,10 +371,11 @@ struct WgmmaWs {
     const long long per_batch = ((q.p.m + BM * CLUSTER - 1) / (BM * CLUSTER)) * ((q.p.n + BN - 1) / BN);
     const KShare share(int((q.p.k + kStageElems - 1) / kStageElems));  // the launcher: K stages >= SPLIT
     if (threadIdx.x < 128) {
-      registers_shrink<40>();
+      registers_shrink<kCopierRegs>();
       if (threadIdx.x == 0) produce(q, ring, per_batch, per_batch * q.batch, share);
+      if (BLOCK_SCALED && threadIdx.x / 32 == 1) produce_scales(q.p, ring, per_batch, per_batch * q.batch, share);
     } else {
-      registers_grow<232>();
+      registers_grow<kMultiplierRegs>();
       consume(q, ring, per_batch, per_batch * q.batch, share, threadIdx.x / 128 - 1);
     }
     if constexpr (kClusterBlocks > 1) cluster_sync();  // no block leaves while another may still signal it

@@ -87,6 +87,7 @@ constexpr KernelShape kKernels[] = {
     WGMMA_WS_SHAPES(DType::e5m2), WGMMA_WS_X2_SHAPES(DType::bf16), WGMMA_WS_X2_SHAPES(DType::e4m3fn),
     WGMMA_WS_SPLIT_SHAPES(DType::bf16), WGMMA_WS_SPLIT_SHAPES(DType::e4m3fn),
     wgmma_ws(DType::e4m3fn, 128, 128, 6, true), wgmma_ws(DType::e4m3fn, 64, 128, 8, true),
+    wgmma_ws(DType::e4m3fn, 192, 128, 4, true),
     wgmma_ws(DType::e4m3fn, 128, 128, 6, false, true), wgmma_ws(DType::e4m3fn, 64, 64, 12, false, true),
     WGMMA_SHAPES(DType::bf16), WGMMA_SHAPES(DType::f16), WGMMA_SHAPES(DType::e4m3fn), WGMMA_SHAPES(DType::e5m2),
     wgmma(DType::e4m3fn, 128, 4, true),
@@ -209,6 +210,15 @@ bool supports(const GemmArgs &g, const GpuCall *call) {
   return built_for<I>(*call);
 }
 
+// Block-scaled tiles: 64 x 128 where 128 x 128 tiles fill half the GPU or
+// less; 192 x 128 (three multiplying warpgroups) from 2048 rows with K below
+// 16384, where the tuning run on the H100 picked it (5 of the 6 DeepSeek-V3
+// shapes at M >= 2048; at 7168 x 16384 it took 1.1x the time of 128 x 128).
+bool block_scaled_fit(const GemmArgs &g, int bm) {
+  if (g.m <= 64 || tile_count(g, 128, 128) * g.batch <= kHopperSms / 2) return bm == 64;
+  return bm == (g.m >= 2048 && g.k < 16384 ? 192 : 128);
+}
+
 // The heuristic's preferences: the smallest token tile that holds M, the
 // smallest output tile that still fills the GPU for larger M.
 template <size_t I>
@@ -238,8 +248,7 @@ bool good_fit(const GemmArgs &g) {
     case Family::wgmma_ws:
       if (s.fp32_sum) return false;  // slower; the tuner picks them where the others miss the tolerance
       if (s.cluster_blocks() > 1) return false;  // left to the tuner
-      if (s.block_scaled)  // 64 x 128 where 128 x 128 tiles fill half the GPU or less
-        return (s.bm == 64) == (g.m <= 64 || tile_count(g, 128, 128) * g.batch <= kHopperSms / 2);
+      if (s.block_scaled) return block_scaled_fit(g, s.bm);
       if (s.bm == 64) return g.m <= 64 && (s.bn == 32) == (tile_count(g, 64, 64) * g.batch <= kHopperSms / 2);
       return g.m > 64 && (s.block_scaled || s.bn == wide_tile_width(g));
     case Family::tiled:
