@@ -22,13 +22,16 @@ __device__ __forceinline__ uint64_t smem_descriptor(uint32_t address) {
 // Issues acc (+)= 64 rows of A at `a` times BN rows of W at `w` over one
 // 128-byte K stage (four 32-byte steps) as one wgmma group; `accumulate` false
 // starts from zero.  The caller waits for the group (wgmma_wait).
+// (A descriptor's start address field is address >> 4 in its low 14 bits, and
+// shared addresses stay below 256 KiB: the descriptor of a step 32 bytes on is
+// the descriptor plus 2, one add rather than building it again.)
 template <class T, int BN>
 __device__ __forceinline__ void issue_stage(uint32_t a, uint32_t w, float (&acc)[BN / 2], bool accumulate) {
+  const uint64_t a_desc = smem_descriptor(a), w_desc = smem_descriptor(w);
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
   for (int step = 0; step < 4; ++step)
-    WgmmaInstruction<T, BN>::run(acc, smem_descriptor(a + step * 32), smem_descriptor(w + step * 32),
-                        step > 0 || accumulate);
+    WgmmaInstruction<T, BN>::run(acc, a_desc + 2 * step, w_desc + 2 * step, step > 0 || accumulate);
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 

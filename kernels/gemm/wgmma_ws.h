@@ -41,7 +41,7 @@ struct WgmmaWs {
                                              ? 232
                                              : (65536 - 128 * kCopierRegs) / (128 * kMultipliers) / 8 * 8;
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && !PROMOTED), "clusters of two, no fp32-sum windows");
-  static_assert(SPLIT == 1 || (CLUSTER == 1 && !BLOCK_SCALED && !PROMOTED), "split K: plain sums, no multicast");
+  static_assert(SPLIT == 1 || (CLUSTER == 1 && !PROMOTED), "split K: no fp32-sum windows, no multicast");
   static constexpr int kClusterBlocks = CLUSTER * SPLIT;
   static constexpr int kStageBytes = (BM + BN) * kRowBytes;  // BM rows of A, then BN rows of W
   static constexpr int kStageElems = kRowBytes / int(sizeof(T));

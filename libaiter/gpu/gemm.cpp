@@ -55,8 +55,8 @@ constexpr KernelShape wgmma_ws_x2(DType dt, int bn, int stages) {
   s.cluster = 2;
   return s;
 }
-constexpr KernelShape wgmma_ws_split(DType dt, int bm, int bn, int stages, int split) {
-  KernelShape s = wgmma_ws(dt, bm, bn, stages);
+constexpr KernelShape wgmma_ws_split(DType dt, int bm, int bn, int stages, int split, bool bs = false) {
+  KernelShape s = wgmma_ws(dt, bm, bn, stages, bs);
   s.split = split;
   return s;
 }
@@ -87,7 +87,8 @@ constexpr KernelShape kKernels[] = {
     WGMMA_WS_SHAPES(DType::e5m2), WGMMA_WS_X2_SHAPES(DType::bf16), WGMMA_WS_X2_SHAPES(DType::e4m3fn),
     WGMMA_WS_SPLIT_SHAPES(DType::bf16), WGMMA_WS_SPLIT_SHAPES(DType::e4m3fn),
     wgmma_ws(DType::e4m3fn, 128, 128, 6, true), wgmma_ws(DType::e4m3fn, 64, 128, 8, true),
-    wgmma_ws(DType::e4m3fn, 192, 128, 4, true),
+    wgmma_ws(DType::e4m3fn, 192, 128, 4, true), wgmma_ws_split(DType::e4m3fn, 64, 128, 7, 2, true),
+    wgmma_ws_split(DType::e4m3fn, 128, 128, 4, 2, true),
     wgmma_ws(DType::e4m3fn, 128, 128, 6, false, true), wgmma_ws(DType::e4m3fn, 64, 64, 12, false, true),
     WGMMA_SHAPES(DType::bf16), WGMMA_SHAPES(DType::f16), WGMMA_SHAPES(DType::e4m3fn), WGMMA_SHAPES(DType::e5m2),
     wgmma(DType::e4m3fn, 128, 4, true),

@@ -76,8 +76,9 @@ QMAX = {"int8": 127.0, "float8_e4m3fn": 448.0, "float8_e4m3fnuz": 240.0, "float8
 
 def check_norm_quant(out, scale, y, qdtype):
     """out * scale reproduces the float64 reference y within one quantization step;
-    scales are amax(|y|) / qmax per row; almost every element rounds exactly like
-    float64 (the fp32 statistics may move a value across a rounding midpoint)."""
+    scales are amax(|y|) / qmax per row; every element rounds exactly like
+    float64 except one lying within fp32 error of the midpoint between the two
+    (a bf16 input can put it exactly there: -21.0 between e4m3's -20 and -22)."""
     out, scale = on_host(out), f64(scale)
     scale_ref = np.abs(y).max(-1, keepdims=True) / QMAX[qdtype]
     np.testing.assert_allclose(scale, scale_ref, rtol=2e-5, err_msg="scale")
@@ -94,7 +95,9 @@ def check_norm_quant(out, scale, y, qdtype):
         emin = {"float8_e4m3fn": -6, "float8_e4m3fnuz": -7, "float8_e5m2": -14}[qdtype]  # subnormals below
         step = 2.0 ** (np.maximum(np.floor(np.log2(np.maximum(np.abs(ref), 1e-30))), emin) - mant)
     assert (np.abs(q - ref) <= step * 1.0001).all(), "an element is off by more than one step"
-    assert (q == exact).mean() >= 0.99, "too many elements rounded apart from float64"
+    apart = q != exact
+    midpoint = (q[apart] + exact[apart]) / 2
+    assert (np.abs(ref[apart] - midpoint) <= 1e-4 * np.abs(ref[apart])).all(), "an element rounded apart from float64"
 
 
 @pytest.mark.parametrize("qdtype", QUANT_DTYPES)
