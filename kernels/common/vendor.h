@@ -11,6 +11,7 @@
 #define __shared__ __attribute__((shared))
 #define __forceinline__ __attribute__((always_inline))
 #define AITER_LAUNCH_BOUNDS(threads) __attribute__((amdgpu_flat_work_group_size(1, threads)))
+#define AITER_LAUNCH_BOUNDS_MIN(threads, blocks) AITER_LAUNCH_BOUNDS(threads)  // min blocks: tuned on NVIDIA only
 #define AITER_KERNEL extern "C" __global__
 
 typedef unsigned long long uint64_t;
@@ -54,6 +55,8 @@ __device__ __forceinline__ void atomic_max_u32(uint32_t *p, uint32_t v) {
 #define AITER_NVIDIA 1
 #include <stdint.h>
 #define AITER_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
+// At least `blocks` blocks of `threads` resident on an SM: caps registers a thread.
+#define AITER_LAUNCH_BOUNDS_MIN(threads, blocks) __launch_bounds__(threads, blocks)
 #define AITER_KERNEL extern "C" __global__
 
 __device__ __forceinline__ unsigned thread_x() { return threadIdx.x; }

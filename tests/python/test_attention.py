@@ -258,6 +258,18 @@ def test_reshape_and_cache_skips_negative_slots(rng, device, dtype, slot_dtype, 
     check_cache_rows(v_cache, value, slots, lambda x: x)
 
 
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("layout", [(8, 128, 0), (33, 128, 0), (8, 128, 1)])
+def test_reshape_and_cache_many_tokens(rng, device, dtype, layout):
+    """Many tokens, many blocks: a permutation of most of the cache's slots."""
+    num_blocks, page_size = 200, 16
+    slots = rng.permutation(num_blocks * page_size)[:1500].astype(np.int64)
+    slots[::7] = -1
+    key, value, k_cache, v_cache = cache_write_case(rng, device, dtype, dtype, slots, layout, num_blocks, page_size)
+    check_cache_rows(k_cache, key, slots, lambda x: x)
+    check_cache_rows(v_cache, value, slots, lambda x: x)
+
+
 @pytest.mark.parametrize("cache_dtype", FP8_DTYPES)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS)

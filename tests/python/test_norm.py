@@ -70,6 +70,44 @@ def test_layernorm(rng, device, dtype, shape, with_bias):
     assert_close(out, ref, dtype)
 
 
+# 640 rows take the GPU's many-rows tiles (from 2 rows per multiprocessor), whose
+# kernels are compiled per norm kind; rows of 4096 and 8192 take two and four
+# chunks a thread.
+@pytest.mark.parametrize("op", ["rmsnorm", "add_rmsnorm", "layernorm", "rmsnorm_quant", "add_rmsnorm_quant"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("cols", [4096, 8192])
+def test_many_rows(rng, device, op, dtype, cols):
+    shape = (640, cols)
+    x, res = rand(rng, shape, dtype, scale=2.0, offset=3.0), rand(rng, shape, dtype)
+    w, b = rand(rng, (cols,), dtype), rand(rng, (cols,), dtype)
+    quant = op.endswith("quant")
+    kw = dict(out=poisoned_on(shape, "int8" if quant else dtype, device))
+    if quant:
+        kw["scale"] = poisoned_on((640, 1), "float32", device)
+    if op.startswith("add"):
+        kw["residual_out"] = poisoned_on(shape, dtype, device)
+    x_d, res_d, w_d, b_d = (to_device(a, device) for a in (x, res, w, b))
+    if op == "layernorm":
+        aiter.layernorm(x_d, w_d, b_d, 1e-5, **kw)
+        xd = f64(x)
+        mean = xd.mean(-1, keepdims=True)
+        ref = (xd - mean) / np.sqrt(((xd - mean) ** 2).mean(-1, keepdims=True) + 1e-5) * f64(w) + f64(b)
+        assert_close(kw["out"], ref, dtype)
+        return
+    extra = ["int8"] if quant else []
+    if op.startswith("add"):
+        getattr(aiter, op)(x_d, res_d, w_d, 1e-6, *extra, **kw)
+        assert_close(kw["residual_out"], f64(x) + f64(res), dtype, what="residual_out")
+        ref = rms_ref(f64(kw["residual_out"]), f64(w), 1e-6)
+    else:
+        getattr(aiter, op)(x_d, w_d, 1e-6, *extra, **kw)
+        ref = rms_ref(f64(x), f64(w), 1e-6)
+    if quant:
+        check_norm_quant(kw["out"], kw["scale"], ref, "int8")
+    else:
+        assert_close(kw["out"], ref, dtype)
+
+
 QUANT_DTYPES = ["int8", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2"]
 QMAX = {"int8": 127.0, "float8_e4m3fn": 448.0, "float8_e4m3fnuz": 240.0, "float8_e5m2": 57344.0}
 
