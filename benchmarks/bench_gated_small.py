@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+"""Graph replay of silu/gelu_and_mul at 1-16 tokens (bf16): the vector kernel
+(x 16-byte aligned), the scalar one (x one element off, so not aligned) and
+torch.compile, in one process on the current GPU.  Run from the repository root:
+  python3 benchmarks/bench_gated_small.py"""
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_memory_ops as b  # noqa: E402
+import aiter  # noqa: E402
+
+comp = {"silu": torch.compile(lambda x: F.silu(x[..., :x.shape[-1] // 2]) * x[..., x.shape[-1] // 2:]),
+        "gelu": torch.compile(lambda x: F.gelu(x[..., :x.shape[-1] // 2]) * x[..., x.shape[-1] // 2:])}
+for act in ("silu", "gelu"):
+    fn = getattr(aiter, act + "_and_mul")
+    for tokens in (1, 16):
+        for hidden in (4096, 8192):
+            buf = torch.randn(tokens, 2 * hidden + 8, device="cuda", dtype=torch.bfloat16)
+            xa, xm = buf[:, :2 * hidden], buf[:, 1:1 + 2 * hidden]
+            out = torch.empty(tokens, hidden, device="cuda", dtype=torch.bfloat16)
+            torch.testing.assert_close(fn(xm, out=out), comp[act](xm), rtol=2e-2, atol=2e-2)
+            va = b.bench_graph(lambda: fn(xa, out=out))
+            vm = b.bench_graph(lambda: fn(xm, out=out))
+            vc = b.bench_graph(lambda: comp[act](xa))
+            print(f"{act} {tokens:3d} x {hidden}: vec {va:.2f}  scalar {vm:.2f}  compile {vc:.2f} us (graph replay)")
