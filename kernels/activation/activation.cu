@@ -45,19 +45,21 @@ struct GeluTanh {
 //   |z| < 1:     erf(z) = z + z p(z^2), with p(s) ~ erf(sqrt s) / sqrt s - 1
 //   1 <= t < 4:  erfc(t) = exp(-t^2) q(t - 2.5), with q(t) ~ erfc(t) exp(t^2)
 //   t >= 4:      erfc(t) < 1.6e-8, taken as 0
+// Both pieces are computed and one selected, with no branch: a branch per element
+// made nearly every warp run both sides anyway, plus the branching.  Measured on
+// an H100 (bf16, graph replay): 4096 x 4096 45.5 -> 42.0 us, 4096 x 8192 83.9 ->
+// 77.6 us; CUDA's erfcf in its place took 51 and 94 us.
 __device__ __forceinline__ float half_one_plus_erf(float z) {
   const float t = fabsf(z);
-  if (t < 1.0f) {
-    const float s = z * z;
-    float p = 7.882497448e-05f;
-    p = p * s - 8.018855006e-04f;
-    p = p * s + 5.189312156e-03f;
-    p = p * s - 2.685432881e-02f;
-    p = p * s + 1.128359735e-01f;
-    p = p * s - 3.761262596e-01f;
-    p = p * s + 1.283791661e-01f;
-    return 0.5f + 0.5f * (p * z + z);
-  }
+  const float s = z * z;
+  float p = 7.882497448e-05f;
+  p = p * s - 8.018855006e-04f;
+  p = p * s + 5.189312156e-03f;
+  p = p * s - 2.685432881e-02f;
+  p = p * s + 1.128359735e-01f;
+  p = p * s - 3.761262596e-01f;
+  p = p * s + 1.283791661e-01f;
+  const float near_zero = 0.5f + 0.5f * (p * z + z);
   const float u = t - 2.5f;
   float q = 1.671801783e-06f;
   q = q * u - 6.386085715e-06f;
@@ -71,7 +73,8 @@ __device__ __forceinline__ float half_one_plus_erf(float z) {
   q = q * u - 7.434760034e-02f;
   q = q * u + 2.108063549e-01f;
   const float half_erfc = t < 4.0f ? 0.5f * q * fast_exp(-(t * t)) : 0.0f;  // NaN z lands here: 0
-  return z > 0.0f ? 1.0f - half_erfc : half_erfc;
+  const float tails = z > 0.0f ? 1.0f - half_erfc : half_erfc;
+  return t < 1.0f ? near_zero : tails;
 }
 
 struct GeluExact {
@@ -222,6 +225,12 @@ AITER_GATED_KERNEL(aiter_gated_f32_vec4, float, 4)
 AITER_GATED_KERNEL(aiter_gated_f16_vec8, half_t, 8)
 // aiter-kernel: op=gated variant=bf16.vec symbol=aiter_gated_bf16_vec8 block=256 smem=0
 AITER_GATED_KERNEL(aiter_gated_bf16_vec8, bf16_t, 8)
+// aiter-kernel: op=gated variant=f32.vec2 symbol=aiter_gated_f32_vec2 block=256 smem=0
+AITER_GATED_KERNEL(aiter_gated_f32_vec2, float, 2)
+// aiter-kernel: op=gated variant=f16.vec2 symbol=aiter_gated_f16_vec2 block=256 smem=0
+AITER_GATED_KERNEL(aiter_gated_f16_vec2, half_t, 2)
+// aiter-kernel: op=gated variant=bf16.vec2 symbol=aiter_gated_bf16_vec2 block=256 smem=0
+AITER_GATED_KERNEL(aiter_gated_bf16_vec2, bf16_t, 2)
 // aiter-kernel: op=gated variant=f32.scalar symbol=aiter_gated_f32_scalar block=256 smem=0
 AITER_GATED_KERNEL(aiter_gated_f32_scalar, float, 1)
 // aiter-kernel: op=gated variant=f16.scalar symbol=aiter_gated_f16_scalar block=256 smem=0

@@ -9,9 +9,11 @@ import aiter
 from harness import (FLOAT_DTYPES, QMAX, QUANT_DTYPES, assert_close, check_quantized, f64, on_host, poisoned,
                      poisoned_on, rand, to_device)
 
-# Last dims 2*d.  d = 1, 111, 500 and 2049 are not whole 16-byte chunks of 16-bit
-# elements (the GPU's scalar kernels); 1024 and 14336 are (its vector kernels), and
-# 2049 and 14336 span several 1024-column CPU tiles and several GPU column blocks.
+# Last dims 2*d.  d = 1, 111 and 2049 are odd (the GPU's one-element kernels); 500
+# is even but not whole 16-byte chunks of 16-bit elements (its two-element
+# kernels); 1024 and 14336 are (its 16-byte kernels, or the two-element ones for an
+# exact GELU on so few rows); 2049 and 14336 span several 1024-column CPU tiles and
+# several GPU column blocks.
 SHAPES = [(1, 2), (7, 222), (3, 5, 1000), (2, 4098), (5, 2048), (2, 28672)]
 
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -85,10 +87,11 @@ def test_gated_dense_gates(device, op):
 
 
 # Rows 600 elements apart; first columns at 8 (x) and 32 (out), 16-byte aligned for
-# every dtype (the GPU's vector kernels), or at 10 and 30 (its scalar kernels).
+# every dtype (the GPU's 16-byte kernels), at 10 and 30 (its two-element kernels),
+# or at 11 and 31 (its one-element kernels).
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-@pytest.mark.parametrize("x_first, out_first", [(8, 32), (10, 30)])
+@pytest.mark.parametrize("x_first, out_first", [(8, 32), (10, 30), (11, 31)])
 def test_gated_strided_rows(rng, device, op, dtype, x_first, out_first):
     call, act = OPS[op]
     x = to_device(rand(rng, (9, 300), dtype), device)[::2, x_first:x_first + 256]
@@ -100,12 +103,15 @@ def test_gated_strided_rows(rng, device, op, dtype, x_first, out_first):
     assert_untouched_outside(big_out, slice(out_first, out_first + 128))
 
 
-def test_gated_many_rows(rng, device):
-    """Enough work for the GPU's largest blocks (256 threads), not only its small ones."""
+@pytest.mark.parametrize("op", OPS)
+def test_gated_many_rows(rng, device, op):
+    """Enough work for the GPU's largest blocks (256 threads) and, for an exact GELU,
+    its 16-byte kernels (few rows take two-element ones), not only small blocks."""
+    call, act = OPS[op]
     x = rand(rng, (1024, 4096), "bfloat16", scale=3.0)
     out = poisoned_on((1024, 2048), "bfloat16", device)
-    aiter.silu_and_mul(to_device(x, device), out=out)
-    assert_close(out, gated_ref(x, silu_ref), "bfloat16")
+    call(to_device(x, device), out=out)
+    assert_close(out, gated_ref(x, act), "bfloat16")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
