@@ -115,7 +115,8 @@ __device__ __forceinline__ void store_quantized(uint8_t *p, const float (&v)[N],
 template <class T, int N, int U>
 __device__ __forceinline__ void load_group(const T *x, long long c0, long long step, long long cols,
                                            float (&v)[U][N]) {
-  constexpr int kPiece = N % (16 / int(sizeof(T))) == 0 ? 16 / int(sizeof(T)) : 1;  // elements a load moves
+  constexpr int kPer16 = 16 / int(sizeof(T));
+  constexpr int kPiece = N % kPer16 == 0 ? kPer16 : N % 2 == 0 ? 2 : 1;  // elements a load moves
   Vec<T, kPiece> raw[U][N / kPiece];
 #pragma unroll
   for (int u = 0; u < U; ++u) {
@@ -239,13 +240,13 @@ __device__ __forceinline__ float groups_amax(const QuantParams &p, float *scratc
 
 // Quantizes the block's groups; inv_scale() gives 1 / scale, read after the
 // first loads of x are on their way.
-template <class T, int N, class InvScale>
+template <class T, int N, int U, class InvScale>
 __device__ __forceinline__ void quantize_groups(const QuantParams &p, InvScale &&inv_scale) {
   with_kind(p.quant, [&](auto kind) {
-    for_each_group<N, kQuantizeUnroll>(p, [&](long long row, long long c0, long long step) {
-      float v[kQuantizeUnroll][N];
-      load_group<T, N, kQuantizeUnroll>(x_row<T>(p, row), c0, step, p.cols, v);
-      store_group<decltype(kind)::value, N, kQuantizeUnroll>(out_row(p, row), c0, step, p.cols, v, inv_scale());
+    for_each_group<N, U>(p, [&](long long row, long long c0, long long step) {
+      float v[U][N];
+      load_group<T, N, U>(x_row<T>(p, row), c0, step, p.cols, v);
+      store_group<decltype(kind)::value, N, U>(out_row(p, row), c0, step, p.cols, v, inv_scale());
     });
   });
 }
@@ -265,9 +266,9 @@ __device__ __forceinline__ float inverse_scale(const QuantParams &p) {
 
 // Launched with one tile per block, so the scale is read once per block, after
 // the block's loads of x are on their way (its latency then hides behind theirs).
-template <class T, int N>
+template <class T, int N, int U>
 __device__ void tensor_quantize(const QuantParams &p) {
-  quantize_groups<T, N>(p, [&] { return inverse_scale(p); });
+  quantize_groups<T, N, U>(p, [&] { return inverse_scale(p); });
 }
 
 // Small tensors in one launch: a single block (grid 1 x 1, so the grid-stride
@@ -280,7 +281,7 @@ __device__ void tensor_small(const QuantParams &p) {
   const float scale = dynamic_scale(groups_amax<T, N>(p, scratch), p.quant);
   if (thread_x() == 0) p.scale[0] = scale;
   const float inv = 1.0f / scale;
-  quantize_groups<T, N>(p, [&] { return inv; });
+  quantize_groups<T, N, kQuantizeUnroll>(p, [&] { return inv; });
 }
 
 }  // namespace
@@ -308,7 +309,13 @@ AITER_QUANT_SMALL_KERNEL(aiter_quant_small_bf16_scalar, bf16_t, 1)
   AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTokenThreads) name(QuantParams p) { per_token_two_pass<T, N>(p); }
 #define AITER_QUANT_TENSOR_KERNELS(amax_name, quantize_name, T, N)                                          \
   AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTensorThreads) amax_name(QuantParams p) { tensor_amax<T, N>(p); } \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTensorThreads) quantize_name(QuantParams p) { tensor_quantize<T, N>(p); }
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTensorThreads) quantize_name(QuantParams p) {                     \
+    tensor_quantize<T, N, kQuantizeUnroll>(p);                                                            \
+  }
+// Few tiles: a pair of elements a thread, one group, so that each thread's chain
+// of instructions is short and the blocks spread over many SMs.
+#define AITER_QUANT_TENSOR_PAIR_KERNEL(name, T) \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTensorThreads) name(QuantParams p) { tensor_quantize<T, 2, 1>(p); }
 
 // Per token, row in registers: R chunks of 8 a thread, 512 threads, so rows of up
 // to 8192 (r2), 16384 (r4) or 32768 (r8) elements.
@@ -364,6 +371,13 @@ AITER_QUANT_TENSOR_KERNELS(aiter_quant_amax_f16_scalar, aiter_quant_tensor_f16_s
 // aiter-kernel: op=quant variant=amax.bf16.scalar symbol=aiter_quant_amax_bf16_scalar block=256 smem=0
 // aiter-kernel: op=quant variant=tensor.bf16.scalar symbol=aiter_quant_tensor_bf16_scalar block=256 smem=0
 AITER_QUANT_TENSOR_KERNELS(aiter_quant_amax_bf16_scalar, aiter_quant_tensor_bf16_scalar, bf16_t, 1)
+
+// aiter-kernel: op=quant variant=tensor.f32.vec2 symbol=aiter_quant_tensor_f32_vec2 block=256 smem=0
+AITER_QUANT_TENSOR_PAIR_KERNEL(aiter_quant_tensor_f32_vec2, float)
+// aiter-kernel: op=quant variant=tensor.f16.vec2 symbol=aiter_quant_tensor_f16_vec2 block=256 smem=0
+AITER_QUANT_TENSOR_PAIR_KERNEL(aiter_quant_tensor_f16_vec2, half_t)
+// aiter-kernel: op=quant variant=tensor.bf16.vec2 symbol=aiter_quant_tensor_bf16_vec2 block=256 smem=0
+AITER_QUANT_TENSOR_PAIR_KERNEL(aiter_quant_tensor_bf16_vec2, bf16_t)
 
 // The amax in the slot becomes the scale.  One thread.
 // aiter-kernel: op=quant variant=finalize symbol=aiter_quant_finalize block=32 smem=0

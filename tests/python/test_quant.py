@@ -74,21 +74,28 @@ def test_per_token_widths(rng, device, dtype, width, qdtype):
 
 @pytest.mark.parametrize("qdtype", ["float8_e4m3fn", "int8"])
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_per_tensor_large(rng, device, dtype, qdtype):
-    """Enough elements for many blocks on the GPU, the largest one in the middle."""
-    x = quant_input(rng, (96, 4096), dtype)
-    x[57, 1234] = -3e3
+@pytest.mark.parametrize("rows", [16, 320])
+def test_per_tensor_large(rng, device, dtype, qdtype, rows):
+    """Enough elements for many blocks on the GPU, the largest one in the middle:
+    16 tiles of 4096 (fewer than SMs: the two-element quantizing kernel) and 320
+    (more than any GPU has SMs: the eight-element one)."""
+    x = quant_input(rng, (rows, 4096), dtype)
+    largest = (rows // 2 + 1, 1234)
+    x[largest] = -3e3
     out, scale = poisoned_on(x.shape, qdtype, device), nan_scale((1, 1), device)
     aiter.quant_per_tensor(to_device(x, device), qdtype, out=out, scale=scale)
     x64, scale = f64(x), f64(scale)
-    assert scale[0, 0] == np.float32(-x64[57, 1234]) / np.float32(QMAX[qdtype])
+    assert scale[0, 0] == np.float32(-x64[largest]) / np.float32(QMAX[qdtype])
     check_quantized(on_host(out), x64, scale[0, 0], qdtype)
 
 
+# Static shapes for each GPU quantizing kernel: an odd element count (one element a
+# thread), fewer 4096-element tiles than SMs (two a thread), more (eight, twice).
 @pytest.mark.parametrize("qdtype", QUANT_DTYPES)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_static(rng, device, qdtype, dtype):
-    x = quant_input(rng, (5, 333), dtype)
+@pytest.mark.parametrize("shape", [(5, 333), (16, 4096), (320, 4096)])
+def test_static(rng, device, qdtype, dtype, shape):
+    x = quant_input(rng, shape, dtype)
     x64 = f64(x)
     # A scale that saturates the largest few percent of the values.
     s = np.float32(np.quantile(np.abs(x64), 0.97) / QMAX[qdtype])
