@@ -66,7 +66,7 @@ QuantKind quant_kind(DType t) {
 // graph replay, in turns): 1 x 4096 5.5 -> 5.2-5.4 us, 64 x 4096 6.1 -> 5.9 us,
 // but from 64 x 8192 on 16 bytes were faster again; SiLU and the tanh GELU
 // gained nothing from 2 elements at any size, and 2 elements beat 1 for all three
-// (SiLU 64 x 8192 6.1 against 7.7 us).
+// (SiLU 64 x 8192 6.2-6.8 against 7.7-8.1 us).
 struct GatedChunk {
   int64_t elements;
   const char *tag;
