@@ -59,6 +59,54 @@ __device__ __forceinline__ void store_row(const NormParams &p, long long row, fl
   }
 }
 
+// LayerNorm in the many-rows kernels: x stays in registers as loaded, 16-bit T
+// taking half the registers of fp32, and is widened at each of its three uses.
+// Nsight Compute on an H100 (16384 x 4096 bf16) found the fp32 row at 40
+// registers (capped, spilling) holding the SM to 6 blocks of 256 threads, 75%
+// occupancy, at 67% of DRAM bandwidth, where RMSNorm's 32 registers fit 8.
+// Same arithmetic in the same order as norm_row's, so the same results.
+template <class T, int N, int R>
+__device__ void layer_row(const NormParams &p) {
+  __shared__ float scratch[32];
+  const long long row = block_x();
+  const unsigned tid = thread_x(), nthreads = block_dim_x();
+  const T *x = static_cast<const T *>(p.x) + row * p.x_stride;
+  Vec<T, N> raw[R];
+  float sum = 0.0f;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const long long c = (long long)(r * nthreads + tid) * N;
+    raw[r] = c < p.cols ? *reinterpret_cast<const Vec<T, N> *>(x + c) : Vec<T, N>{};  // zero bits are 0.0
+#pragma unroll
+    for (int i = 0; i < N; ++i) sum += to_f32(raw[r].v[i]);
+  }
+  const float inv_n = 1.0f / float(p.cols);
+  const float mean = block_sum(sum, scratch) * inv_n;
+  float squares = 0.0f;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const bool in_row = (long long)(r * nthreads + tid) * N < p.cols;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const float d = to_f32(raw[r].v[i]) - mean;
+      squares += in_row ? d * d : 0.0f;
+    }
+  }
+  const float inv_std = fast_rsqrt(block_sum(squares, scratch) * inv_n + p.eps);
+  T *out = static_cast<T *>(p.out) + row * p.out_stride;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const long long c = (long long)(r * nthreads + tid) * N;
+    if (c >= p.cols) continue;
+    float w[N], b[N] = {}, y[N];
+    load_params<T, N>(p.weight, c, p.params_f32, w);
+    if (p.bias) load_params<T, N>(p.bias, c, p.params_f32, b);
+#pragma unroll
+    for (int i = 0; i < N; ++i) y[i] = (to_f32(raw[r].v[i]) - mean) * inv_std * w[i] + b[i];
+    store_f32<T, N>(out + c, y);
+  }
+}
+
 // Each thread owns R chunks of N contiguous elements: chunk r covers columns
 // (r * blockDim + tid) * N ... + N.  The host picks the smallest R that covers
 // the row with at most the variant's threads: few registers, many blocks per
@@ -73,6 +121,7 @@ __device__ __forceinline__ void store_row(const NormParams &p, long long row, fl
 // reads both from the params at run time.
 template <class T, int N, int R, bool PREFETCH, int KIND = -1, bool QUANT = false>
 __device__ void norm_row(const NormParams &params) {
+  if constexpr (KIND == kNormLayer && !QUANT && !PREFETCH) return layer_row<T, N, R>(params);
   NormParams p = params;
   if (KIND >= 0) {
     p.kind = KIND;
@@ -162,10 +211,12 @@ __device__ void norm_row(const NormParams &params) {
 // once (113 registers, two blocks per SM; 77% of copy for 16384 x 8192 bf16 on
 // an H100, Nsight Compute).
 // Blocks of 512 threads an SM must hold for LayerNorm's R = 2 tile.  Three cap
-// bf16 at 40 registers (49 uncapped), spilling 32 bytes a thread to local
-// memory, and still: rows of 8192, 16384 rows 221 -> 210 us on an H100 (81 ->
-// 85% of copy; rows of 4096 unchanged).  Measured for bf16 only, so f16 and f32
-// keep their uncapped kernels.
+// bf16 at 40 registers: with x held in fp32 (norm_row) that spilled 32 bytes a
+// thread and still took rows of 8192, 16384 rows 221 -> 210 us on an H100;
+// with x held as loaded (layer_row) it spills 12 bytes.  A cap of 32 registers
+// (four blocks) spilled 32 bytes again and was slower than 40 (16384 x 4096:
+// 110-111 against 100-101 us).  Measured for bf16 only, so f16 and f32 keep
+// their uncapped kernels.
 template <class T> struct LayerMinBlocks { static constexpr int value = 1; };
 template <> struct LayerMinBlocks<bf16_t> { static constexpr int value = 3; };
 #define AITER_NORM_KIND(name, T, N, R, KIND, QUANT)                                                 \

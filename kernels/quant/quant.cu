@@ -216,12 +216,15 @@ __device__ void per_token_two_pass(const QuantParams &p) {
 // A grid-stride walk over tiles of blockDim * U chunks, each tile a contiguous
 // stretch of one row: blocks (grid_cols x grid_rows) stride over rows with block_y
 // and along each row with block_x.  f gets the thread's first column c0 in the
-// tile; its U chunks are `step` columns apart.
+// tile; its U chunks are `step` columns apart.  `last_first` numbers the blocks
+// from the grid's end, so that blocks launched first take the tiles at x's end.
 template <int N, int U, class F>
-__device__ __forceinline__ void for_each_group(const QuantParams &p, F &&f) {
+__device__ __forceinline__ void for_each_group(const QuantParams &p, F &&f, bool last_first = false) {
+  const long long bx = last_first ? p.grid_cols - 1 - block_x() : block_x();
+  const long long by = last_first ? p.grid_rows - 1 - block_y() : block_y();
   const long long step = (long long)block_dim_x() * N, tile = step * U;
-  const long long first = (long long)block_x() * tile + (long long)thread_x() * N;
-  for (long long row = block_y(); row < p.rows; row += p.grid_rows)
+  const long long first = bx * tile + (long long)thread_x() * N;
+  for (long long row = by; row < p.rows; row += p.grid_rows)
     for (long long c0 = first; c0 < p.cols; c0 += p.grid_cols * tile) f(row, c0, step);
 }
 
@@ -239,15 +242,21 @@ __device__ __forceinline__ float groups_amax(const QuantParams &p, float *scratc
 }
 
 // Quantizes the block's groups; inv_scale() gives 1 / scale, read after the
-// first loads of x are on their way.
+// first loads of x are on their way.  The dynamic op's pass (scale_is_amax) runs
+// right after the amax pass, whose persistent blocks read x from start to end:
+// taking the tiles last first, it finds the end of x still in L2 (H100, bf16,
+// in turns: 16384 x 4096 127.9 -> 123.5 us, 4096 x 8192 71.3 -> 67.3 us).
 template <class T, int N, int U, class InvScale>
 __device__ __forceinline__ void quantize_groups(const QuantParams &p, InvScale &&inv_scale) {
   with_kind(p.quant, [&](auto kind) {
-    for_each_group<N, U>(p, [&](long long row, long long c0, long long step) {
-      float v[U][N];
-      load_group<T, N, U>(x_row<T>(p, row), c0, step, p.cols, v);
-      store_group<decltype(kind)::value, N, U>(out_row(p, row), c0, step, p.cols, v, inv_scale());
-    });
+    for_each_group<N, U>(
+        p,
+        [&](long long row, long long c0, long long step) {
+          float v[U][N];
+          load_group<T, N, U>(x_row<T>(p, row), c0, step, p.cols, v);
+          store_group<decltype(kind)::value, N, U>(out_row(p, row), c0, step, p.cols, v, inv_scale());
+        },
+        p.scale_is_amax != 0);
   });
 }
 

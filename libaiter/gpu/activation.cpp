@@ -16,6 +16,7 @@ namespace {
 constexpr int64_t kGatedThreads = 256;   // the gated kernels' launch bound
 constexpr int64_t kQuantThreads = 1024;  // the quantizing kernels' launch bound
 constexpr int64_t kQuantChunks = 4;      // chunks a thread keeps in registers in the .vec quantizing kernels
+constexpr int64_t kScalarRun = 4;        // elements a thread of the .scalar gated kernels, blockDim apart
 
 constexpr int64_t kMinThreads = 64;       // one AMD wavefront, two NVIDIA warps
 constexpr int64_t kMaxRowBlocks = 65535;  // grid extent over rows (CUDA's limit for y); kernels loop past it
@@ -60,7 +61,7 @@ QuantKind quant_kind(DType t) {
 }
 
 // The gated kernels' chunk: 16 bytes where x and out allow it, else 2 elements
-// where they allow that, else 1.  An exact GELU (two polynomials and an exp an
+// where they allow that, else kScalarRun single elements a block's width apart.  An exact GELU (two polynomials and an exp an
 // element) on few rows takes 2 elements even where 16 bytes would do: with 8 a
 // thread its arithmetic ran 8 deep on a few SMs.  Measured on an H100 (bf16,
 // graph replay, in turns): 1 x 4096 5.5 -> 5.2-5.4 us, 64 x 4096 6.1 -> 5.9 us,
@@ -77,7 +78,7 @@ GatedChunk gated_chunk(const ActivationArgs &a, ActKind act, int64_t rows) {
   const bool few_rows = rows * (a.out_rows.cols / wide) <= kNarrowGeluChunks;
   if (can_vectorize(a, wide, size) && !(act == kActGeluExact && few_rows)) return {wide, ".vec"};
   if (can_vectorize(a, 2, size)) return {2, ".vec2"};
-  return {1, ".scalar"};
+  return {kScalarRun, ".scalar"};
 }
 
 // A grid of (column blocks, rows): one chunk of a row per thread.
@@ -86,7 +87,7 @@ aiter_status launch_gated(const ActivationArgs &a, ActKind act, const GpuCall &c
   p.act = act;
   if (p.rows == 0 || p.cols == 0) return AITER_OK;
   const GatedChunk chunk = gated_chunk(a, act, p.rows);
-  const int64_t chunks = p.cols / chunk.elements;
+  const int64_t chunks = ceil_div(p.cols, chunk.elements);  // exact but for .scalar's last run
   // Smaller blocks while there are too few to fill the GPU: a single row of 14336
   // columns then spreads over 28 blocks rather than 7.
   int64_t threads = std::min(kGatedThreads, round_up(chunks, kMinThreads));

@@ -104,14 +104,17 @@ def test_gated_strided_rows(rng, device, op, dtype, x_first, out_first):
 
 
 @pytest.mark.parametrize("op", OPS)
-def test_gated_many_rows(rng, device, op):
+@pytest.mark.parametrize("first, d", [(0, 2048), (1, 2047)])
+def test_gated_many_rows(rng, device, op, first, d):
     """Enough work for the GPU's largest blocks (256 threads) and, for an exact GELU,
-    its 16-byte kernels (few rows take two-element ones), not only small blocks."""
+    its 16-byte kernels (few rows take two-element ones), not only small blocks.
+    At an odd offset, the one-element kernels: several elements a thread, the row's
+    last block only partly inside it (d = 2047)."""
     call, act = OPS[op]
-    x = rand(rng, (1024, 4096), "bfloat16", scale=3.0)
-    out = poisoned_on((1024, 2048), "bfloat16", device)
-    call(to_device(x, device), out=out)
-    assert_close(out, gated_ref(x, act), "bfloat16")
+    x = to_device(rand(rng, (1024, 4098), "bfloat16", scale=3.0), device)[:, first:first + 2 * d]
+    out = poisoned_on((1024, d), "bfloat16", device)
+    call(x, out=out)
+    assert_close(out, gated_ref(on_host(x), act), "bfloat16")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
