@@ -60,11 +60,11 @@ __device__ __forceinline__ void store_row(const NormParams &p, long long row, fl
 }
 
 // LayerNorm in the many-rows kernels: x stays in registers as loaded, 16-bit T
-// taking half the registers of fp32, and is widened at each of its three uses.
-// Nsight Compute on an H100 (16384 x 4096 bf16) found the fp32 row at 40
-// registers (capped, spilling) holding the SM to 6 blocks of 256 threads, 75%
-// occupancy, at 67% of DRAM bandwidth, where RMSNorm's 32 registers fit 8.
-// Same arithmetic in the same order as norm_row's, so the same results.
+// taking half the registers of fp32, and is widened at each of its three uses;
+// weight and bias stay as T until used too.  Nsight Compute on an H100 (16384 x
+// 4096 bf16) found the fp32 row at 40 registers (capped, spilling) holding the
+// SM to 6 blocks of 256 threads, 75% occupancy, at 67% of DRAM bandwidth, where
+// RMSNorm's 32 registers fit 8.  Same arithmetic in the same order as norm_row's.
 template <class T, int N, int R>
 __device__ void layer_row(const NormParams &p) {
   __shared__ float scratch[32];
@@ -98,11 +98,20 @@ __device__ void layer_row(const NormParams &p) {
   for (int r = 0; r < R; ++r) {
     const long long c = (long long)(r * nthreads + tid) * N;
     if (c >= p.cols) continue;
-    float w[N], b[N] = {}, y[N];
-    load_params<T, N>(p.weight, c, p.params_f32, w);
-    if (p.bias) load_params<T, N>(p.bias, c, p.params_f32, b);
+    float y[N];
+    if (N > 1 && !p.params_f32) {  // weight and bias kept as T until used
+      const Vec<T, N> wv = *reinterpret_cast<const Vec<T, N> *>(static_cast<const T *>(p.weight) + c);
+      Vec<T, N> bv{};
+      if (p.bias) bv = *reinterpret_cast<const Vec<T, N> *>(static_cast<const T *>(p.bias) + c);
 #pragma unroll
-    for (int i = 0; i < N; ++i) y[i] = (to_f32(raw[r].v[i]) - mean) * inv_std * w[i] + b[i];
+      for (int i = 0; i < N; ++i) y[i] = (to_f32(raw[r].v[i]) - mean) * inv_std * to_f32(wv.v[i]) + to_f32(bv.v[i]);
+    } else {
+      float w[N], b[N] = {};
+      load_params<T, N>(p.weight, c, p.params_f32, w);
+      if (p.bias) load_params<T, N>(p.bias, c, p.params_f32, b);
+#pragma unroll
+      for (int i = 0; i < N; ++i) y[i] = (to_f32(raw[r].v[i]) - mean) * inv_std * w[i] + b[i];
+    }
     store_f32<T, N>(out + c, y);
   }
 }
@@ -210,15 +219,14 @@ __device__ void norm_row(const NormParams &params) {
 // host's pick_shape).  With R = 4, ptxas loads every chunk's weight and bias at
 // once (113 registers, two blocks per SM; 77% of copy for 16384 x 8192 bf16 on
 // an H100, Nsight Compute).
-// Blocks of 512 threads an SM must hold for LayerNorm's R = 2 tile.  Three cap
-// bf16 at 40 registers: with x held in fp32 (norm_row) that spilled 32 bytes a
-// thread and still took rows of 8192, 16384 rows 221 -> 210 us on an H100;
-// with x held as loaded (layer_row) it spills 12 bytes.  A cap of 32 registers
-// (four blocks) spilled 32 bytes again and was slower than 40 (16384 x 4096:
-// 110-111 against 100-101 us).  Measured for bf16 only, so f16 and f32 keep
-// their uncapped kernels.
+// Blocks of 512 threads an SM must hold for LayerNorm's R = 2 tile.  Four cap
+// bf16 at 32 registers (44 uncapped), spilling 4 bytes a thread, so that an SM
+// holds 8 blocks of 256.  H100, in turns: 16384 x 4096 100.1 -> 97.2 us, 16384 x
+// 8192 201 -> 187 us (89 -> 92% and 96% of copy) against a cap of 40.  With
+// weight and bias widened early, the same cap spilled 32 bytes and was slower
+// than 40.  Measured for bf16 only, so f16 and f32 keep their uncapped kernels.
 template <class T> struct LayerMinBlocks { static constexpr int value = 1; };
-template <> struct LayerMinBlocks<bf16_t> { static constexpr int value = 3; };
+template <> struct LayerMinBlocks<bf16_t> { static constexpr int value = 4; };
 #define AITER_NORM_KIND(name, T, N, R, KIND, QUANT)                                                 \
   AITER_KERNEL void AITER_LAUNCH_BOUNDS_MIN(512, KIND == kNormLayer && R == 2 ? LayerMinBlocks<T>::value : 1) \
       name(NormParams p) {                                                                           \
