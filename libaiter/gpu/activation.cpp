@@ -61,9 +61,10 @@ QuantKind quant_kind(DType t) {
 }
 
 // The gated kernels' chunk: 16 bytes where x and out allow it, else 2 elements
-// where they allow that, else kScalarRun single elements a block's width apart.  An exact GELU (two polynomials and an exp an
-// element) on few rows takes 2 elements even where 16 bytes would do: with 8 a
-// thread its arithmetic ran 8 deep on a few SMs.  Measured on an H100 (bf16,
+// where they allow that, else kScalarRun single elements a block's width apart.
+// An exact GELU (two polynomials and an exp an element) on few rows takes 2
+// elements even where 16 bytes would do: with 8 a thread its arithmetic ran 8
+// deep on a few SMs.  Measured on an H100 (bf16,
 // graph replay, in turns): 1 x 4096 5.5 -> 5.2-5.4 us, 64 x 4096 6.1 -> 5.9 us,
 // but from 64 x 8192 on 16 bytes were faster again; SiLU and the tanh GELU
 // gained nothing from 2 elements at any size, and 2 elements beat 1 for all three
