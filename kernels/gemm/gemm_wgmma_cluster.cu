@@ -23,4 +23,4 @@ WGMMA_CLUSTER_SHAPES(e4m3fn, e4m3fn_t)
 
 // Variant names: wgmma_ws.<dtype>.<BM>x<BN>.s<STAGES>.x2 (x2: clusters of two
 // blocks stacked in M); threads and shared memory as gemm_wgmma_ws.cu's.
-// aiter-kernel-family: op=gemm variant=wgmma_ws.{dt}.{shape}.x2 symbol=aiter_gemm_wgmma_ws_{dt}_{sym}_x2 block=384 smem={smem} dt=bf16@90,e4m3fn@90 shape=128x256.s4:128x256_s4:214080,128x192.s5:128x192_s5:222288,128x128.s6:128x128_s6:214112
+// aiter-kernel-family: op=gemm variant=wgmma_ws.{dt}.{shape}.x2 symbol=aiter_gemm_wgmma_ws_{dt}_{sym}_x2 block=384 smem={smem} dt=bf16@90,e4m3fn@90 shape=128x256.s4:128x256_s4:216640,128x192.s5:128x192_s5:224336,128x128.s6:128x128_s6:215648

@@ -71,6 +71,26 @@ struct PairStore {
   }
 };
 
+// Pulls into L1 what the epilogue of a warpgroup's 64 x BN block (rows from
+// row0, columns from n0) will read: the rows' a_scale, the columns' w_scale
+// and bias.  Issued as the tile starts, so that the epilogue finds them there
+// instead of waiting on L2 (the multiplying warps touch no other global memory
+// in between).  One 128-byte line a thread; addresses clamped into the tensors.
+template <int BN>
+__device__ __forceinline__ void prefetch_epilogue(const GemmParams &p, long long batch, long long row0,
+                                                  long long n0) {
+  auto line = [](const void *address) { asm volatile("prefetch.global.L1 [%0];" ::"l"(address)); };
+  const int t = threadIdx.x % 128;
+  const long long col = n0 + t * 32 < p.n ? n0 + t * 32 : p.n - 1;   // 32 fp32 scales a line
+  const long long row = row0 + (t - BN / 32) * 32 < p.m ? row0 + (t - BN / 32) * 32 : p.m - 1;
+  if (t < BN / 32 && p.a_scale != nullptr && p.w_scale_step != 0)
+    line(p.w_scale + batch * p.w_scale_batch + col * p.w_scale_step);
+  else if (t >= BN / 32 && t < BN / 32 + 2 && p.a_scale != nullptr)
+    line(p.a_scale + batch * p.a_scale_batch + row * p.a_scale_step);
+  if (t < BN / 32 && p.bias != nullptr)  // 32 fp32 or 64 16-bit values a line: BN / 32 lines cover either
+    line(static_cast<const char *>(p.bias) + (p.bias_f32 ? col * 4 : (n0 + t * 64 < p.n ? n0 + t * 64 : p.n - 1) * 2));
+}
+
 // Calls store(PairStore<O, COLUMNS>{...}) with the instance that fits p (a
 // 16-bit output: check pairs_fit first).
 template <class F>

@@ -54,16 +54,20 @@ __device__ __forceinline__ void store_chunk(const Out &out, uint32_t buffer, lon
   const int lane = threadIdx.x % 32;
   const long long col = col0 + (lane % 4) * 2;
   const int matrix_row = (lane / 8 % 2) * 8 + lane % 8;  // matrices: block b rows 0-7, rows 8-15, block b+1 ...
+  // The whole chunk is packed before its first stmatrix: the column scales and
+  // bias it reads then load together (the stmatrix asm's memory clobber keeps a
+  // load below it from moving above it, which made one round trip per pair of
+  // blocks).
+  uint32_t v[WIDTH / 16][4];
 #pragma unroll
-  for (int b = 0; b < WIDTH / 8; b += 2) {
-    uint32_t v[4];
+  for (int b = 0; b < WIDTH / 8; b += 2)
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
       const int block = b + t / 2, i = 4 * (block0 + block) + 2 * (t % 2);
-      v[t] = out.pack(row_scale[t % 2], col + block * 8, acc[i], acc[i + 1]);
+      v[b / 2][t] = out.pack(row_scale[t % 2], col + block * 8, acc[i], acc[i + 1]);
     }
-    stmatrix_x4(piece_address(buffer, matrix_row, b + lane / 16), v);
-  }
+#pragma unroll
+  for (int b = 0; b < WIDTH / 8; b += 2) stmatrix_x4(piece_address(buffer, matrix_row, b + lane / 16), v[b / 2]);
   __syncwarp();
   constexpr int kPieces = WIDTH / 8, kRowsPerRead = 32 / kPieces;
 #pragma unroll
@@ -76,20 +80,26 @@ __device__ __forceinline__ void store_chunk(const Out &out, uint32_t buffer, lon
 }
 
 // A warpgroup's 64 x BN accumulators, rows from `row0`, through the warp's
-// buffer `buffer` (pieces_fit(p, n0 + BN) holds).
+// buffer `buffer` (pieces_fit(p, n0 + BN) holds), as `out` (PairStore's
+// row_scale, pack and at) scales and packs them.
+template <int BN, class Out>
+__device__ __forceinline__ void store_block_staged(const Out &out, long long row0, long long n0,
+                                                   const float (&acc)[BN / 2], uint32_t buffer) {
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+  const long long warp_row0 = row0 + warp * 16;
+  if (warp_row0 >= out.p.m) return;
+  const long long row = warp_row0 + lane / 4, last = out.p.m - 1;
+  const float row_scale[2] = {out.row_scale(row < last ? row : last), out.row_scale(row + 8 < last ? row + 8 : last)};
+#pragma unroll
+  for (int c = 0; c < BN / 64; ++c) store_chunk<64, BN>(out, buffer, warp_row0, n0 + c * 64, c * 8, row_scale, acc);
+  if constexpr (BN % 64 != 0)
+    store_chunk<32, BN>(out, buffer, warp_row0, n0 + BN / 64 * 64, BN / 64 * 8, row_scale, acc);
+}
+
 template <int BN>
 __device__ __forceinline__ void store_rows_staged(const GemmParams &p, long long batch, long long row0, long long n0,
                                                   const float (&acc)[BN / 2], bool scaled, uint32_t buffer) {
-  const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
-  row0 += warp * 16;
-  if (row0 >= p.m) return;
-  const long long row = row0 + lane / 4, last = p.m - 1;
-  with_pair_store(p, batch, scaled, [&](const auto &out) {
-    const float row_scale[2] = {out.row_scale(row < last ? row : last), out.row_scale(row + 8 < last ? row + 8 : last)};
-#pragma unroll
-    for (int c = 0; c < BN / 64; ++c) store_chunk<64, BN>(out, buffer, row0, n0 + c * 64, c * 8, row_scale, acc);
-    if constexpr (BN % 64 != 0) store_chunk<32, BN>(out, buffer, row0, n0 + BN / 64 * 64, BN / 64 * 8, row_scale, acc);
-  });
+  with_pair_store(p, batch, scaled, [&](const auto &out) { store_block_staged<BN>(out, row0, n0, acc, buffer); });
 }
 
 #endif

@@ -17,7 +17,7 @@
 #pragma once
 
 #include "split_k.h"
-#include "staged_store.h"
+#include "staged_scales.h"
 #include "tma.h"
 #include "wgmma_tile.h"
 
@@ -57,11 +57,17 @@ struct WgmmaWs {
   static constexpr int kScaleBytes = BLOCK_SCALED ? BM * 4 : 0;
   static constexpr int kRingBytes = STAGES * (kStageBytes + 16 + kScaleBytes) + 1024 + kExchangeBytes;
   static constexpr bool kStaged = kRingBytes + kStagingBytes <= 227 * 1024;
+  // a8w8: each multiplying warpgroup's block scales, staged beside the
+  // staging buffers where they fit (staged_scales.h).
+  static constexpr int kScaleStageBytes = kMultipliers * StagedScales<BN>::kBytes;
+  static constexpr bool kStagedScales =
+      kStaged && !BLOCK_SCALED && kRingBytes + kStagingBytes + kScaleStageBytes <= 227 * 1024;
+  static constexpr int kSharedBytes = kRingBytes - 1024 + kStagingBytes + (kStagedScales ? kScaleStageBytes : 0);
   static_assert(kRingBytes <= 227 * 1024, "the ring and split-K exchange fit in a block's shared memory");
 
   // The ring: STAGES slots, then a full and an empty barrier per slot, then
   // the split-K exchange's slots and barriers, then the slots' scales, then
-  // the multiplying warps' staging buffers.
+  // the multiplying warps' staging buffers, then the warpgroups' staged scales.
   struct Ring {
     uint32_t base;
     __device__ uint32_t slot(int s) const { return base + s * kStageBytes; }
@@ -77,6 +83,11 @@ struct WgmmaWs {
     __device__ uint32_t staging() const {
       return base + STAGES * (kStageBytes + 16 + kScaleBytes) + kExchangeBytes +
              (threadIdx.x / 32 - 4) * kStagedWarpBytes;
+    }
+    __device__ StagedScales<BN> staged_scales(int half) const {
+      return {base + STAGES * (kStageBytes + 16 + kScaleBytes) + kExchangeBytes + kStagingBytes +
+                  half * StagedScales<BN>::kBytes,
+              half};
     }
   };
 
@@ -328,24 +339,32 @@ struct WgmmaWs {
     return rank != 0;
   }
 
+  // stage_scales: a8w8 scales to stage, and room for them (run).
   static __device__ void consume(const GemmTmaParams &q, Ring ring, long long per_batch, long long tiles,
-                                 KShare share, int half) {
+                                 KShare share, int half, bool stage_scales) {
     Cursor c;
     unsigned exchange_parity = 0;
     float acc[kRegs];
+    const StagedScales<BN> staged = ring.staged_scales(half);
     for (long long t = first_item(); t < tiles; t += item_stride()) {
       const Tile tile(q.p, t, per_batch);
+      const long long row0 = tile.m0 + half * 64;
+      if (kStagedScales && stage_scales) staged.copy(q.p, tile.batch, row0, tile.n0);
+      if constexpr (!BLOCK_SCALED) prefetch_epilogue<BN>(q.p, tile.batch, row0, tile.n0);  // the bias, or unstaged scales
       if constexpr (BLOCK_SCALED)
         multiply_tile_scaled(ring, c, share.count, half, acc);
       else if constexpr (PROMOTED)
         multiply_tile_promoted(ring, c, share.count, half, acc);
       else
         multiply_tile(ring, c, share.count, half, acc);
+      if (kStagedScales && stage_scales) staged.wait();  // also before a path that does not read them: no copy outlives its tile
       if (exchange_sums(ring, exchange_parity, acc)) continue;
-      if (kStaged && pieces_fit(q.p, tile.n0 + BN))
-        store_rows_staged<BN>(q.p, tile.batch, tile.m0 + half * 64, tile.n0, acc, BLOCK_SCALED, ring.staging());
+      if (kStagedScales && stage_scales && pieces_fit(q.p, tile.n0 + BN))
+        store_rows_staged_scales<BN>(q.p, tile.batch, row0, tile.n0, acc, staged, ring.staging());
+      else if (kStaged && pieces_fit(q.p, tile.n0 + BN))
+        store_rows_staged<BN>(q.p, tile.batch, row0, tile.n0, acc, BLOCK_SCALED, ring.staging());
       else
-        store_rows<BN>(q.p, tile.batch, tile.m0 + half * 64, tile.n0, acc, BLOCK_SCALED);
+        store_rows<BN>(q.p, tile.batch, row0, tile.n0, acc, BLOCK_SCALED);
     }
   }
 
@@ -376,7 +395,11 @@ struct WgmmaWs {
       if (BLOCK_SCALED && threadIdx.x / 32 == 1) produce_scales(q.p, ring, per_batch, per_batch * q.batch, share);
     } else {
       registers_grow<kMultiplierRegs>();
-      consume(q, ring, per_batch, per_batch * q.batch, share, threadIdx.x / 128 - 1);
+      // Staged scales only where the launch gave the block their shared memory
+      // (the manifest's smem), so a stale manifest costs speed, not correctness.
+      const bool room = ring.base - smem_address(smem) + kSharedBytes <= dynamic_smem_size();
+      consume(q, ring, per_batch, per_batch * q.batch, share, threadIdx.x / 128 - 1,
+              kStagedScales && room && q.p.a_scale != nullptr);
     }
     if constexpr (kClusterBlocks > 1) cluster_sync();  // no block leaves while another may still signal it
   }
