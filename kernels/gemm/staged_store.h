@@ -54,10 +54,9 @@ __device__ __forceinline__ void store_chunk(const Out &out, uint32_t buffer, lon
   const int lane = threadIdx.x % 32;
   const long long col = col0 + (lane % 4) * 2;
   const int matrix_row = (lane / 8 % 2) * 8 + lane % 8;  // matrices: block b rows 0-7, rows 8-15, block b+1 ...
-  // The whole chunk is packed before its first stmatrix: the column scales and
-  // bias it reads then load together (the stmatrix asm's memory clobber keeps a
-  // load below it from moving above it, which made one round trip per pair of
-  // blocks).
+  // The whole chunk is packed before its first stmatrix, so that the scales and
+  // bias it reads from global memory can load together (the stmatrix asm's
+  // memory clobber keeps a load below it from moving above it).
   uint32_t v[WIDTH / 16][4];
 #pragma unroll
   for (int b = 0; b < WIDTH / 8; b += 2)
