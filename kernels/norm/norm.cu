@@ -59,6 +59,25 @@ __device__ __forceinline__ void store_row(const NormParams &p, long long row, fl
   }
 }
 
+// LayerNorm's second statistic: 1 / std of the row about `mean`, from the
+// values value(r, i) of the thread's chunks (chunks past the row add nothing).
+template <int N, int R, class Value>
+__device__ __forceinline__ float layer_inv_std(const NormParams &p, float mean, float inv_n, float *scratch,
+                                               Value value) {
+  const unsigned tid = thread_x(), nthreads = block_dim_x();
+  float squares = 0.0f;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const bool in_row = (long long)(r * nthreads + tid) * N < p.cols;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const float d = value(r, i) - mean;
+      squares += in_row ? d * d : 0.0f;
+    }
+  }
+  return fast_rsqrt(block_sum(squares, scratch) * inv_n + p.eps);
+}
+
 // LayerNorm in the many-rows kernels: x stays in registers as loaded, 16-bit T
 // taking half the registers of fp32, and is widened at each of its three uses;
 // weight and bias stay as T until used too.  Nsight Compute on an H100 (16384 x
@@ -82,17 +101,8 @@ __device__ void layer_row(const NormParams &p) {
   }
   const float inv_n = 1.0f / float(p.cols);
   const float mean = block_sum(sum, scratch) * inv_n;
-  float squares = 0.0f;
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const bool in_row = (long long)(r * nthreads + tid) * N < p.cols;
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-      const float d = to_f32(raw[r].v[i]) - mean;
-      squares += in_row ? d * d : 0.0f;
-    }
-  }
-  const float inv_std = fast_rsqrt(block_sum(squares, scratch) * inv_n + p.eps);
+  const float inv_std =
+      layer_inv_std<N, R>(p, mean, inv_n, scratch, [&](int r, int i) { return to_f32(raw[r].v[i]); });
   T *out = static_cast<T *>(p.out) + row * p.out_stride;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -172,17 +182,7 @@ __device__ void norm_row(const NormParams &params) {
   float mean = 0.0f, inv_std;
   if (p.kind == kNormLayer) {
     mean = block_sum(sum, scratch) * inv_n;
-    float squares = 0.0f;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const bool in_row = (long long)(r * nthreads + tid) * N < p.cols;
-#pragma unroll
-      for (int i = 0; i < N; ++i) {
-        const float d = v[r][i] - mean;
-        squares += in_row ? d * d : 0.0f;
-      }
-    }
-    inv_std = fast_rsqrt(block_sum(squares, scratch) * inv_n + p.eps);
+    inv_std = layer_inv_std<N, R>(p, mean, inv_n, scratch, [&](int r, int i) { return v[r][i]; });
   } else {
     inv_std = fast_rsqrt(block_sum(sum, scratch) * inv_n + p.eps);
   }
