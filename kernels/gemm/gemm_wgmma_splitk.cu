@@ -33,8 +33,8 @@ WGMMA_SPLITK_BS(128, 4)
 // Variant names: wgmma_ws.<dtype>.<BM>x<BN>.s<STAGES>.k<SPLIT> (K split over a
 // cluster of SPLIT blocks); 128 + 2 * BM threads; shared memory as
 // gemm_wgmma_ws.cu's plus (SPLIT - 1) * BM * BN * 4 bytes of received sums and
-// 8 bytes of barrier per block of the cluster (block-scaled: + STAGES * BM * 4
+// 8 bytes of barrier per block of the cluster (block-scaled: + STAGES * (BM * 4 + 16)
 // bytes of scales).
 // aiter-kernel-family: op=gemm variant=wgmma_ws.{dt}.{shape} symbol=aiter_gemm_wgmma_ws_{dt}_{sym} block={block} smem={smem} dt=bf16@90,e4m3fn@90 shape=64x32.s16.k2:64x32_s16_k2:256:214672,64x64.s12.k2:64x64_s12_k2:256:222928,64x128.s7.k2:64x128_s7_k2:256:214912,128x64.s7.k2:128x64_s7_k2:384:223360,128x128.s4.k2:128x128_s4_k2:384:215632
-// aiter-kernel: op=gemm variant=wgmma_ws.e4m3fn.64x128.s7.bs.k2 symbol=aiter_gemm_wgmma_ws_e4m3fn_64x128_s7_bs_k2 block=256 smem=215936
-// aiter-kernel: op=gemm variant=wgmma_ws.e4m3fn.128x128.s4.bs.k2 symbol=aiter_gemm_wgmma_ws_e4m3fn_128x128_s4_bs_k2 block=384 smem=216144
+// aiter-kernel: op=gemm variant=wgmma_ws.e4m3fn.64x128.s7.bs.k2 symbol=aiter_gemm_wgmma_ws_e4m3fn_64x128_s7_bs_k2 block=256 smem=216048
+// aiter-kernel: op=gemm variant=wgmma_ws.e4m3fn.128x128.s4.bs.k2 symbol=aiter_gemm_wgmma_ws_e4m3fn_128x128_s4_bs_k2 block=384 smem=216208

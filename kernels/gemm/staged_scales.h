@@ -10,6 +10,7 @@
 // (docs/performance_gemm.md: fp8 at M >= 1024 0.90x -> 1.07x of the peer).
 #pragma once
 
+#include "stage_copy.h"
 #include "staged_store.h"
 
 #if defined(AITER_NVIDIA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 900)
@@ -41,11 +42,11 @@ struct StagedScales {
 #pragma unroll
     for (int c = t; c < BN; c += 128) {
       const long long n = n0 + c < p.n ? n0 + c : p.n - 1;
-      copy_4(base + c * 4, w_scale + n * p.w_scale_step);
+      copy_async_4(base + c * 4, w_scale + n * p.w_scale_step);
     }
     if (t < 64) {
       const long long m = row0 + t < p.m ? row0 + t : p.m - 1;
-      copy_4(base + (BN + t) * 4, p.a_scale + batch * p.a_scale_batch + m * p.a_scale_step);
+      copy_async_4(base + (BN + t) * 4, p.a_scale + batch * p.a_scale_batch + m * p.a_scale_step);
     }
     asm volatile("cp.async.commit_group;" ::: "memory");
   }
@@ -57,10 +58,6 @@ struct StagedScales {
   }
 
   __device__ __forceinline__ const float *scales() const { return static_cast<const float *>(__cvta_shared_to_generic(base)); }
-
-  static __device__ __forceinline__ void copy_4(uint32_t dst, const float *src) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
-  }
 };
 
 // store_block_staged's output for a8w8 with staged scales: the products times

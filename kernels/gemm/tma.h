@@ -28,6 +28,12 @@ __device__ __forceinline__ void barrier_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 
+// Arrives on `bar` when this thread's earlier cp.async copies have landed; the
+// arrival is one of the barrier's `count` (.noinc).
+__device__ __forceinline__ void barrier_arrive_on_copies(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+
 // Waits until the phase of parity `parity` completed.  A fresh barrier is in
 // phase 0, so waiting for parity 1 returns at once: a ring's empty slots.
 __device__ __forceinline__ void barrier_wait(uint32_t bar, unsigned parity) {

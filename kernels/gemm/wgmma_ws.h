@@ -52,9 +52,9 @@ struct WgmmaWs {
   static constexpr int kStagingBytes = kMultipliers * 4 * kStagedWarpBytes;
   using Exchange = SplitExchange<SPLIT, kRegs, kMultipliers * 128>;
   static constexpr int kExchangeBytes = SPLIT == 1 ? 0 : (SPLIT - 1) * Exchange::kSlotBytes + 8 * SPLIT;
-  // Block-scaled: beside each slot, its K group's combined scales
-  // a_scale[m, g] * w_scale[n0 / 128, g] for the tile's BM rows (produce_scales).
-  static constexpr int kScaleBytes = BLOCK_SCALED ? BM * 4 : 0;
+  // Block-scaled: beside each slot, its K group's a_scale[m, g] for the tile's
+  // BM rows, then w_scale[n0 / 128, g] (16 bytes keep the next slot's aligned).
+  static constexpr int kScaleBytes = BLOCK_SCALED ? BM * 4 + 16 : 0;
   static constexpr int kRingBytes = STAGES * (kStageBytes + 16 + kScaleBytes) + 1024 + kExchangeBytes;
   static constexpr bool kStaged = kRingBytes + kStagingBytes <= 227 * 1024;
   // a8w8: each multiplying warpgroup's block scales, staged beside the
@@ -155,13 +155,15 @@ struct WgmmaWs {
     }
   }
 
-  // Block-scaled: the copying warpgroup's second warp writes each slot's
-  // scales (BM rows, rows past M repeat the last) and arrives on its full
-  // barrier beside the copier, lane by lane (each lane's arrival releases its
-  // own writes).  The multiplying warps then read two floats from shared
-  // memory a group instead of loading and multiplying the scales between their
-  // products (H100: 0.90x -> 1.03x of the peer at M = 64, unchanged from
-  // M = 1024; docs/performance_gemm.md).
+  // Block-scaled: the copying warpgroup's second warp copies each slot's
+  // scales (BM rows, rows past M repeat the last; then W's) with cp.async, each
+  // lane arriving on the slot's full barrier when its copies land.  The
+  // multiplying warps then read three floats from shared memory a group
+  // instead of loading the scales between their products (H100: 0.90x ->
+  // 1.03x of the peer at M = 64; docs/performance_gemm.md).  The copies are
+  // asynchronous so that the warp runs ahead like the TMA copier: loading them
+  // into registers first put an L2 round trip per K group on the path of every
+  // tile (one group per ~600 cycles against ~512 of products for 128 x 128).
   static constexpr int kScaleWriters = BLOCK_SCALED ? 32 : 0;
 
   static __device__ void produce_scales(const GemmParams &p, Ring ring, long long per_batch, long long tiles,
@@ -179,18 +181,21 @@ struct WgmmaWs {
       }
       for (int kt = share.begin; kt < share.begin + share.count; ++kt, c.advance()) {
         barrier_wait(ring.empty(c.slot), c.parity ^ 1);
-        const float w_scale = w_scales[kt];
+        const uint32_t scales = ring.scales(c.slot);
 #pragma unroll
-        for (int i = 0; i < BM / 32; ++i) shared_store(ring.scales(c.slot) + (lane + 32 * i) * 4, a_rows[i][kt] * w_scale);
-        barrier_arrive(ring.full(c.slot));
+        for (int i = 0; i < BM / 32; ++i) copy_async_4(scales + (lane + 32 * i) * 4, a_rows[i] + kt);
+        if (lane == 0) copy_async_4(scales + BM * 4, w_scales + kt);
+        barrier_arrive_on_copies(ring.full(c.slot));
       }
     }
   }
 
-  // A thread's two rows of a slot's scales.
+  // A thread's two rows of a slot's scales, times W's.
   static __device__ __forceinline__ GroupScales slot_scales(Ring ring, int slot, int half) {
     const int row = half * 64 + (threadIdx.x % 128) / 32 * 16 + threadIdx.x % 32 / 4;
-    return GroupScales{{shared_load(ring.scales(slot) + row * 4), shared_load(ring.scales(slot) + (row + 8) * 4)}};
+    const uint32_t scales = ring.scales(slot);
+    const float w = shared_load(scales + BM * 4);
+    return GroupScales{{shared_load(scales + row * 4) * w, shared_load(scales + (row + 8) * 4) * w}};
   }
 
   // One thread of each multiplying warpgroup hands a slot back to the copier,
