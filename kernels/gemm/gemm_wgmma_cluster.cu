@@ -18,8 +18,10 @@ WGMMA_CLUSTER_SHAPES(e4m3fn, e4m3fn_t)
 // Not block-scaled: a 128 x 128 block-scaled tile in clusters of two (W shared,
 // 24 KB per K group instead of 32) took 1.07-1.13x the time of the unclustered
 // one in the H100 tuning run of 2026-11-23 (7168 x 16384 at M = 4096: 1111 µs
-// against 980): what holds those tiles back is the scaling between products,
-// not L2 bandwidth.  (wgmma_ws.h allows it; the tests passed.)
+// against 980).  Measured again once the scale warp copied asynchronously
+// (H100, 19:28 UTC, bench_gemm_variants.py at M = 256-8192 of the DeepSeek-V3
+// set): 0.823x of the peer against 0.840x unclustered, and 192 x 128 in pairs
+// 0.709x against 0.738x.  (wgmma_ws.h allows it; the tests passed.)
 
 // Variant names: wgmma_ws.<dtype>.<BM>x<BN>.s<STAGES>.x2 (x2: clusters of two
 // blocks stacked in M); threads and shared memory as gemm_wgmma_ws.cu's.

@@ -212,12 +212,12 @@ bool supports(const GemmArgs &g, const GpuCall *call) {
 }
 
 // Block-scaled tiles: 64 x 128 where 128 x 128 tiles fill half the GPU or
-// less; 192 x 128 (three multiplying warpgroups) from 2048 rows with K below
-// 16384, where the tuning run on the H100 picked it (5 of the 6 DeepSeek-V3
-// shapes at M >= 2048; at 7168 x 16384 it took 1.1x the time of 128 x 128).
+// less, else 128 x 128.  (Forced on every DeepSeek-V3 shape at M = 2048-8192 on
+// the H100, 128 x 128 ran 0.82-0.85x of the peer and 192 x 128 0.80-0.82x,
+// 2026-11-23 19:28 UTC; the tuned table picks 192 x 128 where it wins.)
 bool block_scaled_fit(const GemmArgs &g, int bm) {
   if (g.m <= 64 || tile_count(g, 128, 128) * g.batch <= kHopperSms / 2) return bm == 64;
-  return bm == (g.m >= 2048 && g.k < 16384 ? 192 : 128);
+  return bm == 128;
 }
 
 // The heuristic's preferences: the smallest token tile that holds M, the
