@@ -113,6 +113,10 @@ def quant_reference(x64, scale64, dtype):
     return y.astype(np_dtype(dtype))
 
 
+# How far past a midpoint fp32's x * fl32(1 / scale) may land, relative to |x / scale|.
+TIE_WINDOW = 2.0 ** -21
+
+
 def near_tie(x64, scale64, dtype, x_rel=0.0):
     """Where x / scale lies within a few fp32 ulps of a midpoint between two 8-bit
     values: there the library's fp32 x * fl32(1 / scale) may round to the other side.
@@ -126,7 +130,7 @@ def near_tie(x64, scale64, dtype, x_rel=0.0):
         exponent = np.floor(np.log2(np.maximum(y, SMALLEST_SUBNORMAL[dtype])))
         step = np.maximum(2.0 ** (exponent - MANTISSA_BITS[dtype]), SMALLEST_SUBNORMAL[dtype])
     units = y / step
-    return np.abs(units - np.floor(units) - 0.5) * step <= (2.0 ** -21 + x_rel) * y
+    return np.abs(units - np.floor(units) - 0.5) * step <= (TIE_WINDOW + x_rel) * y
 
 
 def ordinal(q, dtype):
@@ -162,7 +166,7 @@ def check_quantized(out, x64, scale64, dtype, x_rel=0.0):
         bound = half_ulp * np.abs(x64) + 0.5 * SMALLEST_SUBNORMAL[dtype] * scale64 * (1 + 1e-5)
     # near_tie's window too: an element that fp32 rounds to the other side of a
     # tie lies up to that much past half a step (x / scale = 72.5000058 -> 72).
-    bound = np.broadcast_to(bound + (2.0 ** -21 + x_rel) * np.abs(x64), x64.shape)
+    bound = np.broadcast_to(bound + (TIE_WINDOW + x_rel) * np.abs(x64), x64.shape)
     assert (err <= bound)[inside].all(), "dequantized error above half a step"
 
 
