@@ -50,6 +50,7 @@ __device__ __forceinline__ float fast_div(float a, float b) { return a / b; }
 __device__ __forceinline__ void atomic_max_u32(uint32_t *p, uint32_t v) {
   __hip_atomic_fetch_max(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
+__device__ __forceinline__ void enter_stream_order() {}  // HIP launches kernels in stream order
 
 #else  // ------------------------------------------------------------------ NVIDIA
 #define AITER_NVIDIA 1
@@ -72,6 +73,18 @@ __device__ __forceinline__ float fast_rsqrt(float x) { return rsqrtf(x); }
 __device__ __forceinline__ float fast_rint(float x) { return rintf(x); }
 __device__ __forceinline__ float fast_div(float a, float b) { return __fdividef(a, b); }
 __device__ __forceinline__ void atomic_max_u32(uint32_t *p, uint32_t v) { atomicMax(p, v); }
+// Every kernel's first step.  On sm_90 and up the host launches kernels with
+// programmatic stream serialization (libaiter/gpu/launch.hpp), so a kernel's
+// blocks may start before the kernel ahead of it on the stream has finished:
+// this waits until it has, and its writes are visible, before any global
+// memory is touched; then it lets the next kernel's blocks launch, so that
+// their launch overlaps this kernel's run instead of following its end.
+__device__ __forceinline__ void enter_stream_order() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 #endif
 
 // Sum over a block of up to 1024 threads; every thread gets the total.  `scratch`

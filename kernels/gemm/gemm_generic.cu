@@ -71,6 +71,7 @@ __device__ __forceinline__ void gemm_generic(const GemmParams &p) {
 
 #define GENERIC(name, T, Acc)                                                             \
   AITER_KERNEL void AITER_LAUNCH_BOUNDS(kThreads) aiter_gemm_generic_##name(GemmParams p) { \
+    enter_stream_order();          \
     gemm_generic<T, Acc>(p);                                                              \
   }
 

@@ -130,6 +130,7 @@ __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
 #define SKINNY(dt, T, NT, RT, WARPS)                                                \
   extern "C" __global__ void __launch_bounds__(WARPS * 32)                          \
       aiter_gemm_skinny_##dt##_t##NT##_r##RT##_w##WARPS(GemmParams p) {             \
+    enter_stream_order();                                                          \
     gemm_skinny<T, NT, RT, WARPS>(p);                                               \
   }
 #define SKINNY_SHAPES(dt, T) \
@@ -151,6 +152,7 @@ SKINNY_SHAPES(e5m2, e5m2_t)
 #define SKINNY_BS(NT, RT, WARPS)                                                   \
   extern "C" __global__ void __launch_bounds__(WARPS * 32)                         \
       aiter_gemm_skinny_e4m3fn_t##NT##_r##RT##_w##WARPS##_bs(GemmParams p) {       \
+    enter_stream_order();                                                         \
     gemm_skinny<e4m3fn_t, NT, RT, WARPS, true>(p);                                 \
   }
 SKINNY_BS(1, 1, 4)

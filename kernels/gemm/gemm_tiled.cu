@@ -169,6 +169,7 @@ struct Tiled {
 #define TILED(dt, T, BM, BN, WM, WN, S, SCALED, tag)                                                  \
   extern "C" __global__ void __launch_bounds__(Tiled<T, BM, BN, WM, WN, S, SCALED>::kThreads)         \
       aiter_gemm_tiled_##dt##_##BM##x##BN##_s##S##tag(GemmParams p) {                                  \
+    enter_stream_order();                                                                             \
     Tiled<T, BM, BN, WM, WN, S, SCALED>::run(p);                                                      \
   }
 #define TILED_SHAPES(dt, T)                 \

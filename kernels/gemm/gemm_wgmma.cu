@@ -72,6 +72,7 @@ struct Wgmma {
 
 #define WGMMA(dt, T, BN, S)                                                                         \
   extern "C" __global__ void __launch_bounds__(256) aiter_gemm_wgmma_##dt##_128x##BN##_s##S(GemmParams p) { \
+    enter_stream_order();                                                                           \
     Wgmma<T, BN, S>::run(p);                                                                        \
   }
 
@@ -88,6 +89,7 @@ WGMMA(e5m2, e5m2_t, 128, 4)
 WGMMA(e5m2, e5m2_t, 128, 3)
 WGMMA(e5m2, e5m2_t, 256, 3)
 extern "C" __global__ void __launch_bounds__(256) aiter_gemm_wgmma_e4m3fn_128x128_s4_bs(GemmParams p) {
+  enter_stream_order();
   Wgmma<e4m3fn_t, 128, 4, true>::run(p);
 }
 

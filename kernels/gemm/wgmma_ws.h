@@ -376,6 +376,7 @@ struct WgmmaWs {
   // 128 + 2 * BM threads: warpgroup 0 copies (one thread issues), BM / 64 multiply.
   // K >= 1 (the launcher routes K = 0 elsewhere).
   static __device__ void run(const GemmTmaParams &q) {
+    enter_stream_order();
     extern __shared__ __align__(1024) unsigned char smem[];
     const Ring ring{(smem_address(smem) + 1023u) & ~1023u};  // the manifest asks 1 KiB extra
     if (threadIdx.x == 0) {

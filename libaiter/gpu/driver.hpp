@@ -51,8 +51,11 @@ class Driver {
   virtual aiter_status load_module(const void *image, Module *module) = 0;
   virtual aiter_status get_function(Module module, const char *symbol, Function *function) = 0;
   virtual aiter_status set_max_dynamic_smem(Function function, int bytes) = 0;
-  virtual aiter_status launch(Function function, Dim3 grid, Dim3 block, unsigned smem, void *stream,
-                              void **args) = 0;
+  // programmatic: the kernel may start before the one ahead of it on the stream
+  // has finished (it waits for it itself: enter_stream_order in
+  // kernels/common/vendor.h); drivers without programmatic launch ignore it.
+  virtual aiter_status launch(Function function, Dim3 grid, Dim3 block, unsigned smem, void *stream, void **args,
+                              bool programmatic) = 0;
   virtual aiter_status memset_u32_async(void *dst, uint32_t value, size_t count, void *stream) = 0;
   virtual aiter_status synchronize(void *stream) = 0;
   // Writes the 128-byte descriptor of `spec` to `map`; drivers without TMA refuse.

@@ -36,14 +36,23 @@ struct CudaApi {
   CUresult (*cuTensorMapEncodeTiled)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *,
                                      const unsigned *, const unsigned *, int, int, int, int);
   CUresult (*cuOccupancyMaxActiveClusters)(int *, Function, const void *);
+  CUresult (*cuLaunchKernelEx)(const void *, Function, void **, void **);
 };
 
-// CUlaunchConfig, as cuOccupancyMaxActiveClusters reads it (no attributes: the
-// kernels carry their cluster dimensions).
+// CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte union of values.
+struct alignas(8) LaunchAttribute {
+  int id;
+  int pad;
+  int value[16];
+};
+constexpr int kProgrammaticStreamSerialization = 6;  // CUlaunchAttributeID
+
+// CUlaunchConfig, as cuLaunchKernelEx and cuOccupancyMaxActiveClusters read it
+// (no cluster attribute: the kernels carry their cluster dimensions).
 struct LaunchConfig {
   unsigned grid[3], block[3], smem;
   void *stream;
-  void *attrs;
+  LaunchAttribute *attrs;
   unsigned attr_count;
 };
 
@@ -73,6 +82,7 @@ class CudaDriver final : public Driver {
     if (!ok) return fail(AITER_ERR_NO_DEVICE, "libcuda.so.1 lacks a driver API function libaiter needs: %s", dlerror());
     resolve(lib, "cuTensorMapEncodeTiled", &api_.cuTensorMapEncodeTiled);
     resolve(lib, "cuOccupancyMaxActiveClusters", &api_.cuOccupancyMaxActiveClusters);
+    resolve(lib, "cuLaunchKernelEx", &api_.cuLaunchKernelEx);
     return check(api_.cuInit(0), "cuInit");
   }
 
@@ -120,8 +130,13 @@ class CudaDriver final : public Driver {
     return check(api_.cuFuncSetAttribute(function, kMaxDynamicSmem, bytes), "cuFuncSetAttribute");
   }
 
-  aiter_status launch(Function f, Dim3 g, Dim3 b, unsigned smem, void *stream, void **args) override {
-    return check(api_.cuLaunchKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, smem, stream, args, nullptr), "cuLaunchKernel");
+  aiter_status launch(Function f, Dim3 g, Dim3 b, unsigned smem, void *stream, void **args,
+                      bool programmatic) override {
+    if (!programmatic || api_.cuLaunchKernelEx == nullptr)
+      return check(api_.cuLaunchKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, smem, stream, args, nullptr), "cuLaunchKernel");
+    LaunchAttribute overlap{kProgrammaticStreamSerialization, 0, {1}};
+    const LaunchConfig config{{g.x, g.y, g.z}, {b.x, b.y, b.z}, smem, stream, &overlap, 1};
+    return check(api_.cuLaunchKernelEx(&config, f, args, nullptr), "cuLaunchKernelEx");
   }
 
   aiter_status memset_u32_async(void *dst, uint32_t value, size_t count, void *stream) override {

@@ -129,7 +129,7 @@ class HipDriver final : public Driver {
     return s;
   }
 
-  aiter_status launch(Function f, Dim3 g, Dim3 b, unsigned smem, void *stream, void **args) override {
+  aiter_status launch(Function f, Dim3 g, Dim3 b, unsigned smem, void *stream, void **args, bool) override {
     return check(api_.hipModuleLaunchKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, smem, stream, args, nullptr),
                  "hipModuleLaunchKernel");
   }

@@ -58,7 +58,8 @@ aiter_status launch(const GpuCall &call, const char *op, const std::string &vari
                 block, kernel.max_block);
   if (s != AITER_OK) return s;
   void *args[] = {const_cast<Params *>(&params)};
-  return scope.driver()->launch(kernel.function, grid, Dim3{block, 1, 1}, unsigned(kernel.smem), call.stream, args);
+  return scope.driver()->launch(kernel.function, grid, Dim3{block, 1, 1}, unsigned(kernel.smem), call.stream, args,
+                                kernel.programmatic);
 }
 
 // Fills `count` 32-bit words of device memory on the caller's stream.

@@ -160,6 +160,18 @@ aiter_status read_file(const std::string &path, std::string *bytes) {
   return AITER_OK;
 }
 
+// Kernels for sm_90 and up start with enter_stream_order (kernels/common/vendor.h),
+// so they may be launched before the kernel ahead of them has finished: their
+// launch then overlaps its run.  AITER_PROGRAMMATIC_LAUNCH=0 launches them in
+// plain stream order.
+bool programmatic_launch(const std::string &target) {
+  static const bool enabled = [] {
+    const char *env = std::getenv("AITER_PROGRAMMATIC_LAUNCH");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return enabled && target.rfind("sm_", 0) == 0 && std::atoi(target.c_str() + 3) >= 90;
+}
+
 aiter_status load_kernel(Driver *driver, DeviceKernels &dk, const Entry &e, Kernel *kernel) {
   auto module = dk.modules.find(e.file);
   if (module == dk.modules.end()) {
@@ -174,6 +186,7 @@ aiter_status load_kernel(Driver *driver, DeviceKernels &dk, const Entry &e, Kern
   if (s == AITER_OK && e.smem > 48 * 1024) s = driver->set_max_dynamic_smem(kernel->function, e.smem);
   kernel->max_block = e.block;
   kernel->smem = e.smem;
+  kernel->programmatic = programmatic_launch(e.target);
   return s;
 }
 

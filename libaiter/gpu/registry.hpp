@@ -15,6 +15,7 @@ struct Kernel {
   Function function = nullptr;
   int max_block = 0;  // the kernel's launch bound
   int smem = 0;       // dynamic shared memory it needs, bytes
+  bool programmatic = false;  // launched to overlap the kernel ahead of it (programmatic_launch)
 };
 
 // The kernel `op`/`variant` for the device `where` lives on.  AITER_ERR_NO_KERNEL

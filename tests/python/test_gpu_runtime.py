@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import aiter
-from harness import assert_close, f64, rand, to_device
+from gemm_helpers import check as check_gemm, reference as gemm_reference
+from harness import QMAX, assert_close, check_quantized, f64, poisoned_on, rand, to_device
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -57,6 +58,65 @@ def test_cuda_graph_capture_and_replay(rng):
         torch.cuda.synchronize()
         assert_close(x, expected_residual, "float16", what="residual")
         assert_close(out, rms_ref(x, w), "float16")
+
+
+def silu_mul_ref(h):
+    gate, up = np.split(f64(h), 2, axis=-1)
+    return gate / (1 + np.exp(-gate)) * up
+
+
+def test_dependent_kernels_back_to_back(rng):
+    """On sm_90 and up each kernel is launched before the one ahead of it has
+    finished (programmatic launch) and waits for it on the GPU: a chain of ops,
+    each reading what the one before wrote, with no synchronization between
+    them, eagerly and as a graph; every intermediate is poisoned first, so a
+    kernel that read too early would see NaN."""
+    rows, hidden, n = 2048, 4096, 2048
+    x = torch.randn(rows, hidden, device="cuda", dtype=torch.bfloat16)
+    g = to_device(rand(rng, (hidden,), "bfloat16"), "cuda")
+    w = to_device(rand(rng, (n, hidden), "bfloat16", scale=0.05), "cuda")
+    fp8 = "float8_e4m3fn"
+    bufs = {}
+
+    def poison():
+        bufs.update(y=poisoned_on((rows, hidden), "bfloat16", "cuda"), q=poisoned_on((rows, hidden), fp8, "cuda"),
+                    s=poisoned_on((1,), "float32", "cuda"), h=poisoned_on((rows, n), "bfloat16", "cuda"),
+                    h8=poisoned_on((8, n), "bfloat16", "cuda"), act=poisoned_on((rows, n // 2), "bfloat16", "cuda"))
+
+    def chain():
+        b = bufs
+        aiter.rmsnorm(x, g, out=b["y"])
+        aiter.quant_per_tensor(b["y"], fp8, out=b["q"], scale=b["s"])  # a memset and three kernels
+        aiter.gemm_a16w16(b["y"], w, out=b["h"])  # tensor-core tiles
+        aiter.gemm_a16w16(b["y"][:8], w, out=b["h8"])  # the skinny kernel
+        aiter.silu_and_mul(b["h"], out=b["act"])
+
+    def check():
+        torch.cuda.synchronize()
+        b = bufs
+        assert_close(b["y"], rms_ref(x, g), "bfloat16", what="rmsnorm")
+        y = f64(b["y"])
+        assert np.isclose(f64(b["s"])[0], np.abs(y).max() / QMAX[fp8], rtol=1e-6), "per-tensor scale"
+        check_quantized(b["q"], y, f64(b["s"])[0], fp8)
+        check_gemm(b["h"], gemm_reference(b["y"], w), "bfloat16", hidden, magnitude=0.05)
+        check_gemm(b["h8"], gemm_reference(b["y"][:8], w), "bfloat16", hidden, magnitude=0.05)
+        assert_close(b["act"], silu_mul_ref(b["h"]), "bfloat16", what="silu_and_mul")
+
+    poison()
+    chain()
+    check()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        chain()
+    for _ in range(2):
+        x.normal_()
+        for buf in bufs.values():  # poisoned again in place: the graph holds these buffers
+            if buf.element_size() == 1:
+                buf.view(torch.uint8).fill_(0x7F)  # fp8 NaN
+            else:
+                buf.fill_(float("nan"))
+        graph.replay()
+        check()
 
 
 def test_cupy_in_cupy_out(rng):
