@@ -11,6 +11,7 @@
 // the amax reduction and the quantized store, so x is read once; longer rows, and
 // rows not in 16-byte chunks, are read twice (the second time mostly from L2).
 #include "../common/numeric.h"
+#include "../common/quant_store.h"
 #include "activation_params.h"
 
 namespace {
@@ -166,13 +167,6 @@ __device__ __forceinline__ void silu_chunk(const T *gate, const T *up_half, floa
   for (int i = 0; i < N; ++i) y[i] = silu_times(y[i], up[i]);
 }
 
-template <int N, int Q>
-__device__ __forceinline__ void store_quantized(uint8_t *out, const float (&y)[N], float inv) {
-  Vec<uint8_t, N> q;
-#pragma unroll
-  for (int i = 0; i < N; ++i) q.v[i] = quantize(y[i] * inv, Q);
-  *reinterpret_cast<Vec<uint8_t, N> *>(out) = q;
-}
 
 // Rows of up to blockDim * kQuantChunks * N columns, read once: each thread keeps
 // kQuantChunks chunks of N products in registers, chunk r covering columns
@@ -198,7 +192,7 @@ __device__ __forceinline__ void silu_quant_cached(const ActivationParams &p, flo
 #pragma unroll
     for (int r = 0; r < kQuantChunks; ++r) {
       const int c = (r * nthreads + tid) * N;
-      if (c < cols) store_quantized<N, Q>(out + c, y[r], inv);
+      if (c < cols) store_quantized<Q, N>(out + c, y[r], inv);
     }
   }
 }
@@ -222,7 +216,7 @@ __device__ __forceinline__ void silu_quant_reread(const ActivationParams &p, flo
     for (long long c = first; c < p.cols; c += step) {
       float y[N];
       silu_chunk<T, N>(x + c, x + p.cols + c, y);
-      store_quantized<N, Q>(out + c, y, inv);
+      store_quantized<Q, N>(out + c, y, inv);
     }
   }
 }

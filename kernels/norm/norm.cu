@@ -2,6 +2,7 @@
 // per-row quantization: one block per row, the row held in registers between
 // the statistics pass and the output pass, so x is read once.
 #include "../common/numeric.h"
+#include "../common/quant_store.h"
 #include "norm_params.h"
 
 namespace {
@@ -48,15 +49,16 @@ __device__ __forceinline__ void store_row(const NormParams &p, long long row, fl
   const float scale = dynamic_scale(amax, p.quant);
   const float inv = 1.0f / scale;
   if (tid == 0) p.scale_out[row * p.scale_stride] = scale;
+  // The format picked once, not per element: with quantize(y, p.quant) in the
+  // loop every element branched over the four formats (bf16 r2 kernel: 1360
+  // instructions, 81 branches).
+  with_kind(p.quant, [&](auto kind) {
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const long long c = (long long)(r * nthreads + tid) * N;
-    if (c >= p.cols) continue;
-    Vec<uint8_t, N> q;
-#pragma unroll
-    for (int i = 0; i < N; ++i) q.v[i] = quantize(y[r][i] * inv, p.quant);
-    *reinterpret_cast<Vec<uint8_t, N> *>(static_cast<uint8_t *>(p.out) + base + c) = q;
-  }
+    for (int r = 0; r < R; ++r) {
+      const long long c = (long long)(r * nthreads + tid) * N;
+      if (c < p.cols) store_quantized<decltype(kind)::value, N>(static_cast<uint8_t *>(p.out) + base + c, y[r], inv);
+    }
+  });
 }
 
 // LayerNorm's second statistic: 1 / std of the row about `mean`, from the
@@ -227,8 +229,15 @@ __device__ void norm_row(const NormParams &params) {
 // than 40.  Measured for bf16 only, so f16 and f32 keep their uncapped kernels.
 template <class T> struct LayerMinBlocks { static constexpr int value = 1; };
 template <> struct LayerMinBlocks<bf16_t> { static constexpr int value = 4; };
+// R = 4 without quantizing: at most 64 registers, so that an SM holds four blocks
+// of 256.  Left to itself ptxas allocates 56 or 79 depending on which other
+// kernels share the file (it hoists more weight loads); capped, rows of 8192
+// ran as fast as at 56 (H100, in turns, 2026-11-23).
+template <class T, int R, int KIND, bool QUANT> struct NormMinBlocks {
+  static constexpr int value = KIND == kNormLayer && R == 2 ? LayerMinBlocks<T>::value : R == 4 && !QUANT ? 2 : 1;
+};
 #define AITER_NORM_KIND(name, T, N, R, KIND, QUANT)                                                 \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS_MIN(512, KIND == kNormLayer && R == 2 ? LayerMinBlocks<T>::value : 1) \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS_MIN(512, (NormMinBlocks<T, R, KIND, QUANT>::value))                 \
       name(NormParams p) {                                                                           \
     enter_stream_order();                                                                            \
     norm_row<T, N, R, false, KIND, QUANT>(p);                                                        \

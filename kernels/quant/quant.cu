@@ -12,6 +12,7 @@
 //   after every block of `tensor` has read the amax).
 // Per tensor, static: `tensor` alone, with the given scale.
 #include "../common/numeric.h"
+#include "../common/quant_store.h"
 #include "quant_params.h"
 
 namespace {
@@ -24,38 +25,6 @@ constexpr int kChunk = 8;            // elements of a vector access: 16-byte loa
 // warps an SM holds, and H100 bandwidth drops from 2.93 to 2.65 TB/s).
 constexpr int kAmaxUnroll = 4;
 constexpr int kQuantizeUnroll = 2;
-
-// The output format as a compile-time constant, so quantize() folds its switch
-// out of the inner loops.
-template <int K>
-struct Kind {
-  static constexpr int value = K;
-};
-
-// An if-chain, not a switch: ptxas turns a four-way switch into an indexed jump
-// through a table in constant memory, whose load (a miss when the kernel starts
-// cold) comes before the first load of x.  Measured on an H100 (ncu, caches
-// flushed): 1 x 4096 static quantization 4.1 us against 2.8 us for torch.compile.
-// Each test reads an opaque copy of `kind`, or LLVM folds the chain back into
-// a switch.  NVIDIA only: AMD code is built here but never run, so not measured.
-__device__ __forceinline__ int opaque(int v) {
-#if defined(AITER_NVIDIA)
-  asm("" : "+r"(v));
-#endif
-  return v;
-}
-
-template <class F>
-__device__ __forceinline__ void with_kind(int kind, F &&f) {
-  if (kind == kQuantE4m3fn)
-    f(Kind<kQuantE4m3fn>{});
-  else if (opaque(kind) == kQuantInt8)
-    f(Kind<kQuantInt8>{});
-  else if (opaque(kind) == kQuantE4m3fnuz)
-    f(Kind<kQuantE4m3fnuz>{});
-  else if (opaque(kind) == kQuantE5m2)
-    f(Kind<kQuantE5m2>{});  // the host passes only these four
-}
 
 // N elements of T at p, as fp32: 16-byte loads when N fills them, else single elements.
 template <class T, int N>
@@ -87,23 +56,6 @@ __device__ __forceinline__ float amax_of(float m, const float (&v)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) m = fmaxf(m, fabsf(v[i]));
   return m;
-}
-
-// N values times inv_scale, quantized (in pairs where N allows), stored in one
-// access of N bytes.
-template <int K, int N>
-__device__ __forceinline__ void store_quantized(uint8_t *p, const float (&v)[N], float inv_scale) {
-  if constexpr (N % 2 == 0) {
-    Vec<uint16_t, N / 2> q;
-#pragma unroll
-    for (int i = 0; i < N / 2; ++i) q.v[i] = quantize2(v[2 * i] * inv_scale, v[2 * i + 1] * inv_scale, K);
-    *reinterpret_cast<Vec<uint16_t, N / 2> *>(p) = q;
-  } else {
-    Vec<uint8_t, N> q;
-#pragma unroll
-    for (int i = 0; i < N; ++i) q.v[i] = quantize(v[i] * inv_scale, K);
-    *reinterpret_cast<Vec<uint8_t, N> *>(p) = q;
-  }
 }
 
 // A group: U chunks of a thread, `step` columns apart from column c0 on; chunks
