@@ -1,5 +1,9 @@
 """The GPU runtime through the Python layer: the caller's stream, CUDA-graph
 capture, CuPy arrays, results left on the device.  GPU only (pytest -m gpu)."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -118,6 +122,16 @@ def test_dependent_kernels_back_to_back(rng):
         graph.replay()
         check()
 
+
+def test_dependent_kernels_in_plain_stream_order():
+    """AITER_PROGRAMMATIC_LAUNCH=0 launches in plain stream order (read once per
+    process): the same chain in a fresh process."""
+    env = dict(os.environ, AITER_PROGRAMMATIC_LAUNCH="0")
+    test = f"{__file__}::test_dependent_kernels_back_to_back"
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", test], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "1 passed" in run.stdout
 
 def test_cupy_in_cupy_out(rng):
     cupy = pytest.importorskip("cupy")
