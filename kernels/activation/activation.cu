@@ -244,16 +244,10 @@ __device__ void silu_quant(const ActivationParams &p) {
 // Vector variants need d % N == 0 and 16-byte aligned rows of x (and N-byte aligned
 // rows of a quantized out); scalar ones take anything (the gated ones kScalarRun
 // elements a thread).
-#define AITER_GATED_KERNEL(name, T, N)                                            \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kGatedThreads) name(ActivationParams p) { \
-    enter_stream_order();                                                         \
-    gated<T, N>(p);                                                               \
-  }
-#define AITER_SILU_QUANT_KERNEL(name, T, N, cached)                               \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kQuantThreads) name(ActivationParams p) { \
-    enter_stream_order();                                                         \
-    silu_quant<T, N, cached>(p);                                                  \
-  }
+#define AITER_GATED_KERNEL(name, T, N) \
+  AITER_ENTRY(name, kGatedThreads, ActivationParams, gated<T, N>)
+#define AITER_SILU_QUANT_KERNEL(name, T, N, cached) \
+  AITER_ENTRY(name, kQuantThreads, ActivationParams, silu_quant<T, N, cached>)
 
 // aiter-kernel: op=gated variant=f32.vec symbol=aiter_gated_f32_vec4 block=256 smem=0
 AITER_GATED_KERNEL(aiter_gated_f32_vec4, float, 4)

@@ -75,11 +75,8 @@ __device__ __forceinline__ void write_item(const CacheWriteParams &p) {
 
 // Vector variants need 16-byte aligned rows (head_dim is 64 or 128, so whole
 // chunks always fit); scalar ones (N = 1) take any alignment.
-#define AITER_CACHE_KERNEL(name, T, FP8, N)                                     \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kMaxThreads) name(CacheWriteParams p) { \
-    enter_stream_order();                                                       \
-    write_item<T, FP8, N>(p);                                                   \
-  }
+#define AITER_CACHE_KERNEL(name, T, FP8, N) \
+  AITER_ENTRY(name, kMaxThreads, CacheWriteParams, write_item<T, FP8, N>)
 
 // aiter-kernel: op=reshape_and_cache variant=f32.copy.vec symbol=aiter_cache_f32_copy_vec4 block=512 smem=0
 AITER_CACHE_KERNEL(aiter_cache_f32_copy_vec4, float, false, 4)

@@ -87,6 +87,17 @@ __device__ __forceinline__ void enter_stream_order() {
 }
 #endif
 
+// A kernel named `name` that takes its argument by value (`Params p`), runs with
+// at most `threads` threads a block, and after waiting for the kernel ahead of it
+// (enter_stream_order) calls the rest of its arguments, `body`, on p (`body` may
+// hold commas: template arguments).  The one place the memory-bound kernels'
+// entries are written, so that none forgets the wait.
+#define AITER_ENTRY(name, threads, Params, ...)                   \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS(threads) name(Params p) { \
+    enter_stream_order();                                         \
+    __VA_ARGS__(p);                                               \
+  }
+
 // Sum over a block of up to 1024 threads; every thread gets the total.  `scratch`
 // is __shared__ float[32].  One barrier pair per call.
 __device__ __forceinline__ float block_sum(float v, float *scratch) {

@@ -215,11 +215,8 @@ __device__ void norm_row(const NormParams &params) {
 // need cols % N == 0 and 16-byte aligned rows and params; scalar ones take
 // anything.  The host picks by row count and length (libaiter/gpu/norm.cpp); the
 // many-rows tiles r2 and r4 come specialized per kind (rms, add, layer, rms_q, add_q).
-#define AITER_NORM_KERNEL(name, T, N, R, THREADS, PREFETCH)           \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(THREADS) name(NormParams p) { \
-    enter_stream_order();                                             \
-    norm_row<T, N, R, PREFETCH>(p);                                   \
-  }
+#define AITER_NORM_KERNEL(name, T, N, R, THREADS, PREFETCH) \
+  AITER_ENTRY(name, THREADS, NormParams, norm_row<T, N, R, PREFETCH>)
 // Up to 512 threads: LayerNorm rows of 8192 take R = 2 with 512 threads (the
 // host's pick_shape).  With R = 4, ptxas loads every chunk's weight and bias at
 // once (113 registers, two blocks per SM; 77% of copy for 16384 x 8192 bf16 on

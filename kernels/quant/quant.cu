@@ -247,11 +247,8 @@ __device__ void tensor_small(const QuantParams &p) {
 
 }  // namespace
 
-#define AITER_QUANT_SMALL_KERNEL(name, T, N)                                  \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTensorThreads) name(QuantParams p) { \
-    enter_stream_order();                                                     \
-    tensor_small<T, N>(p);                                                    \
-  }
+#define AITER_QUANT_SMALL_KERNEL(name, T, N) \
+  AITER_ENTRY(name, kTensorThreads, QuantParams, tensor_small<T, N>)
 // aiter-kernel: op=quant variant=small.f32.vec symbol=aiter_quant_small_f32_vec block=256 smem=0
 AITER_QUANT_SMALL_KERNEL(aiter_quant_small_f32_vec, float, kChunk)
 // aiter-kernel: op=quant variant=small.f16.vec symbol=aiter_quant_small_f16_vec block=256 smem=0
@@ -267,32 +264,17 @@ AITER_QUANT_SMALL_KERNEL(aiter_quant_small_bf16_scalar, bf16_t, 1)
 
 // Vector variants (N = kChunk) need cols % 8 == 0, 16-byte aligned rows of x and
 // 8-byte aligned rows of out; scalar ones (N = 1) take anything.
-#define AITER_QUANT_TOKEN_KERNEL(name, T, R)                                 \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTokenThreads) name(QuantParams p) { \
-    enter_stream_order();                                                    \
-    per_token_cached<T, kChunk, R>(p);                                       \
-  }
-#define AITER_QUANT_LOOP_KERNEL(name, T, N)                                  \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTokenThreads) name(QuantParams p) { \
-    enter_stream_order();                                                    \
-    per_token_two_pass<T, N>(p);                                             \
-  }
-#define AITER_QUANT_TENSOR_KERNELS(amax_name, quantize_name, T, N)                     \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTensorThreads) amax_name(QuantParams p) {     \
-    enter_stream_order();                                                              \
-    tensor_amax<T, N>(p);                                                              \
-  }                                                                                    \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTensorThreads) quantize_name(QuantParams p) { \
-    enter_stream_order();                                                              \
-    tensor_quantize<T, N, kQuantizeUnroll>(p);                                         \
-  }
+#define AITER_QUANT_TOKEN_KERNEL(name, T, R) \
+  AITER_ENTRY(name, kTokenThreads, QuantParams, per_token_cached<T, kChunk, R>)
+#define AITER_QUANT_LOOP_KERNEL(name, T, N) \
+  AITER_ENTRY(name, kTokenThreads, QuantParams, per_token_two_pass<T, N>)
+#define AITER_QUANT_TENSOR_KERNELS(amax_name, quantize_name, T, N)       \
+  AITER_ENTRY(amax_name, kTensorThreads, QuantParams, tensor_amax<T, N>) \
+  AITER_ENTRY(quantize_name, kTensorThreads, QuantParams, tensor_quantize<T, N, kQuantizeUnroll>)
 // Few tiles: a pair of elements a thread, one group, so that each thread's chain
 // of instructions is short and the blocks spread over many SMs.
-#define AITER_QUANT_TENSOR_PAIR_KERNEL(name, T)                               \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kTensorThreads) name(QuantParams p) { \
-    enter_stream_order();                                                     \
-    tensor_quantize<T, 2, 1>(p);                                              \
-  }
+#define AITER_QUANT_TENSOR_PAIR_KERNEL(name, T) \
+  AITER_ENTRY(name, kTensorThreads, QuantParams, tensor_quantize<T, 2, 1>)
 
 // Per token, row in registers: R chunks of 8 a thread, 512 threads, so rows of up
 // to 8192 (r2), 16384 (r4) or 32768 (r8) elements.

@@ -82,11 +82,8 @@ __device__ __forceinline__ void rope_item(const RopeParams &p) {
 
 // Vector variants (N = 16 bytes of T) need rotary_dim / 2 to be a multiple of N
 // and 16-byte aligned heads and cache; scalar ones (N = 1) take anything.
-#define AITER_ROPE_KERNEL(name, T, C, N, NEOX)                            \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kMaxThreads) name(RopeParams p) { \
-    enter_stream_order();                                                 \
-    rope_item<T, C, N, NEOX>(p);                                          \
-  }
+#define AITER_ROPE_KERNEL(name, T, C, N, NEOX) \
+  AITER_ENTRY(name, kMaxThreads, RopeParams, rope_item<T, C, N, NEOX>)
 
 // aiter-kernel: op=rope variant=f32.f32.neox.vec symbol=aiter_rope_f32_f32_neox_vec4 block=512 smem=0
 AITER_ROPE_KERNEL(aiter_rope_f32_f32_neox_vec4, float, float, 4, true)
