@@ -90,8 +90,10 @@ __device__ __forceinline__ void enter_stream_order() {
 // A kernel named `name` that takes its argument by value (`Params p`), runs with
 // at most `threads` threads a block, and after waiting for the kernel ahead of it
 // (enter_stream_order) calls the rest of its arguments, `body`, on p (`body` may
-// hold commas: template arguments).  The one place the memory-bound kernels'
-// entries are written, so that none forgets the wait.
+// hold commas: template arguments).  Every kernel's entry is written with it, so
+// that none forgets the wait, but those with other launch attributes (the norms'
+// minimum blocks, the warp-specialized GEMMs' clusters), which call
+// enter_stream_order first themselves.
 #define AITER_ENTRY(name, threads, Params, ...)                   \
   AITER_KERNEL void AITER_LAUNCH_BOUNDS(threads) name(Params p) { \
     enter_stream_order();                                         \

@@ -69,11 +69,7 @@ __device__ __forceinline__ void gemm_generic(const GemmParams &p) {
 
 }  // namespace
 
-#define GENERIC(name, T, Acc)                                                             \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS(kThreads) aiter_gemm_generic_##name(GemmParams p) { \
-    enter_stream_order();          \
-    gemm_generic<T, Acc>(p);                                                              \
-  }
+#define GENERIC(name, T, Acc) AITER_ENTRY(aiter_gemm_generic_##name, kThreads, GemmParams, gemm_generic<T, Acc>)
 
 // aiter-kernel: op=gemm variant=generic.f32 symbol=aiter_gemm_generic_f32 block=256 smem=0
 GENERIC(f32, float, float)

@@ -127,12 +127,9 @@ __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
 
 }  // namespace
 
-#define SKINNY(dt, T, NT, RT, WARPS)                                                \
-  extern "C" __global__ void __launch_bounds__(WARPS * 32)                          \
-      aiter_gemm_skinny_##dt##_t##NT##_r##RT##_w##WARPS(GemmParams p) {             \
-    enter_stream_order();                                                          \
-    gemm_skinny<T, NT, RT, WARPS>(p);                                               \
-  }
+#define SKINNY(dt, T, NT, RT, WARPS)                                                     \
+  AITER_ENTRY(aiter_gemm_skinny_##dt##_t##NT##_r##RT##_w##WARPS, WARPS * 32, GemmParams, \
+              gemm_skinny<T, NT, RT, WARPS>)
 #define SKINNY_SHAPES(dt, T) \
   SKINNY(dt, T, 1, 1, 4)     \
   SKINNY(dt, T, 1, 1, 8)     \
@@ -149,12 +146,9 @@ SKINNY_SHAPES(i8, int8_t)
 SKINNY_SHAPES(e4m3fn, e4m3fn_t)
 SKINNY_SHAPES(e5m2, e5m2_t)
 
-#define SKINNY_BS(NT, RT, WARPS)                                                   \
-  extern "C" __global__ void __launch_bounds__(WARPS * 32)                         \
-      aiter_gemm_skinny_e4m3fn_t##NT##_r##RT##_w##WARPS##_bs(GemmParams p) {       \
-    enter_stream_order();                                                         \
-    gemm_skinny<e4m3fn_t, NT, RT, WARPS, true>(p);                                 \
-  }
+#define SKINNY_BS(NT, RT, WARPS)                                                              \
+  AITER_ENTRY(aiter_gemm_skinny_e4m3fn_t##NT##_r##RT##_w##WARPS##_bs, WARPS * 32, GemmParams, \
+              gemm_skinny<e4m3fn_t, NT, RT, WARPS, true>)
 SKINNY_BS(1, 1, 4)
 SKINNY_BS(1, 1, 8)
 SKINNY_BS(1, 2, 4)

@@ -166,12 +166,9 @@ struct Tiled {
 
 }  // namespace
 
-#define TILED(dt, T, BM, BN, WM, WN, S, SCALED, tag)                                                  \
-  extern "C" __global__ void __launch_bounds__(Tiled<T, BM, BN, WM, WN, S, SCALED>::kThreads)         \
-      aiter_gemm_tiled_##dt##_##BM##x##BN##_s##S##tag(GemmParams p) {                                  \
-    enter_stream_order();                                                                             \
-    Tiled<T, BM, BN, WM, WN, S, SCALED>::run(p);                                                      \
-  }
+#define TILED(dt, T, BM, BN, WM, WN, S, SCALED, tag)                                                            \
+  AITER_ENTRY(aiter_gemm_tiled_##dt##_##BM##x##BN##_s##S##tag, (Tiled<T, BM, BN, WM, WN, S, SCALED>::kThreads), \
+              GemmParams, Tiled<T, BM, BN, WM, WN, S, SCALED>::run)
 #define TILED_SHAPES(dt, T)                 \
   TILED(dt, T, 128, 128, 64, 32, 4, false, ) \
   TILED(dt, T, 128, 128, 64, 32, 3, false, ) \

@@ -70,11 +70,7 @@ struct Wgmma {
 
 }  // namespace
 
-#define WGMMA(dt, T, BN, S)                                                                         \
-  extern "C" __global__ void __launch_bounds__(256) aiter_gemm_wgmma_##dt##_128x##BN##_s##S(GemmParams p) { \
-    enter_stream_order();                                                                           \
-    Wgmma<T, BN, S>::run(p);                                                                        \
-  }
+#define WGMMA(dt, T, BN, S) AITER_ENTRY(aiter_gemm_wgmma_##dt##_128x##BN##_s##S, 256, GemmParams, Wgmma<T, BN, S>::run)
 
 WGMMA(bf16, bf16_t, 128, 4)
 WGMMA(bf16, bf16_t, 128, 3)
@@ -88,10 +84,7 @@ WGMMA(e4m3fn, e4m3fn_t, 256, 3)
 WGMMA(e5m2, e5m2_t, 128, 4)
 WGMMA(e5m2, e5m2_t, 128, 3)
 WGMMA(e5m2, e5m2_t, 256, 3)
-extern "C" __global__ void __launch_bounds__(256) aiter_gemm_wgmma_e4m3fn_128x128_s4_bs(GemmParams p) {
-  enter_stream_order();
-  Wgmma<e4m3fn_t, 128, 4, true>::run(p);
-}
+AITER_ENTRY(aiter_gemm_wgmma_e4m3fn_128x128_s4_bs, 256, GemmParams, Wgmma<e4m3fn_t, 128, 4, true>::run)
 
 // Variant names: wgmma.<dtype>.128x<BN>.s<STAGES> (128 x 128 with 3 stages: two
 // blocks per SM, whose products fill each other's barriers); 256 threads; shared memory =

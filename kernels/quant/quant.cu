@@ -339,8 +339,8 @@ AITER_QUANT_TENSOR_PAIR_KERNEL(aiter_quant_tensor_f16_vec2, half_t)
 AITER_QUANT_TENSOR_PAIR_KERNEL(aiter_quant_tensor_bf16_vec2, bf16_t)
 
 // The amax in the slot becomes the scale.  One thread.
-// aiter-kernel: op=quant variant=finalize symbol=aiter_quant_finalize block=32 smem=0
-AITER_KERNEL void AITER_LAUNCH_BOUNDS(32) aiter_quant_finalize(QuantParams p) {
-  enter_stream_order();
+__device__ __forceinline__ void finalize_scale(const QuantParams &p) {
   if (thread_x() == 0 && block_x() == 0) p.scale[0] = dynamic_scale(p.scale[0], p.quant);
 }
+// aiter-kernel: op=quant variant=finalize symbol=aiter_quant_finalize block=32 smem=0
+AITER_ENTRY(aiter_quant_finalize, 32, QuantParams, finalize_scale)
