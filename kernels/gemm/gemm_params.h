@@ -38,10 +38,3 @@ struct GemmTmaParams {
   int batch;                 // matrices in the batch
   int a_batched, w_batched;  // 0: every batch reads matrix 0 (a map's batch stride cannot be 0)
 };
-
-// Arguments of the persistent skinny kernels (gemm_skinny_bulk.cu), which walk
-// the row blocks of every batch matrix.
-struct GemmBatchParams {
-  GemmParams p;
-  long long batch;  // matrices in the batch
-};

@@ -1,15 +1,16 @@
 // GEMM for few rows of A (M <= 16: decode and small batches), where the time is
-// the time to stream W once (fragment layout and arithmetic: skinny_fragments.h).
-// Each thread loads 16 contiguous bytes of W rows and of tokens straight from
-// global memory into registers: no shared memory staging or shuffles.
+// the time to stream W once.  The product is computed transposed, out^T = W A^T,
+// so W's rows fill the 16-row side of the tensor-core tile and the tokens its
+// 8-column side.  Each thread loads 16 contiguous bytes of a W row and the same
+// 16 bytes of K of a token straight from global memory into registers: the dot
+// product does not care which K lands in which fragment slot, only that W and
+// A agree, so no shared memory staging or shuffles are needed (mma.h).
 //
 // A block owns 16 * RT rows of W and all M <= 8 * NT tokens; its WARPS warps
 // split K, each streaming U * 64 bytes of every row per step with the next
-// step's loads in flight, and the partial sums meet in shared memory.  Requires
-// K * element size, the row strides and the pointers to be multiples of 16
-// bytes (the launcher checks).  gemm_skinny_bulk.cu streams W into shared
-// memory instead (sm_90a).
-#include "skinny_fragments.h"
+// step's loads in flight, and the partial sums meet in shared memory.  Requires K * element size, the row strides and
+// the pointers to be multiples of 16 bytes (the launcher checks).
+#include "mma.h"
 
 namespace {
 
@@ -18,9 +19,10 @@ namespace {
 // 32 rows of W lie in one 128-row block of scales).
 template <class T, int NT, int RT, int WARPS, bool BS = false, int U = RT == 1 ? 4 : 2>
 __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
-  using Math = SkinnyMath<T, NT, RT, BS>;
-  using Acc = typename Math::Acc;
-  constexpr int kElems = Math::kElems, kStep = Math::kPairElems;
+  using Mma = MmaOf<T>;
+  using Acc = typename Mma::Acc;
+  constexpr int kElems = 16 / int(sizeof(T));  // elements per 16-byte load
+  constexpr int kStep = 4 * kElems;            // K per fragment pair: 4 lanes x 16 bytes
   __shared__ Acc partial[WARPS][RT * 16][NT * 8 + 1];
 
   const long long batch = blockIdx.z;
@@ -43,8 +45,8 @@ __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
 
   // Two register buffers: the loads of the next step are in flight while the
   // current one multiplies.
-  uint4 w0[U][RT][2], a0[U][NT], w1[U][RT][2], a1[U][NT];
-  auto load = [&](uint4 (&wv)[U][RT][2], uint4 (&av)[U][NT], long long k0) {
+  uint4 w0[RT][2][U], a0[NT][U], w1[RT][2][U], a1[NT][U];
+  auto load = [&](uint4 (&wv)[RT][2][U], uint4 (&av)[NT][U], long long k0) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const long long k = k0 + u * kStep + t * kElems;
@@ -53,21 +55,45 @@ __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
 #pragma unroll
       for (int r = 0; r < RT; ++r)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) wv[u][r][h] = in ? load_stream(w_rows[r][h] + k * sizeof(T)) : zero;
+        for (int h = 0; h < 2; ++h) wv[r][h][u] = in ? load_stream(w_rows[r][h] + k * sizeof(T)) : zero;
 #pragma unroll
-      for (int j = 0; j < NT; ++j) av[u][j] = in ? load_cached(a_rows[j] + k * sizeof(T)) : zero;
+      for (int j = 0; j < NT; ++j) av[j][u] = in ? load_cached(a_rows[j] + k * sizeof(T)) : zero;
     }
   };
   Acc acc[RT][NT][4] = {};
-  auto multiply = [&](const uint4 (&wv)[U][RT][2], const uint4 (&av)[U][NT], long long k0) {
+  // The scales of K step u of the step at k0 (block-scaled only).
+  auto scales = [&](long long k, float (&s)[NT][2]) {
+    const int group = int(k / 128);
+    const float ws = p.w_scale[batch * p.w_scale_batch + (n0 / 128) * p.kgroups + group];
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const long long m = j * 8 + t * 2 + c;
+        s[j][c] = ws * p.a_scale[batch * p.a_scale_batch + (m < p.m ? m : p.m - 1) * p.kgroups + group];
+      }
+  };
+  auto multiply = [&](const uint4 (&wv)[RT][2][U], const uint4 (&av)[NT][U], long long k0) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       float s[NT][2];
       if constexpr (BS) {
         if (k0 + u * kStep >= p.k) break;  // past K: zeros, and no scales to read
-        Math::scales(p, batch, n0, k0 + u * kStep, s);
+        scales(k0 + u * kStep, s);
       }
-      Math::multiply(acc, wv[u], av[u], s);
+#pragma unroll
+      for (int r = 0; r < RT; ++r)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const uint4 &lo = wv[r][0][u], &hi = wv[r][1][u], &b = av[j][u];
+          Acc part[4] = {};
+          Acc (&sum)[4] = BS ? part : acc[r][j];
+          Mma::run(sum, lo.x, hi.x, lo.y, hi.y, b.x, b.y);
+          Mma::run(sum, lo.z, hi.z, lo.w, hi.w, b.z, b.w);
+          if constexpr (BS)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[r][j][e] += part[e] * s[j][e % 2];
+        }
     }
   };
   const long long stride = (long long)WARPS * U * kStep;
@@ -80,7 +106,23 @@ __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
     if (k0 + 2 * stride < p.k) load(w0, a0, k0 + 2 * stride);
     multiply(w1, a1, k0 + stride);
   }
-  Math::template store_sums<WARPS>(p, batch, n0, acc, partial, threadIdx.x, WARPS * 32, [] { __syncthreads(); });
+
+#pragma unroll
+  for (int r = 0; r < RT; ++r)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) partial[warp][r * 16 + g + (i / 2) * 8][j * 8 + t * 2 + i % 2] = acc[r][j][i];
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < RT * 16 * NT * 8; idx += WARPS * 32) {
+    const int row = idx / (NT * 8), token = idx % (NT * 8);
+    const long long n = n0 + row;
+    if (n >= p.n || token >= p.m) continue;
+    Acc sum = 0;
+#pragma unroll
+    for (int v = 0; v < WARPS; ++v) sum += partial[v][row][token];
+    store_output(p, batch, token, n, float(sum), BS);
+  }
 }
 
 }  // namespace

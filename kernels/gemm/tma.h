@@ -46,14 +46,6 @@ __device__ __forceinline__ void barrier_wait(uint32_t bar, unsigned parity) {
       : "memory");
 }
 
-// Copies `bytes` (a multiple of 16) of global memory at `src` into shared
-// memory at `dst`; they complete on `bar` (both addresses 16-byte aligned).
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, unsigned bytes, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
-
 // Copies the box at (c0, c1, c2) of a 3-D tensor map into shared memory at
 // `dst`; its bytes complete on `bar` (out-of-range elements arrive as zeros).
 __device__ __forceinline__ void tma_copy_3d(uint32_t dst, const TensorMap *map, uint32_t bar, int c0, int c1,

@@ -20,10 +20,9 @@ namespace aiter {
 namespace gpu {
 namespace {
 
-enum class Family { skinny, skinny_bulk, tiled, wgmma, wgmma_ws, generic };
+enum class Family { skinny, tiled, wgmma, wgmma_ws, generic };
 
-// skinny: tokens = 8 * NT, rows = 16 * RT of W per block, `warps` split K;
-// skinny_bulk: the same with W copied into shared memory, + a copying warp.
+// skinny: tokens = 8 * NT, rows = 16 * RT of W per block, `warps` split K.
 // tiled, wgmma: bm x bn tiles, `stages` deep, `threads` per block.
 // block_scaled: the gemm_a8w8_blockscale kernels.
 struct KernelShape {
@@ -40,9 +39,6 @@ struct KernelShape {
 
 constexpr KernelShape skinny(DType dt, int nt, int rt, int warps, bool bs = false) {
   return {Family::skinny, dt, nt, rt, warps, 0, 0, 0, warps * 32, bs};
-}
-constexpr KernelShape skinny_bulk(DType dt, int nt, int rt, int warps, bool bs = false) {
-  return {Family::skinny_bulk, dt, nt, rt, warps, 0, 0, 0, warps * 32 + 32, bs};
 }
 constexpr KernelShape tiled(DType dt, int bm, int bn, int stages, int threads, bool bs = false) {
   return {Family::tiled, dt, 0, 0, 0, bm, bn, stages, threads, bs};
@@ -69,10 +65,6 @@ constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 
 #define SKINNY_SHAPES(dt, bs)                                                                  \
   skinny(dt, 1, 1, 8, bs), skinny(dt, 1, 1, 4, bs), skinny(dt, 1, 2, 8, bs), skinny(dt, 1, 2, 4, bs), \
       skinny(dt, 2, 1, 8, bs), skinny(dt, 2, 1, 4, bs), skinny(dt, 2, 2, 8, bs), skinny(dt, 2, 2, 4, bs)
-#define SKINNY_BULK_SHAPES(dt, bs)                                                                   \
-  skinny_bulk(dt, 1, 1, 8, bs), skinny_bulk(dt, 1, 1, 4, bs), skinny_bulk(dt, 1, 2, 8, bs),               \
-      skinny_bulk(dt, 1, 2, 4, bs), skinny_bulk(dt, 2, 1, 8, bs), skinny_bulk(dt, 2, 1, 4, bs),           \
-      skinny_bulk(dt, 2, 2, 8, bs), skinny_bulk(dt, 2, 2, 4, bs)
 #define TILED_SHAPES(dt)                                                                         \
   tiled(dt, 64, 64, 4, 128), tiled(dt, 64, 128, 4, 256), tiled(dt, 128, 128, 3, 256), \
       tiled(dt, 128, 128, 4, 256), tiled(dt, 128, 256, 3, 256)
@@ -91,9 +83,6 @@ constexpr KernelShape generic(DType dt) { return {Family::generic, dt, 0, 0, 0, 
 constexpr KernelShape kKernels[] = {
     SKINNY_SHAPES(DType::bf16, false), SKINNY_SHAPES(DType::f16, false), SKINNY_SHAPES(DType::i8, false),
     SKINNY_SHAPES(DType::e4m3fn, false), SKINNY_SHAPES(DType::e5m2, false), SKINNY_SHAPES(DType::e4m3fn, true),
-    SKINNY_BULK_SHAPES(DType::bf16, false), SKINNY_BULK_SHAPES(DType::f16, false), SKINNY_BULK_SHAPES(DType::i8, false),
-    SKINNY_BULK_SHAPES(DType::e4m3fn, false), SKINNY_BULK_SHAPES(DType::e5m2, false),
-    SKINNY_BULK_SHAPES(DType::e4m3fn, true),
     WGMMA_WS_SHAPES(DType::bf16), WGMMA_WS_SHAPES(DType::f16), WGMMA_WS_SHAPES(DType::e4m3fn),
     WGMMA_WS_SHAPES(DType::e5m2), WGMMA_WS_X2_SHAPES(DType::bf16), WGMMA_WS_X2_SHAPES(DType::e4m3fn),
     WGMMA_WS_SPLIT_SHAPES(DType::bf16), WGMMA_WS_SPLIT_SHAPES(DType::e4m3fn),
@@ -128,8 +117,7 @@ std::string variant_name(const KernelShape &s) {
   const std::string dt = dtype_tag(s.dtype);
   switch (s.family) {
     case Family::skinny:
-    case Family::skinny_bulk:
-      return (s.family == Family::skinny ? "skinny." : "skinny_bulk.") + dt + ".t" + std::to_string(s.nt) + ".r" + std::to_string(s.rt) + ".w" +
+      return "skinny." + dt + ".t" + std::to_string(s.nt) + ".r" + std::to_string(s.rt) + ".w" +
              std::to_string(s.warps) + (s.block_scaled ? ".bs" : "");
     case Family::tiled:
     case Family::wgmma:
@@ -212,8 +200,7 @@ bool supports(const GemmArgs &g, const GpuCall *call) {
   constexpr KernelShape s = kKernels[I];
   if (call == nullptr || g.in_dtype != s.dtype || g.batch > 65535) return false;
   if (s.dtype == DType::i8 && g.k > kMaxInt8K) return false;
-  const bool skinny = s.family == Family::skinny || s.family == Family::skinny_bulk;
-  if (skinny && (g.m > 8 * s.nt || g.block_scaled != s.block_scaled || !rows_in_16_bytes(g)))
+  if (s.family == Family::skinny && (g.m > 8 * s.nt || g.block_scaled != s.block_scaled || !rows_in_16_bytes(g)))
     return false;
   const bool tiles = s.family == Family::tiled || s.family == Family::wgmma || s.family == Family::wgmma_ws;
   if (tiles && (g.block_scaled != s.block_scaled || !rows_in_16_bytes(g))) return false;
@@ -250,7 +237,6 @@ bool good_fit(const GemmArgs &g) {
         return long_k && tile_count(g, 64, 128) * g.batch < kHopperSms / 2 && s.rt == 2 && s.warps == 8;
       }
       return s.rt == (dtype_size(s.dtype) == 1 ? 2 : 1) && s.warps == 8 && (s.nt == 1 || g.m > 8);
-    case Family::skinny_bulk: return false;  // left to the tuner
     // Hopper: above 128 rows (below, the 64-row mma.sync tiles fill the GPU better;
     // measured by the sm_90a tuning run, configs/gemm_sm_90a.csv).
     case Family::wgmma: return g.m > 128 && s.bn == 128 && (s.stages == 3 || s.block_scaled);  // 2 blocks / SM
@@ -312,23 +298,11 @@ aiter_status run_warp_specialized(const GemmArgs &g, const GpuCall &call, const 
   return launch(call, "gemm", variant, Dim3{unsigned(clusters * s.cluster_blocks()), 1, 1}, unsigned(s.threads), q);
 }
 
-// Persistent: one block per multiprocessor (each takes all its shared memory),
-// walking the row blocks of every batch matrix.
-aiter_status run_skinny_bulk(const GemmArgs &g, const GpuCall &call, const KernelShape &s,
-                             const std::string &variant) {
-  int sms = 0;
-  if (aiter_status st = multiprocessors(call, &sms); st != AITER_OK) return st;
-  const int64_t row_blocks = (g.n + 16 * s.rt - 1) / (16 * s.rt) * g.batch;
-  const GemmBatchParams q{params_of(g), g.batch};
-  return launch(call, "gemm", variant, Dim3{unsigned(std::min<int64_t>(row_blocks, sms)), 1, 1}, unsigned(s.threads), q);
-}
-
 template <size_t I>
 aiter_status run(const GemmArgs &g, const GpuCall *call) {
   constexpr KernelShape s = kKernels[I];
   if (g.m == 0 || g.n == 0) return AITER_OK;
   if (s.family == Family::wgmma_ws) return run_warp_specialized(g, *call, s, variant_names()[I]);
-  if (s.family == Family::skinny_bulk) return run_skinny_bulk(g, *call, s, variant_names()[I]);
   const unsigned batch = unsigned(g.batch);
   Dim3 grid;
   if (s.family == Family::skinny)

@@ -37,9 +37,6 @@ def sizes_for(variant, itemsize):
     if family == "skinny":
         tokens = 8 * int(variant.split(".t")[1].split(".")[0])
         return [1, tokens - 3, tokens], 200, k
-    if family == "skinny_bulk":  # persistent blocks: 4500 rows are more row blocks than an H100 has blocks;
-        tokens = 8 * int(variant.split(".t")[1].split(".")[0])  # K: several 1-2 KiB stages and a tail
-        return [1, tokens - 3, tokens], 4500, 4112 // itemsize
     if family in ("tiled", "wgmma"):
         bm = int(variant.split(".")[2].split("x")[0])
         return [bm - 5, bm + 3, 2 * bm + 17], 200, k
@@ -139,8 +136,6 @@ def test_blockscale_variant(rng, variant):
     if variant.startswith("skinny"):
         tokens = 8 * int(variant.split(".t")[1].split(".")[0])
         shapes = [(1, 200, 528), (tokens - 3, 300, 1040), (tokens, 129, 400)]
-        if variant.startswith("skinny_bulk"):
-            shapes.append((tokens, 4500, 4112))  # more row blocks than blocks, K over several stages
     if variant.startswith("wgmma_ws"):
         shapes.append((1500, 3000, 1040))  # more tiles than blocks
     for m, n, k in shapes:
