@@ -14,10 +14,22 @@
 
 namespace {
 
+// U: K pairs of each row a warp has in flight per buffer: 2, and 1 for 8-bit W
+// with 16 tokens and 32 rows; block-scaled 4 / RT.  Fewer registers, more
+// blocks per multiprocessor: sm_90 runs the fp8 mma.sync as fp16 products after
+// converting both operands in registers, and at U = 4 / RT the 8-bit kernels
+// took up to 238 registers, one block per multiprocessor (H100 A/B,
+// docs/performance_gemm.md, geometric means over the Llama shapes: fp8 16
+// tokens x 16 rows x 8 warps 1.39x the peer against 1.22x, 8 tokens 1.55x
+// against 1.38x; bf16 1.06x against 1.00x and 1.10x against 1.07x).  The
+// block-scaled ones took 1.3-1.4x the time with U halved.
+template <int NT, int RT, bool EIGHT_BIT, bool BS>
+constexpr int kSkinnyPairs = BS ? 4 / RT : EIGHT_BIT && NT == 2 && RT == 2 ? 1 : 2;
+
 // Block-scaled (BS): each fragment pair's 64 K lie in one 128-wide group, whose
 // sums are added times a_scale[token, g] * w_scale[n / 128, g] (a block's 16 or
 // 32 rows of W lie in one 128-row block of scales).
-template <class T, int NT, int RT, int WARPS, bool BS = false, int U = RT == 1 ? 4 : 2>
+template <class T, int NT, int RT, int WARPS, bool BS = false, int U = kSkinnyPairs<NT, RT, sizeof(T) == 1, BS>>
 __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
   using Mma = MmaOf<T>;
   using Acc = typename Mma::Acc;
@@ -159,7 +171,7 @@ SKINNY_BS(2, 2, 4)
 SKINNY_BS(2, 2, 8)
 
 // The variant names are skinny.<dtype>.t<NT>.r<RT>.w<WARPS>: NT * 8 tokens,
-// RT * 16 rows of W per block, WARPS warps splitting K (U = 4 / RT loads of
-// each row in flight per warp and buffer).
+// RT * 16 rows of W per block, WARPS warps splitting K (kSkinnyPairs: the
+// loads of each row in flight per warp and buffer).
 // aiter-kernel-family: op=gemm variant=skinny.{dt}.t{nt}.r{rt}.w{w} symbol=aiter_gemm_skinny_{dt}_t{nt}_r{rt}_w{w} block={block} smem=0 dt=bf16,f16,i8,e4m3fn@89,e5m2@89 nt=1,2 rt=1,2 w=4:128,8:256
 // aiter-kernel-family: op=gemm variant=skinny.{dt}.t{nt}.r{rt}.w{w}.bs symbol=aiter_gemm_skinny_{dt}_t{nt}_r{rt}_w{w}_bs block={block} smem=0 dt=e4m3fn@89 nt=1,2 rt=1,2 w=4:128,8:256

@@ -226,17 +226,21 @@ template <size_t I>
 bool good_fit(const GemmArgs &g) {
   constexpr KernelShape s = kKernels[I];
   switch (s.family) {
-    // 8-bit W: two 16-row W tiles per block.  Block-scaled: 8 warps splitting K
-    // from K = 4096, else 4; 9-16 tokens only where the 64 x 128 wgmma tiles
-    // would fill less than half the GPU.  (From the H100 tuning runs: the
-    // heuristic took 1.2-1.6x the tuned time with one 16-row tile and 8 warps.)
+    // One 16-row W tile, 8 warps: forced on every Llama shape at M = 1 and 8
+    // the best skinny variant for bf16 and fp8 alike, and the tuned table's most
+    // frequent fp8 choice (H100, docs/performance_gemm.md, "fewer registers").
+    // Block-scaled: two 16-row W tiles, 8 warps splitting K from K = 4096, else
+    // 4; 9-16 tokens only where the 64 x 128 wgmma tiles would fill less than
+    // half the GPU (with one tile and 8 warps the heuristic took 1.2-1.6x the
+    // tuned time in the H100 tuning runs, before the unscaled kernels' registers
+    // were cut).
     case Family::skinny:
       if (s.block_scaled) {
         const bool long_k = g.k >= 4096;
         if (g.m <= 8) return s.nt == 1 && s.rt == 2 && s.warps == (long_k ? 8 : 4);
         return long_k && tile_count(g, 64, 128) * g.batch < kHopperSms / 2 && s.rt == 2 && s.warps == 8;
       }
-      return s.rt == (dtype_size(s.dtype) == 1 ? 2 : 1) && s.warps == 8 && (s.nt == 1 || g.m > 8);
+      return s.rt == 1 && s.warps == 8 && (s.nt == 1 || g.m > 8);
     // Hopper: above 128 rows (below, the 64-row mma.sync tiles fill the GPU better;
     // measured by the sm_90a tuning run, configs/gemm_sm_90a.csv).
     case Family::wgmma: return g.m > 128 && s.bn == 128 && (s.stages == 3 || s.block_scaled);  // 2 blocks / SM
