@@ -167,7 +167,6 @@ __device__ __forceinline__ void silu_chunk(const T *gate, const T *up_half, floa
   for (int i = 0; i < N; ++i) y[i] = silu_times(y[i], up[i]);
 }
 
-
 // Rows of up to blockDim * kQuantChunks * N columns, read once: each thread keeps
 // kQuantChunks chunks of N products in registers, chunk r covering columns
 // (r * blockDim + tid) * N ... + N.
