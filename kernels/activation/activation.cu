@@ -12,6 +12,7 @@
 // rows not in 16-byte chunks, are read twice (the second time mostly from L2).
 #include "../common/numeric.h"
 #include "../common/quant_store.h"
+#include "../common/strided_loop.h"
 #include "activation_params.h"
 
 namespace {
@@ -90,7 +91,7 @@ template <class T, int N, class Act>
 __device__ __forceinline__ void gated_chunk(const ActivationParams &p, Act act) {
   const long long c = ((long long)block_x() * block_dim_x() + thread_x()) * N;
   if (c >= p.cols) return;
-  for (long long row = block_y(); row < p.rows; row += p.row_step) {
+  for_strided(block_y(), p.rows, p.row_step, [&](long long row) {
     const T *x = static_cast<const T *>(p.x) + row * p.x_stride + c;
     float gate[N], up[N];
     load_f32<T, N>(x, gate);
@@ -98,7 +99,7 @@ __device__ __forceinline__ void gated_chunk(const ActivationParams &p, Act act) 
 #pragma unroll
     for (int i = 0; i < N; ++i) gate[i] = act(gate[i]) * up[i];
     store_f32<T, N>(static_cast<T *>(p.out) + row * p.out_stride + c, gate);
-  }
+  });
 }
 
 // Rows of x at an odd element offset, which no vector access fits: kScalarRun
@@ -111,7 +112,7 @@ __device__ __forceinline__ void gated_strided(const ActivationParams &p, Act act
   const long long step = block_dim_x();
   const long long first = (long long)block_x() * step * kScalarRun + thread_x();
   if (first >= p.cols) return;
-  for (long long row = block_y(); row < p.rows; row += p.row_step) {
+  for_strided(block_y(), p.rows, p.row_step, [&](long long row) {
     const T *x = static_cast<const T *>(p.x) + row * p.x_stride;
     float gate[kScalarRun], up[kScalarRun];
 #pragma unroll
@@ -126,7 +127,7 @@ __device__ __forceinline__ void gated_strided(const ActivationParams &p, Act act
       const long long c = first + i * step;
       if (c < p.cols) out[c] = from_f32<T>(act(gate[i]) * up[i]);
     }
-  }
+  });
 }
 
 template <class T, int N, class Act>
