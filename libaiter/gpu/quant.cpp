@@ -39,6 +39,11 @@ QuantKind kind_of(DType t) {
   }
 }
 
+// The format as the .pairs variants name it.
+const char *kind_tag(int kind) {
+  return kind == kQuantInt8 ? "i8" : kind == kQuantE4m3fn ? "e4m3fn" : kind == kQuantE4m3fnuz ? "e4m3fnuz" : "e5m2";
+}
+
 bool aligned(const void *p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 uint32_t bits_of(float f) {
@@ -155,7 +160,11 @@ aiter_status launch_tensor_quantize(const QuantArgs &a, const GpuCall &call, con
   const TensorChunks chunks = tensor_chunks(a, p, sms);
   Dim3 grid;
   size_grid(p, chunks.per_chunk, chunks.unroll, INT32_MAX, INT64_MAX, &grid);
-  const std::string variant = std::string("tensor.") + dtype_tag(a.x_dtype) + chunks.tag;
+  // Pairs of one row take the loop-free kernel of their format (quant.cu tensor_pairs).
+  const bool one_row_pairs = chunks.per_chunk == 2 && p.rows == 1 && p.cols <= INT32_MAX;
+  const std::string variant = one_row_pairs
+                                  ? std::string("pairs.") + dtype_tag(a.x_dtype) + "." + kind_tag(p.quant)
+                                  : std::string("tensor.") + dtype_tag(a.x_dtype) + chunks.tag;
   return launch(call, "quant", variant, grid, kTensorThreads, p);
 }
 
