@@ -2,10 +2,11 @@
 //
 // Written as a plain `for (i = first; i < end; i += step)` over 64-bit indices,
 // such a loop had ptxas set up its strides (the step times each row stride)
-// before the first step's loads: a one-row SiLU kernel issued its first load
-// after 59 instructions.  With the first step peeled off, after 25, and a
-// single-call CUDA-graph replay after an L2 flush took 0.1-0.2 us less (5.60
-// against 5.79 us at 1 x 4096 bf16 on an H100, torch.compile 5.50; 2026-11-24).
+// before the first step's loads: a stand-alone copy of the gated SiLU kernel
+// issued its first load after 59 instructions, with the first step peeled off
+// after 25, and its single-call CUDA-graph replay after an L2 flush took 5.60
+// against 5.79 us (1 x 4096 bf16, H100, torch.compile 5.50; 2026-11-24,
+// docs/performance.md "Few-token kernels").
 #pragma once
 
 #include "vendor.h"
