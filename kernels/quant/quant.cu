@@ -57,6 +57,12 @@ __device__ __forceinline__ float amax_of(float m, const float (&v)[N]) {
   for (int i = 0; i < N; ++i) m = fmaxf(m, fabsf(v[i]));
   return m;
 }
+template <int U, int N>
+__device__ __forceinline__ float amax_of(float m, const float (&v)[U][N]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) m = amax_of(m, v[u]);
+  return m;
+}
 
 // A group: U chunks of a thread, `step` columns apart from column c0 on; chunks
 // past the row's end read as 0.  All U loads are issued before any is used, with
@@ -148,8 +154,7 @@ __device__ void per_token_two_pass(const QuantParams &p) {
   for (long long c0 = first; c0 < p.cols; c0 += tile) {
     float v[kTwoPassUnroll][N];
     load_group<T, N, kTwoPassUnroll>(x, c0, step, p.cols, v);
-#pragma unroll
-    for (int u = 0; u < kTwoPassUnroll; ++u) amax = amax_of(amax, v[u]);
+    amax = amax_of(amax, v);
   }
   const float scale = dynamic_scale(block_max(amax, scratch), p.quant);
   if (thread_x() == 0) p.scale[row] = scale;
@@ -187,8 +192,7 @@ __device__ __forceinline__ float groups_amax(const QuantParams &p, float *scratc
   for_each_group<N, kAmaxUnroll>(p, [&](long long row, long long c0, long long step) {
     float v[kAmaxUnroll][N];
     load_group<T, N, kAmaxUnroll>(x_row<T>(p, row), c0, step, p.cols, v);
-#pragma unroll
-    for (int u = 0; u < kAmaxUnroll; ++u) amax = amax_of(amax, v[u]);
+    amax = amax_of(amax, v);
   });
   return block_max(amax, scratch);
 }
@@ -258,10 +262,7 @@ __device__ __forceinline__ bool tensor_small_in_registers(const QuantParams &p, 
   if (p.rows != 1 || p.cols > step * kAmaxUnroll) return false;
   float v[kAmaxUnroll][N];
   load_group<T, N, kAmaxUnroll>(x_row<T>(p, 0), c0, step, p.cols, v);  // chunks past the end read as 0
-  float amax = 0.0f;
-#pragma unroll
-  for (int u = 0; u < kAmaxUnroll; ++u) amax = amax_of(amax, v[u]);
-  const float scale = dynamic_scale(block_max(amax, scratch), p.quant);
+  const float scale = dynamic_scale(block_max(amax_of(0.0f, v), scratch), p.quant);
   if (thread_x() == 0) p.scale[0] = scale;
   const float inv = 1.0f / scale;
   with_kind(p.quant, [&](auto kind) {

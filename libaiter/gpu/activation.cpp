@@ -23,8 +23,6 @@ constexpr int64_t kMaxRowBlocks = 65535;  // grid extent over rows (CUDA's limit
 constexpr int64_t kBusyBlocks = 1024;     // enough blocks to keep every SM of a large GPU busy
 constexpr int64_t kNarrowGeluChunks = 32768;  // 16-byte chunks of x's gate half up to which exact GELU takes 2 elements
 
-const char *dtype_tag(DType t) { return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16"; }
-
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 bool aligned(const void *p, int64_t bytes) { return reinterpret_cast<uintptr_t>(p) % uintptr_t(bytes) == 0; }

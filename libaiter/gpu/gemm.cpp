@@ -100,19 +100,6 @@ constexpr KernelShape kKernels[] = {
 };
 constexpr size_t kCount = std::size(kKernels);
 
-// The short dtype names of the kernel symbols.
-const char *dtype_tag(DType t) {
-  switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::i8: return "i8";
-    case DType::e4m3fn: return "e4m3fn";
-    case DType::e4m3fnuz: return "e4m3fnuz";
-    default: return "e5m2";
-  }
-}
-
 std::string variant_name(const KernelShape &s) {
   const std::string dt = dtype_tag(s.dtype);
   switch (s.family) {

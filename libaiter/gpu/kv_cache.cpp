@@ -16,8 +16,6 @@ namespace {
 constexpr int kMaxThreads = 512;  // the kernels' launch bound
 constexpr int kFp8Chunk = 16;     // elements a thread quantizes: one 16-byte store
 
-const char *dtype_tag(DType t) { return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16"; }
-
 QuantKind quant_kind(DType cache) {
   switch (cache) {
     case DType::e4m3fn: return kQuantE4m3fn;

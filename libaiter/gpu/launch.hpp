@@ -12,12 +12,26 @@
 #include <unordered_map>
 
 #include "core/backend.hpp"
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "gpu/driver.hpp"
 #include "gpu/registry.hpp"
 
 namespace aiter {
 namespace gpu {
+
+// The short dtype names in the kernels' symbols and variant names ("bf16", "e4m3fn").
+inline const char *dtype_tag(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::i8: return "i8";
+    case DType::e4m3fn: return "e4m3fn";
+    case DType::e4m3fnuz: return "e4m3fnuz";
+    default: return "e5m2";
+  }
+}
 
 // The driver of a device with its primary context current, for one scope;
 // the caller's context is restored when the scope ends.

@@ -15,8 +15,6 @@ namespace gpu {
 namespace {
 
 
-const char *dtype_tag(DType t) { return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16"; }
-
 QuantKind quant_kind(DType t) {
   switch (t) {
     case DType::i8: return kQuantInt8;

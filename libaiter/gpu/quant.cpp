@@ -28,8 +28,6 @@ constexpr int kQuantizeUnroll = 2;   // the same for the quantizing kernel
 constexpr int kBlocksPerSm = 8;
 constexpr unsigned kMaxGridY = 65535;
 
-const char *dtype_tag(DType t) { return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16"; }
-
 QuantKind kind_of(DType t) {
   switch (t) {
     case DType::i8: return kQuantInt8;
@@ -37,11 +35,6 @@ QuantKind kind_of(DType t) {
     case DType::e4m3fnuz: return kQuantE4m3fnuz;
     default: return kQuantE5m2;
   }
-}
-
-// The format as the .pairs variants name it.
-const char *kind_tag(int kind) {
-  return kind == kQuantInt8 ? "i8" : kind == kQuantE4m3fn ? "e4m3fn" : kind == kQuantE4m3fnuz ? "e4m3fnuz" : "e5m2";
 }
 
 bool aligned(const void *p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
@@ -163,7 +156,7 @@ aiter_status launch_tensor_quantize(const QuantArgs &a, const GpuCall &call, con
   // Pairs of one row take the loop-free kernel of their format (quant.cu tensor_pairs).
   const bool one_row_pairs = chunks.per_chunk == 2 && p.rows == 1 && p.cols <= INT32_MAX;
   const std::string variant = one_row_pairs
-                                  ? std::string("pairs.") + dtype_tag(a.x_dtype) + "." + kind_tag(p.quant)
+                                  ? std::string("pairs.") + dtype_tag(a.x_dtype) + "." + dtype_tag(a.out_dtype)
                                   : std::string("tensor.") + dtype_tag(a.x_dtype) + chunks.tag;
   return launch(call, "quant", variant, grid, kTensorThreads, p);
 }

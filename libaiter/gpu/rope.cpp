@@ -14,8 +14,6 @@ namespace {
 
 constexpr int kMaxThreads = 512;  // the kernels' launch bound
 
-const char *dtype_tag(DType t) { return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16"; }
-
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Every head row of q or k starts on a 16-byte boundary (the stride of a dim
