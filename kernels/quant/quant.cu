@@ -239,7 +239,7 @@ __device__ void tensor_quantize(const QuantParams &p) {
 // Few tiles of one row (contiguous rows folded into one, fewer than 2^31
 // elements): a pair of elements a thread, 32-bit indices, the format fixed at
 // compile time and no loop, so that x's load issues a dozen instructions after
-// the start rather than some fifty (the grid-stride walk's 64-bit set-up and the
+// the start rather than some sixty (the grid-stride walk's 64-bit set-up and the
 // format's branches).  Single-call graph replays of static 1-16 x 4096 on an
 // H100 lost 0.2-0.3 us to torch.compile's kernel, which loads after seven.
 template <class T, int K>
