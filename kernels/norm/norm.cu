@@ -61,12 +61,23 @@ __device__ __forceinline__ void store_row(const NormParams &p, long long row, fl
   });
 }
 
-// LayerNorm's second statistic: 1 / std of the row about `mean`, from the
-// values value(r, i) of the thread's chunks (chunks past the row add nothing).
+// LayerNorm's statistics, mean and 1 / std, from the values value(r, i) of the
+// thread's chunks (chunks past the row are zeros): the mean, then the squares
+// about it, each a block sum.  (One merged reduction of counts, means and
+// squared deviations was slower in the few-row kernel: 1 x 4096 bf16, H100,
+// 2026-11-24.)
+struct RowStats {
+  float mean, inv_std;
+};
 template <int N, int R, class Value>
-__device__ __forceinline__ float layer_inv_std(const NormParams &p, float mean, float inv_n, float *scratch,
-                                               Value value) {
+__device__ __forceinline__ RowStats layer_stats(const NormParams &p, float *scratch, Value value) {
   const unsigned tid = thread_x(), nthreads = block_dim_x();
+  float sum = 0.0f;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int i = 0; i < N; ++i) sum += value(r, i);
+  const float mean = block_sum(sum, scratch) * p.inv_cols;
   float squares = 0.0f;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -77,7 +88,7 @@ __device__ __forceinline__ float layer_inv_std(const NormParams &p, float mean, 
       squares += in_row ? d * d : 0.0f;
     }
   }
-  return fast_rsqrt(block_sum(squares, scratch) * inv_n + p.eps);
+  return RowStats{mean, fast_rsqrt(block_sum(squares, scratch) * p.inv_cols + p.eps)};
 }
 
 // LayerNorm in the many-rows kernels: x stays in registers as loaded, 16-bit T
@@ -88,23 +99,17 @@ __device__ __forceinline__ float layer_inv_std(const NormParams &p, float mean, 
 // RMSNorm's 32 registers fit 8.  Same arithmetic in the same order as norm_row's.
 template <class T, int N, int R>
 __device__ void layer_row(const NormParams &p) {
-  __shared__ float scratch[32];
   const long long row = block_x();
   const unsigned tid = thread_x(), nthreads = block_dim_x();
   const T *x = static_cast<const T *>(p.x) + row * p.x_stride;
   Vec<T, N> raw[R];
-  float sum = 0.0f;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const long long c = (long long)(r * nthreads + tid) * N;
     raw[r] = c < p.cols ? *reinterpret_cast<const Vec<T, N> *>(x + c) : Vec<T, N>{};  // zero bits are 0.0
-#pragma unroll
-    for (int i = 0; i < N; ++i) sum += to_f32(raw[r].v[i]);
   }
-  const float inv_n = 1.0f / float(p.cols);
-  const float mean = block_sum(sum, scratch) * inv_n;
-  const float inv_std =
-      layer_inv_std<N, R>(p, mean, inv_n, scratch, [&](int r, int i) { return to_f32(raw[r].v[i]); });
+  __shared__ float scratch[32];
+  const auto [mean, inv_std] = layer_stats<N, R>(p, scratch, [&](int r, int i) { return to_f32(raw[r].v[i]); });
   T *out = static_cast<T *>(p.out) + row * p.out_stride;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -154,14 +159,17 @@ __device__ void norm_row(const NormParams &params) {
   const long long row = block_x();
   const unsigned tid = thread_x(), nthreads = block_dim_x();
   float v[R][N], w[R][N], b[R][N];
-  float sum = 0.0f;
+  float squares = 0.0f;  // RMSNorm's statistic (LayerNorm's come from layer_stats)
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const long long c = (long long)(r * nthreads + tid) * N;
     if (c < p.cols) {
       load_f32<T, N>(static_cast<const T *>(p.x) + row * p.x_stride + c, v[r]);
       if (prefetch) load_params<T, N>(p.weight, c, p.params_f32, w[r]);
-      if (prefetch && p.bias) load_params<T, N>(p.bias, c, p.params_f32, b[r]);
+      // Without a bias, the weights again (unused): behind a branch on p.bias,
+      // ptxas unpacked x and the weights first, waiting for them, and the bias
+      // load left a whole memory latency later (LayerNorm 1 x 4096: +0.9 us).
+      if (prefetch && p.kind == kNormLayer) load_params<T, N>(p.bias ? p.bias : p.weight, c, p.params_f32, b[r]);
       if (p.kind == kNormAddRms) {
         float res[N];
         load_f32<T, N>(static_cast<const T *>(p.residual) + row * p.residual_stride + c, res);
@@ -178,16 +186,14 @@ __device__ void norm_row(const NormParams &params) {
       for (int i = 0; i < N; ++i) v[r][i] = 0.0f;
     }
 #pragma unroll
-    for (int i = 0; i < N; ++i) sum += p.kind == kNormLayer ? v[r][i] : v[r][i] * v[r][i];
+    for (int i = 0; i < N; ++i) squares += v[r][i] * v[r][i];
   }
-  const float inv_n = 1.0f / float(p.cols);
-  float mean = 0.0f, inv_std;
-  if (p.kind == kNormLayer) {
-    mean = block_sum(sum, scratch) * inv_n;
-    inv_std = layer_inv_std<N, R>(p, mean, inv_n, scratch, [&](int r, int i) { return v[r][i]; });
-  } else {
-    inv_std = fast_rsqrt(block_sum(sum, scratch) * inv_n + p.eps);
-  }
+  RowStats stats{0.0f, 0.0f};
+  if (p.kind == kNormLayer)
+    stats = layer_stats<N, R>(p, scratch, [&](int r, int i) { return v[r][i]; });
+  else
+    stats.inv_std = fast_rsqrt(block_sum(squares, scratch) * p.inv_cols + p.eps);
+  const float mean = stats.mean, inv_std = stats.inv_std;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const long long c = (long long)(r * nthreads + tid) * N;
@@ -213,22 +219,24 @@ __device__ void norm_row(const NormParams &params) {
 
 // Variants: <dtype>.<vec|scalar>.r<R>[.t1024][.prefetch][.<kind>].  Vector variants
 // need cols % N == 0 and 16-byte aligned rows and params; scalar ones take
-// anything.  The host picks by row count and length (libaiter/gpu/norm.cpp); the
-// many-rows tiles r2 and r4 come specialized per kind (rms, add, layer, rms_q, add_q).
+// anything.  The host picks by row count and length (libaiter/gpu/norm.cpp).  The
+// few-rows tile (r1.t1024.prefetch) and the many-rows tiles r2 and r4 come
+// specialized per kind (rms, add, layer, rms_q, add_q).
 #define AITER_NORM_KERNEL(name, T, N, R, THREADS, PREFETCH) \
   AITER_ENTRY(name, THREADS, NormParams, norm_row<T, N, R, PREFETCH>)
 // Up to 512 threads: LayerNorm rows of 8192 take R = 2 with 512 threads (the
 // host's pick_shape).  With R = 4, ptxas loads every chunk's weight and bias at
 // once (113 registers, two blocks per SM; 77% of copy for 16384 x 8192 bf16 on
 // an H100, Nsight Compute).
-// Blocks of 512 threads an SM must hold for LayerNorm's R = 2 tile.  Four cap
-// bf16 at 32 registers (44 uncapped), spilling 4 bytes a thread, so that an SM
-// holds 8 blocks of 256.  H100, in turns: 16384 x 4096 100.1 -> 97.2 us, 16384 x
-// 8192 201 -> 187 us (89 -> 92% and 96% of copy) against a cap of 40.  With
-// weight and bias widened early, the same cap spilled 32 bytes and was slower
-// than 40.  Measured for bf16 only, so f16 and f32 keep their uncapped kernels.
+// Blocks of 512 threads an SM must hold for LayerNorm's R = 2 tile.  bf16: three
+// (39 registers, no spills).  H100, 2026-11-24, in turns, with bf16 rounded by
+// the cvt instruction: 16384 x 4096 96.5 / 97.1 us, 16384 x 8192 184 / 184,
+// against a cap of four (32 registers, 24 bytes spilled) 105 / 105 and 204 /
+// 204, and the library before (software rounding, four: 4 bytes spilled) 98.0 /
+// 98.8 and 188 / 189.  Measured for bf16 only; f16 and f32 keep their uncapped
+// kernels.
 template <class T> struct LayerMinBlocks { static constexpr int value = 1; };
-template <> struct LayerMinBlocks<bf16_t> { static constexpr int value = 4; };
+template <> struct LayerMinBlocks<bf16_t> { static constexpr int value = 3; };
 // R = 4 without quantizing: at most 64 registers, so that an SM holds four blocks
 // of 256.  Left to itself ptxas allocates 56 or 79 depending on which other
 // kernels share the file (it hoists more weight loads); capped, rows of 8192
@@ -236,69 +244,30 @@ template <> struct LayerMinBlocks<bf16_t> { static constexpr int value = 4; };
 template <class T, int R, int KIND, bool QUANT> struct NormMinBlocks {
   static constexpr int value = KIND == kNormLayer && R == 2 ? LayerMinBlocks<T>::value : R == 4 && !QUANT ? 2 : 1;
 };
-#define AITER_NORM_KIND(name, T, N, R, KIND, QUANT)                                         \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS_MIN(512, (NormMinBlocks<T, R, KIND, QUANT>::value)) \
-      name(NormParams p) {                                                                  \
-    enter_stream_order();                                                                   \
-    norm_row<T, N, R, false, KIND, QUANT>(p);                                               \
+#define AITER_NORM_KIND(name, T, N, R, THREADS, PREFETCH, KIND, QUANT)                          \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS_MIN(THREADS, (NormMinBlocks<T, R, KIND, QUANT>::value)) \
+      name(NormParams p) {                                                                      \
+    enter_stream_order();                                                                       \
+    norm_row<T, N, R, PREFETCH, KIND, QUANT>(p);                                                \
   }
-#define AITER_NORM_KINDS(tag, T, N, R)                                         \
-  AITER_NORM_KIND(aiter_norm_##tag##_vec_r##R##_rms, T, N, R, kNormRms, false)   \
-  AITER_NORM_KIND(aiter_norm_##tag##_vec_r##R##_add, T, N, R, kNormAddRms, false) \
-  AITER_NORM_KIND(aiter_norm_##tag##_vec_r##R##_layer, T, N, R, kNormLayer, false) \
-  AITER_NORM_KIND(aiter_norm_##tag##_vec_r##R##_rms_q, T, N, R, kNormRms, true)  \
-  AITER_NORM_KIND(aiter_norm_##tag##_vec_r##R##_add_q, T, N, R, kNormAddRms, true)
-#define AITER_NORM_FAMILY(tag, T, N)                                                \
-  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r1_t1024_prefetch, T, N, 1, 1024, true)  \
-  AITER_NORM_KINDS(tag, T, N, 2)                                                   \
-  AITER_NORM_KINDS(tag, T, N, 4)                                                   \
-  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r8, T, N, 8, 256, false)                 \
-  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r4_t1024, T, N, 4, 1024, false)          \
+#define AITER_NORM_KINDS(prefix, T, N, R, THREADS, PREFETCH)                        \
+  AITER_NORM_KIND(prefix##_rms, T, N, R, THREADS, PREFETCH, kNormRms, false)       \
+  AITER_NORM_KIND(prefix##_add, T, N, R, THREADS, PREFETCH, kNormAddRms, false)    \
+  AITER_NORM_KIND(prefix##_layer, T, N, R, THREADS, PREFETCH, kNormLayer, false)   \
+  AITER_NORM_KIND(prefix##_rms_q, T, N, R, THREADS, PREFETCH, kNormRms, true)      \
+  AITER_NORM_KIND(prefix##_add_q, T, N, R, THREADS, PREFETCH, kNormAddRms, true)
+#define AITER_NORM_FAMILY(tag, T, N)                                                 \
+  AITER_NORM_KINDS(aiter_norm_##tag##_vec_r1_t1024_prefetch, T, N, 1, 1024, true)    \
+  AITER_NORM_KINDS(aiter_norm_##tag##_vec_r2, T, N, 2, 512, false)                   \
+  AITER_NORM_KINDS(aiter_norm_##tag##_vec_r4, T, N, 4, 512, false)                   \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r8, T, N, 8, 256, false)                  \
+  AITER_NORM_KERNEL(aiter_norm_##tag##_vec_r4_t1024, T, N, 4, 1024, false)           \
   AITER_NORM_KERNEL(aiter_norm_##tag##_scalar_r8_t1024, T, 1, 8, 1024, false)
 
 AITER_NORM_FAMILY(f32, float, 4)
 AITER_NORM_FAMILY(f16, half_t, 8)
 AITER_NORM_FAMILY(bf16, bf16_t, 8)
 
-// aiter-kernel: op=norm variant=f32.vec.r1.t1024.prefetch symbol=aiter_norm_f32_vec_r1_t1024_prefetch block=1024 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r2.rms symbol=aiter_norm_f32_vec_r2_rms block=512 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r2.add symbol=aiter_norm_f32_vec_r2_add block=512 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r2.layer symbol=aiter_norm_f32_vec_r2_layer block=512 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r2.rms_q symbol=aiter_norm_f32_vec_r2_rms_q block=512 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r2.add_q symbol=aiter_norm_f32_vec_r2_add_q block=512 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r4.rms symbol=aiter_norm_f32_vec_r4_rms block=512 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r4.add symbol=aiter_norm_f32_vec_r4_add block=512 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r4.layer symbol=aiter_norm_f32_vec_r4_layer block=512 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r4.rms_q symbol=aiter_norm_f32_vec_r4_rms_q block=512 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r4.add_q symbol=aiter_norm_f32_vec_r4_add_q block=512 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r8 symbol=aiter_norm_f32_vec_r8 block=256 smem=0
-// aiter-kernel: op=norm variant=f32.vec.r4.t1024 symbol=aiter_norm_f32_vec_r4_t1024 block=1024 smem=0
-// aiter-kernel: op=norm variant=f32.scalar.r8.t1024 symbol=aiter_norm_f32_scalar_r8_t1024 block=1024 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r1.t1024.prefetch symbol=aiter_norm_f16_vec_r1_t1024_prefetch block=1024 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r2.rms symbol=aiter_norm_f16_vec_r2_rms block=512 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r2.add symbol=aiter_norm_f16_vec_r2_add block=512 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r2.layer symbol=aiter_norm_f16_vec_r2_layer block=512 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r2.rms_q symbol=aiter_norm_f16_vec_r2_rms_q block=512 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r2.add_q symbol=aiter_norm_f16_vec_r2_add_q block=512 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r4.rms symbol=aiter_norm_f16_vec_r4_rms block=512 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r4.add symbol=aiter_norm_f16_vec_r4_add block=512 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r4.layer symbol=aiter_norm_f16_vec_r4_layer block=512 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r4.rms_q symbol=aiter_norm_f16_vec_r4_rms_q block=512 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r4.add_q symbol=aiter_norm_f16_vec_r4_add_q block=512 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r8 symbol=aiter_norm_f16_vec_r8 block=256 smem=0
-// aiter-kernel: op=norm variant=f16.vec.r4.t1024 symbol=aiter_norm_f16_vec_r4_t1024 block=1024 smem=0
-// aiter-kernel: op=norm variant=f16.scalar.r8.t1024 symbol=aiter_norm_f16_scalar_r8_t1024 block=1024 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r1.t1024.prefetch symbol=aiter_norm_bf16_vec_r1_t1024_prefetch block=1024 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r2.rms symbol=aiter_norm_bf16_vec_r2_rms block=512 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r2.add symbol=aiter_norm_bf16_vec_r2_add block=512 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r2.layer symbol=aiter_norm_bf16_vec_r2_layer block=512 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r2.rms_q symbol=aiter_norm_bf16_vec_r2_rms_q block=512 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r2.add_q symbol=aiter_norm_bf16_vec_r2_add_q block=512 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r4.rms symbol=aiter_norm_bf16_vec_r4_rms block=512 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r4.add symbol=aiter_norm_bf16_vec_r4_add block=512 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r4.layer symbol=aiter_norm_bf16_vec_r4_layer block=512 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r4.rms_q symbol=aiter_norm_bf16_vec_r4_rms_q block=512 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r4.add_q symbol=aiter_norm_bf16_vec_r4_add_q block=512 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r8 symbol=aiter_norm_bf16_vec_r8 block=256 smem=0
-// aiter-kernel: op=norm variant=bf16.vec.r4.t1024 symbol=aiter_norm_bf16_vec_r4_t1024 block=1024 smem=0
-// aiter-kernel: op=norm variant=bf16.scalar.r8.t1024 symbol=aiter_norm_bf16_scalar_r8_t1024 block=1024 smem=0
+// aiter-kernel-family: op=norm variant={dt}.vec.r1.t1024.prefetch.{kind} symbol=aiter_norm_{dt}_vec_r1_t1024_prefetch_{kind} block=1024 smem=0 dt=f32,f16,bf16 kind=rms,add,layer,rms_q,add_q
+// aiter-kernel-family: op=norm variant={dt}.vec.r{r}.{kind} symbol=aiter_norm_{dt}_vec_r{r}_{kind} block=512 smem=0 dt=f32,f16,bf16 r=2,4 kind=rms,add,layer,rms_q,add_q
+// aiter-kernel-family: op=norm variant={dt}.{tile} symbol=aiter_norm_{dt}_{sym} block={block} smem=0 dt=f32,f16,bf16 tile=vec.r8:vec_r8:256,vec.r4.t1024:vec_r4_t1024:1024,scalar.r8.t1024:scalar_r8_t1024:1024

@@ -15,6 +15,7 @@ struct NormParams {
   long long rows, cols;
   long long x_stride, residual_stride, residual_out_stride, out_stride, scale_stride;  // elements
   float eps;
+  float inv_cols;         // 1 / cols, computed once by the host
   int kind;               // NormKind
   int params_f32;         // weight/bias stored as fp32 (else as x's dtype)
   int quant;              // QuantKind

@@ -63,7 +63,7 @@ const char *kind_suffix(NormKind kind, bool quantized) {
 
 Shape pick_shape(int64_t rows, int64_t chunks, bool vec, int multiprocessors, const char *kind) {
   struct Option { const char *name; int r; int64_t max_threads; };
-  static const Option few_rows[] = {{"vec.r1.t1024.prefetch", 1, 1024}, {"vec.r4.t1024", 4, 1024}};
+  static const Option few_rows[] = {{"vec.r1.t1024.prefetch.*", 1, 1024}, {"vec.r4.t1024", 4, 1024}};
   // One chunk per thread for many rows too was measured slower (16384 x 4096
   // bf16 on an H100: 139 us against 110 us for R = 2 with 256 threads).
   static const Option many_rows[] = {{"vec.r2.*", 2, 256}, {"vec.r4.*", 4, 256}, {"vec.r8", 8, 256},
@@ -104,6 +104,7 @@ aiter_status launch_norm(const NormArgs &a, NormKind kind, const GpuCall &call) 
   p.residual_out_stride = a.residual_out_rows.row_stride;
   p.out_stride = a.out_rows.row_stride;
   p.eps = a.epsilon;
+  p.inv_cols = p.cols > 0 ? 1.0f / float(p.cols) : 0.0f;
   p.kind = kind;
   p.params_f32 = a.param_dtype == DType::f32 && a.dtype != DType::f32;
   p.quant = quant_kind(a.quant_dtype);
