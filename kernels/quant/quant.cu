@@ -384,20 +384,9 @@ AITER_QUANT_TENSOR_PAIR_KERNEL(aiter_quant_tensor_bf16_vec2, bf16_t)
   AITER_QUANT_PAIRS_KERNEL(aiter_quant_pairs_##tag##_e4m3fn, T, kQuantE4m3fn)   \
   AITER_QUANT_PAIRS_KERNEL(aiter_quant_pairs_##tag##_e4m3fnuz, T, kQuantE4m3fnuz) \
   AITER_QUANT_PAIRS_KERNEL(aiter_quant_pairs_##tag##_e5m2, T, kQuantE5m2)
-// aiter-kernel: op=quant variant=pairs.f32.i8 symbol=aiter_quant_pairs_f32_i8 block=256 smem=0
-// aiter-kernel: op=quant variant=pairs.f32.e4m3fn symbol=aiter_quant_pairs_f32_e4m3fn block=256 smem=0
-// aiter-kernel: op=quant variant=pairs.f32.e4m3fnuz symbol=aiter_quant_pairs_f32_e4m3fnuz block=256 smem=0
-// aiter-kernel: op=quant variant=pairs.f32.e5m2 symbol=aiter_quant_pairs_f32_e5m2 block=256 smem=0
+// aiter-kernel-family: op=quant variant=pairs.{dt}.{q} symbol=aiter_quant_pairs_{dt}_{q} block=256 smem=0 dt=f32,f16,bf16 q=i8,e4m3fn,e4m3fnuz,e5m2
 AITER_QUANT_PAIRS_KERNELS(f32, float)
-// aiter-kernel: op=quant variant=pairs.f16.i8 symbol=aiter_quant_pairs_f16_i8 block=256 smem=0
-// aiter-kernel: op=quant variant=pairs.f16.e4m3fn symbol=aiter_quant_pairs_f16_e4m3fn block=256 smem=0
-// aiter-kernel: op=quant variant=pairs.f16.e4m3fnuz symbol=aiter_quant_pairs_f16_e4m3fnuz block=256 smem=0
-// aiter-kernel: op=quant variant=pairs.f16.e5m2 symbol=aiter_quant_pairs_f16_e5m2 block=256 smem=0
 AITER_QUANT_PAIRS_KERNELS(f16, half_t)
-// aiter-kernel: op=quant variant=pairs.bf16.i8 symbol=aiter_quant_pairs_bf16_i8 block=256 smem=0
-// aiter-kernel: op=quant variant=pairs.bf16.e4m3fn symbol=aiter_quant_pairs_bf16_e4m3fn block=256 smem=0
-// aiter-kernel: op=quant variant=pairs.bf16.e4m3fnuz symbol=aiter_quant_pairs_bf16_e4m3fnuz block=256 smem=0
-// aiter-kernel: op=quant variant=pairs.bf16.e5m2 symbol=aiter_quant_pairs_bf16_e5m2 block=256 smem=0
 AITER_QUANT_PAIRS_KERNELS(bf16, bf16_t)
 
 // The amax in the slot becomes the scale.  One thread.

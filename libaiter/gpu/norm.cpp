@@ -104,13 +104,13 @@ aiter_status launch_norm(const NormArgs &a, NormKind kind, const GpuCall &call) 
   p.residual_out_stride = a.residual_out_rows.row_stride;
   p.out_stride = a.out_rows.row_stride;
   p.eps = a.epsilon;
-  p.inv_cols = p.cols > 0 ? 1.0f / float(p.cols) : 0.0f;
   p.kind = kind;
   p.params_f32 = a.param_dtype == DType::f32 && a.dtype != DType::f32;
   p.quant = quant_kind(a.quant_dtype);
   p.scale_out = a.scale;
   p.scale_stride = 1;
   if (p.rows == 0 || p.cols == 0) return p.cols == 0 && a.scale ? fill_scales(a, p.rows, call) : AITER_OK;
+  p.inv_cols = 1.0f / float(p.cols);
 
   const int per_vector = 16 / dtype_size(a.dtype);
   const bool vec = can_vectorize(a, p, per_vector);
