@@ -51,6 +51,25 @@ __device__ __forceinline__ void atomic_max_u32(uint32_t *p, uint32_t v) {
   __hip_atomic_fetch_max(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
 __device__ __forceinline__ void enter_stream_order() {}  // HIP launches kernels in stream order
+// Grid-wide counters (see the NVIDIA side).
+__device__ __forceinline__ uint32_t arrive_release(uint32_t *p) {
+  return __hip_atomic_fetch_add(p, 1u, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+}
+__device__ __forceinline__ uint32_t load_acquire(const uint32_t *p) {
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+}
+__device__ __forceinline__ uint32_t load_relaxed(const uint32_t *p) {
+  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+__device__ __forceinline__ void store_relaxed(uint32_t *p, uint32_t v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+__device__ __forceinline__ void spin_pause() { __builtin_amdgcn_s_sleep(2); }
+// 16 bytes from global to shared memory (see the NVIDIA side); here through registers.
+__device__ __forceinline__ void copy_to_shared_16(void *dst, const void *src) {
+  *static_cast<uint4 *>(dst) = *static_cast<const uint4 *>(src);
+}
+__device__ __forceinline__ void wait_copies_to_shared() {}
 
 #else  // ------------------------------------------------------------------ NVIDIA
 #define AITER_NVIDIA 1
@@ -85,6 +104,37 @@ __device__ __forceinline__ void enter_stream_order() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+// Grid-wide counters, for kernels whose blocks wait for one another (launched
+// cooperatively, so that all are resident): device-scope atomics and loads that
+// bypass the SM's own cache.  arrive_release adds 1 after this thread's earlier
+// writes are visible to the device; load_acquire orders the loads after it.
+__device__ __forceinline__ uint32_t arrive_release(uint32_t *p) {
+  uint32_t old;
+  asm volatile("atom.add.release.gpu.global.u32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
+  return old;
+}
+__device__ __forceinline__ uint32_t load_acquire(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint32_t load_relaxed(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void store_relaxed(uint32_t *p, uint32_t v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void spin_pause() { __nanosleep(32); }
+// 16 bytes from global to shared memory without passing through registers
+// (cp.async, sm_80 and up), so a thread can have many in flight; they are
+// visible to the thread that issued them after wait_copies_to_shared().
+__device__ __forceinline__ void copy_to_shared_16(void *dst, const void *src) {
+  const uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(src) : "memory");
+}
+__device__ __forceinline__ void wait_copies_to_shared() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 #endif
 
 // A kernel named `name` that takes its argument by value (`Params p`), runs with

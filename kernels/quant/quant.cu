@@ -5,7 +5,8 @@
 // Per token: one block per row.  The row stays in registers between its amax and
 // its quantization (x read once) when it fits; longer or unaligned rows are read
 // twice, the second time mostly from L2.
-// Per tensor, dynamic: four steps on one stream, no allocation, no host sync:
+// Per tensor, dynamic (where the host does not pick quant_resident.cu's one
+// kernel): four steps on one stream, no allocation, no host sync:
 //   memset the scale slot to 0 (host), `amax` (atomic max of |x|'s float bits into
 //   the slot: non-negative floats order like their bits), `tensor` (quantize with
 //   the scale made from the slot), `finalize` (the slot becomes the scale; only

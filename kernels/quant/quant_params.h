@@ -14,4 +14,9 @@ struct QuantParams {
   unsigned grid_rows;      // ... and across rows (grid.y), for the grid-stride loops
   int quant;               // QuantKind
   int scale_is_amax;       // scale_in holds amax, the scale is dynamic_scale(amax)
+  // The resident per-tensor kernel (quant_resident.cu): x's 16-byte pieces, those
+  // each block owns (grid_cols blocks), and how many steps of blockDim pieces of
+  // a block's stretch stay in shared memory.
+  long long pieces, block_pieces;
+  int held_steps;
 };

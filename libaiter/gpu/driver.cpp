@@ -17,6 +17,14 @@ aiter_status Driver::max_active_clusters(Function, unsigned, unsigned, unsigned,
   return fail(AITER_ERR_NO_KERNEL, "%s has no thread-block clusters", name());
 }
 
+aiter_status Driver::max_block_smem(int, int *) {
+  return fail(AITER_ERR_NO_KERNEL, "%s: no cooperative launch in libaiter", name());
+}
+
+aiter_status Driver::launch_cooperative(Function, Dim3, Dim3, unsigned, void *, void **) {
+  return fail(AITER_ERR_NO_KERNEL, "%s: no cooperative launch in libaiter", name());
+}
+
 aiter_status driver_for(DLDeviceType type, Driver **driver) {
   if (type == kDLCUDA) return open_cuda_driver(driver);
   if (type == kDLROCM) return open_hip_driver(driver);

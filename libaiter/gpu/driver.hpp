@@ -66,6 +66,13 @@ class Driver {
   // 33).  Drivers without clusters refuse.
   virtual aiter_status max_active_clusters(Function function, unsigned cluster, unsigned block, unsigned smem,
                                            int *count);
+  // Kernels whose blocks wait for one another: the most dynamic shared memory
+  // a block may opt into on `device`, and a launch that makes every block
+  // resident at once or fails (never a partial launch that could hang).
+  // Drivers without cooperative launch refuse both.
+  virtual aiter_status max_block_smem(int device, int *bytes);
+  virtual aiter_status launch_cooperative(Function function, Dim3 grid, Dim3 block, unsigned smem, void *stream,
+                                          void **args);
 };
 
 // The driver for tensors of this device type, loaded once; AITER_ERR_NO_DEVICE

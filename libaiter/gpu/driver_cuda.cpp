@@ -11,6 +11,7 @@ namespace {
 
 using CUresult = int;
 constexpr int kComputeMajor = 75, kComputeMinor = 76, kMultiprocessors = 16;  // CUdevice_attribute
+constexpr int kMaxSmemOptIn = 97;                                            // CUdevice_attribute
 constexpr int kMaxDynamicSmem = 8;                                           // CUfunction_attribute
 // CUtensorMapDataType, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill
 constexpr int kTensorMapUint8 = 0, kTensorMapUint16 = 1;
@@ -37,6 +38,8 @@ struct CudaApi {
                                      const unsigned *, const unsigned *, int, int, int, int);
   CUresult (*cuOccupancyMaxActiveClusters)(int *, Function, const void *);
   CUresult (*cuLaunchKernelEx)(const void *, Function, void **, void **);
+  CUresult (*cuLaunchCooperativeKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                        void *, void **);
 };
 
 // CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte union of values.
@@ -83,6 +86,7 @@ class CudaDriver final : public Driver {
     resolve(lib, "cuTensorMapEncodeTiled", &api_.cuTensorMapEncodeTiled);
     resolve(lib, "cuOccupancyMaxActiveClusters", &api_.cuOccupancyMaxActiveClusters);
     resolve(lib, "cuLaunchKernelEx", &api_.cuLaunchKernelEx);
+    resolve(lib, "cuLaunchCooperativeKernel", &api_.cuLaunchCooperativeKernel);
     return check(api_.cuInit(0), "cuInit");
   }
 
@@ -137,6 +141,18 @@ class CudaDriver final : public Driver {
     LaunchAttribute overlap{kProgrammaticStreamSerialization, 0, {1}};
     const LaunchConfig config{{g.x, g.y, g.z}, {b.x, b.y, b.z}, smem, stream, &overlap, 1};
     return check(api_.cuLaunchKernelEx(&config, f, args, nullptr), "cuLaunchKernelEx");
+  }
+
+  aiter_status max_block_smem(int device, int *bytes) override {
+    int dev;
+    aiter_status s = check(api_.cuDeviceGet(&dev, device), "cuDeviceGet");
+    return s == AITER_OK ? check(api_.cuDeviceGetAttribute(bytes, kMaxSmemOptIn, dev), "cuDeviceGetAttribute") : s;
+  }
+
+  aiter_status launch_cooperative(Function f, Dim3 g, Dim3 b, unsigned smem, void *stream, void **args) override {
+    if (api_.cuLaunchCooperativeKernel == nullptr) return Driver::launch_cooperative(f, g, b, smem, stream, args);
+    return check(api_.cuLaunchCooperativeKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, smem, stream, args),
+                 "cuLaunchCooperativeKernel");
   }
 
   aiter_status memset_u32_async(void *dst, uint32_t value, size_t count, void *stream) override {

@@ -76,6 +76,25 @@ aiter_status launch(const GpuCall &call, const char *op, const std::string &vari
                                 kernel.programmatic);
 }
 
+// Launches `op`/`variant` with every block resident at once, so that its blocks
+// may wait for one another, `smem` bytes of dynamic shared memory a block (opted
+// into here, beyond the manifest's).  Fails rather than launching fewer blocks.
+template <class Params>
+aiter_status launch_cooperative(const GpuCall &call, const char *op, const std::string &variant, Dim3 grid,
+                                unsigned block, unsigned smem, const Params &params) {
+  DeviceScope scope(call.device);
+  if (scope.status() != AITER_OK) return scope.status();
+  Kernel kernel;
+  aiter_status s = find_kernel(scope.driver(), call.device.device_id, op, variant, &kernel);
+  if (s == AITER_OK && int(block) > kernel.max_block)
+    return fail(AITER_ERR_INTERNAL, "%s/%s: block of %u threads exceeds the kernel's bound %d", op, variant.c_str(),
+                block, kernel.max_block);
+  if (s == AITER_OK && int(smem) > kernel.smem) s = scope.driver()->set_max_dynamic_smem(kernel.function, int(smem));
+  if (s != AITER_OK) return s;
+  void *args[] = {const_cast<Params *>(&params)};
+  return scope.driver()->launch_cooperative(kernel.function, grid, Dim3{block, 1, 1}, smem, call.stream, args);
+}
+
 // Fills `count` 32-bit words of device memory on the caller's stream.
 inline aiter_status memset_u32(const GpuCall &call, void *dst, uint32_t value, size_t count) {
   if (count == 0) return AITER_OK;
@@ -104,6 +123,26 @@ inline aiter_status multiprocessors(const GpuCall &call, int *count) {
   if (s == AITER_OK) s = driver->multiprocessor_count(call.device.device_id, count);
   if (s == AITER_OK && slot) slot->store(*count, std::memory_order_relaxed);
   return s;
+}
+
+// The most dynamic shared memory a block of a cooperatively launched kernel may
+// use on the call's device, asked of the driver once per device; 0 where the
+// driver has no cooperative launch (the caller then takes another path).
+inline aiter_status cooperative_smem_limit(const GpuCall &call, int *bytes) {
+  static std::atomic<int> known[kDeviceSlots] = {};  // bytes + 1; 0: not asked yet
+  const int index = device_slot(call.device);
+  std::atomic<int> *slot = index >= 0 ? &known[index] : nullptr;
+  const int seen = slot ? slot->load(std::memory_order_relaxed) : 0;
+  if (seen > 0) return *bytes = seen - 1, AITER_OK;
+  Driver *driver = nullptr;
+  aiter_status s = driver_for(call.device.device_type, &driver);
+  if (s != AITER_OK) return s;
+  if (driver->max_block_smem(call.device.device_id, bytes) != AITER_OK) {
+    clear_error();  // no cooperative launch
+    *bytes = 0;
+  }
+  if (slot) slot->store(*bytes + 1, std::memory_order_relaxed);
+  return AITER_OK;
 }
 
 // How many clusters of `cluster` blocks of `op`/`variant` run at once on the

@@ -1,7 +1,9 @@
-// GPU launchers of the quantization kernels (kernels/quant/quant.cu).  Per token:
-// one block per row.  Per tensor: grid-stride kernels sized to fill the device,
-// the dynamic op in four stream-ordered steps (memset, amax, quantize, finalize),
-// so nothing is allocated and nothing waits on the host.
+// GPU launchers of the quantization kernels (kernels/quant/).  Per token: one
+// block per row.  Per tensor: grid-stride kernels sized to fill the device; the
+// dynamic op, where the driver launches cooperatively and x is contiguous, as
+// one kernel whose blocks meet through the scale slot (quant_resident.cu), else
+// in four stream-ordered steps (memset, amax, quantize, finalize).  Nothing is
+// allocated and nothing waits on the host.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -178,6 +180,62 @@ aiter_status launch_tensor_amax(const QuantArgs &a, const GpuCall &call) {
   return launch(call, "quant", variant, grid, kTensorThreads, p);
 }
 
+// ---- per tensor, resident ----------------------------------------------------------
+// quant_resident.cu: blocks of 1024 threads, all resident, each owning a stretch
+// of x's 16-byte pieces and keeping up to `held_steps` steps of 1024 pieces of
+// it in shared memory.  Only for x and out contiguous, in whole pieces.
+constexpr int kResidentThreads = 1024;
+constexpr int kPieceBytes = 16;
+constexpr int kStaticSmem = 1024;  // the kernel's own shared memory, with room to spare
+
+struct ResidentPlan {
+  QuantParams params;
+  unsigned blocks, smem;
+};
+
+// One block an SM, each holding up to all the shared memory a block can have;
+// no block empty.  False where the tensor, its size, the driver or the
+// manifest rules the kernel out.
+bool plan_resident(const QuantArgs &a, const GpuCall &call, ResidentPlan *plan) {
+  QuantParams p = params_of(a);
+  fold_rows(p);
+  const std::string variant = std::string("resident.") + dtype_tag(a.x_dtype);
+  int smem_limit = 0, sms = 0;
+  if (p.rows != 1 || !can_vectorize(a, p) || cooperative_smem_limit(call, &smem_limit) != AITER_OK ||
+      multiprocessors(call, &sms) != AITER_OK)
+    return false;
+  const int64_t step_bytes = int64_t(kResidentThreads) * kPieceBytes;
+  const int64_t max_held = (smem_limit - kStaticSmem) / step_bytes;
+  Driver *driver = nullptr;
+  if (max_held < 1 || driver_for(call.device.device_type, &driver) != AITER_OK ||
+      !has_kernel(driver, call.device.device_id, "quant", variant))
+    return false;
+  // Between half and three times what the blocks can hold in shared memory.
+  // Below, x fits in L2, where the four-step op reads it the second time, and
+  // the blocks' meeting (some L2 round trips) costs more than the launches it
+  // saves; above, most of x is read twice either way.  Single-call graph
+  // replays on an H100 (bf16, hidden 4096; 30 MB held): 1024 / 2048 / 4096 /
+  // 8192 / 16384 tokens 15.3 / 20.7 / 31.8 / 55.3 / 123.0 us against the
+  // four-step op's 15.2 / 21.1 / 35.3 / 63.3 / 117.9 (docs/performance.md).
+  const int64_t x_bytes = p.cols * dtype_size(a.x_dtype), held_bytes = sms * max_held * step_bytes;
+  if (x_bytes < held_bytes / 2 || x_bytes > 3 * held_bytes) return false;
+  p.scale = a.scale;
+  p.pieces = x_bytes / kPieceBytes;
+  p.block_pieces = (p.pieces + sms - 1) / sms;
+  p.grid_cols = unsigned((p.pieces + p.block_pieces - 1) / p.block_pieces);
+  const int64_t steps = (p.block_pieces + kResidentThreads - 1) / kResidentThreads;
+  p.held_steps = int(std::min(steps, max_held));
+  *plan = ResidentPlan{p, p.grid_cols, unsigned(p.held_steps * step_bytes)};
+  return true;
+}
+
+aiter_status launch_tensor_resident(const ResidentPlan &plan, const QuantArgs &a, const GpuCall &call) {
+  aiter_status s = memset_u32(call, a.scale, 0, 1);  // the blocks' meeting count
+  if (s != AITER_OK) return s;
+  return launch_cooperative(call, "quant", std::string("resident.") + dtype_tag(a.x_dtype),
+                            Dim3{plan.blocks, 1, 1}, kResidentThreads, plan.smem, plan.params);
+}
+
 }  // namespace
 
 aiter_status quant_per_token_dynamic(const QuantArgs &a, const GpuCall &call) {
@@ -218,6 +276,8 @@ aiter_status quant_per_tensor_dynamic(const QuantArgs &a, const GpuCall &call) {
     return launch(call, "quant", std::string("small.") + dtype_tag(a.x_dtype) + (vec ? ".vec" : ".scalar"),
                   Dim3{1, 1, 1}, kTensorThreads, p);
   }
+  ResidentPlan plan;
+  if (plan_resident(a, call, &plan)) return launch_tensor_resident(plan, a, call);
   // The slot holds amax's bits until `finalize`; 0 is the amax of nothing.
   s = memset_u32(call, a.scale, 0, 1);
   if (s == AITER_OK) s = launch_tensor_amax(a, call);

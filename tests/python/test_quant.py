@@ -91,6 +91,31 @@ def test_per_tensor_large(rng, device, dtype, qdtype, rows):
     check_quantized(on_host(out), x64, scale[0, 0], qdtype)
 
 
+# The GPU's dynamic per-tensor paths past the one-block kernel.  On an H100 the
+# resident kernel (x and out contiguous, whole 16-byte pieces, x of 15-90 MB)
+# with uneven stretches all in shared memory (2048 x 4104), and with stretches
+# longer than shared memory holds (4096 x 4096: the rest read again); the
+# four-step op for x too small for it (16 x 4096) or not in whole pieces (333
+# columns).
+PATH_CASES = [((2048, 4104), "bfloat16"), ((4096, 4096), "bfloat16"), ((4096, 4096), "float32"),
+              ((16, 4096), "float16"), ((301, 333), "float16")]
+
+
+@pytest.mark.parametrize("qdtype", ["float8_e4m3fn", "int8"])
+@pytest.mark.parametrize("shape,dtype", PATH_CASES)
+def test_per_tensor_gpu_paths(rng, device, dtype, qdtype, shape):
+    if device == "cpu":
+        pytest.skip("sizes chosen for the GPU's kernels; test_per_tensor covers the CPU backend")
+    x = quant_input(rng, shape, dtype)
+    largest = tuple(int(rng.integers(0, n)) for n in shape)  # in any block's stretch
+    x[largest] = 5e3 * rng.choice([-1.0, 1.0])
+    out, scale = poisoned_on(shape, qdtype, device), nan_scale((1,), device)
+    aiter.quant_per_tensor(to_device(x, device), qdtype, out=out, scale=scale)
+    x64, scale = f64(x), f64(scale)
+    assert scale[0] == np.float32(abs(x64[largest])) / np.float32(QMAX[qdtype])
+    check_quantized(on_host(out), x64, scale[0], qdtype)
+
+
 # Static shapes for each GPU quantizing kernel: an odd element count (one element a
 # thread), fewer 4096-element tiles than SMs (two a thread), more (eight, twice).
 @pytest.mark.parametrize("qdtype", QUANT_DTYPES)
@@ -266,6 +291,33 @@ def test_cuda_graph_capture(rng):
         np.testing.assert_allclose(f64(scale_r), np.abs(x64).max(-1, keepdims=True) / QMAX[qdtype], rtol=2e-7)
         check_quantized(on_host(out_r), x64, f64(scale_r), qdtype)
         check_quantized(on_host(out_s), x64, float(np.float32(0.05)), qdtype)
+
+
+@pytest.mark.gpu
+def test_resident_per_tensor_in_cuda_graph(rng):
+    """The resident kernel (a cooperative launch, its blocks meeting through the
+    scale slot) captured in a CUDA graph: each replay starts its count afresh."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    shape, qdtype = (4096, 4096), "float8_e4m3fn"
+    x = to_device(quant_input(rng, shape, "bfloat16"), "cuda")
+    out, scale = poisoned_on(shape, qdtype, "cuda"), nan_scale((1,), "cuda")
+    aiter.quant_per_tensor(x, qdtype, out=out, scale=scale)  # loads the code object before capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        aiter.quant_per_tensor(x, qdtype, out=out, scale=scale)
+    for _ in range(2):
+        fresh = quant_input(rng, shape, "bfloat16")
+        x.copy_(to_device(fresh, "cuda"))
+        out.copy_(poisoned_on(shape, qdtype, "cuda"))
+        scale.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        x64 = f64(fresh)
+        assert f64(scale)[0] == np.float32(np.abs(x64).max()) / np.float32(QMAX[qdtype])
+        check_quantized(on_host(out), x64, f64(scale)[0], qdtype)
 
 
 @pytest.mark.gpu

@@ -1,0 +1,168 @@
+// Per-tensor dynamic quantization in one kernel whose blocks are all resident at
+// once (launched cooperatively by libaiter/gpu/quant.cpp): each block reads its
+// stretch of x once, keeping as much of it as fits in shared memory, and finds
+// its amax; the blocks exchange their amaxes; each then quantizes its stretch
+// from shared memory, reading only the rest again (from L2, mostly).  The
+// four-step op (quant.cu) reads all of x twice: where x is larger than the L2,
+// 5 bytes move for every 3 an ideal kernel moves.
+//
+// The blocks meet through the scale slot, 0 on entry (the host memsets it), and
+// each block's amax sits in the first 4 bytes of its own stretch of out:
+//   1. block b writes its amax there and adds 1 to the slot; all wait for G (the
+//      blocks);
+//   2. each reads the G amaxes, adds 1 (it has read them) and quantizes its
+//      stretch, all but its first piece, which holds its amax;
+//   3. each stores its first piece once the slot reaches 2G (nobody reads the
+//      amaxes any more) and adds 1: the block that brings it to 3G writes the
+//      scale into the slot (nobody reads the count any more).
+#include "../common/numeric.h"
+#include "../common/quant_store.h"
+#include "quant_params.h"
+
+namespace {
+
+constexpr int kThreads = 1024;
+constexpr int kInFlight = 4;  // pieces a thread loads at once: 64 KiB an SM in flight
+
+// 16 bytes of x: 8 bf16 / fp16 elements, 4 fp32; out gets one byte an element.
+template <class T>
+using Piece = Vec<T, 16 / int(sizeof(T))>;
+
+// The block's stretch of pieces, walked in steps of blockDim pieces: thread t
+// takes piece begin + k * blockDim + t at step k.  Never empty (the host sizes it).
+struct Stretch {
+  long long begin, end, steps;
+};
+
+__device__ __forceinline__ Stretch stretch_of(const QuantParams &p) {
+  const long long begin = block_x() * p.block_pieces;
+  const long long end = begin + p.block_pieces < p.pieces ? begin + p.block_pieces : p.pieces;
+  return {begin, end, (end - begin + block_dim_x() - 1) / block_dim_x()};
+}
+
+template <class T>
+__device__ __forceinline__ float amax_of(float m, const Piece<T> &v) {
+#pragma unroll
+  for (int i = 0; i < int(sizeof(v.v) / sizeof(T)); ++i) m = fmaxf(m, fabsf(to_f32(v.v[i])));
+  return m;
+}
+
+// Block b's amax: the first 4 bytes of its stretch of out.
+template <class T>
+__device__ __forceinline__ uint32_t *amax_slot(const QuantParams &p, unsigned b) {
+  constexpr int kOutBytes = 16 / int(sizeof(T));
+  return reinterpret_cast<uint32_t *>(static_cast<uint8_t *>(p.out) + b * p.block_pieces * kOutBytes);
+}
+
+// Phase 1: the thread's pieces of the first held_steps steps are copied into
+// `held`, all issued at once, without passing through registers; the rest is
+// loaded kInFlight pieces at a time meanwhile (pieces past the end load the
+// stretch's first and are dropped); then the held pieces' amax.  Returns the
+// thread's amax.  (A group of copies a step, each step's amax taken as soon as
+// it landed, was slower: H100, bf16 4096 x 4096, 33.1 against 31.8 us.)
+template <class T>
+__device__ __forceinline__ float read_stretch(const QuantParams &p, const Stretch &s, Piece<T> *held) {
+  const Piece<T> *x = static_cast<const Piece<T> *>(p.x);
+  const unsigned t = thread_x(), threads = block_dim_x();
+  const long long held_here = s.steps < p.held_steps ? s.steps : p.held_steps;
+  for (long long k = 0; k < held_here; ++k) {
+    const long long i = s.begin + k * threads + t;
+    if (i < s.end) copy_to_shared_16(&held[k * threads + t], &x[i]);
+  }
+  float amax = 0.0f;
+  for (long long k0 = held_here; k0 < s.steps; k0 += kInFlight) {
+    Piece<T> v[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const long long i = s.begin + (k0 + u) * threads + t;
+      v[u] = x[i < s.end ? i : s.begin];
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u)
+      if (s.begin + (k0 + u) * threads + t < s.end) amax = amax_of<T>(amax, v[u]);
+  }
+  wait_copies_to_shared();
+  for (long long k = 0; k < held_here; ++k)
+    if (s.begin + k * threads + t < s.end) amax = amax_of<T>(amax, held[k * threads + t]);
+  return amax;
+}
+
+template <int K, class T>
+__device__ __forceinline__ void store_piece(const QuantParams &p, long long i, const Piece<T> &v, float inv_scale) {
+  constexpr int kElems = 16 / int(sizeof(T));
+  float f[kElems];
+#pragma unroll
+  for (int j = 0; j < kElems; ++j) f[j] = to_f32(v.v[j]);
+  store_quantized<K, kElems>(static_cast<uint8_t *>(p.out) + i * kElems, f, inv_scale);
+}
+
+// Phase 2: the pieces not held first, last step first (the likeliest still in
+// L2), then the held ones, but for thread 0's first (the block's amax slot).
+template <int K, class T>
+__device__ __forceinline__ void write_stretch(const QuantParams &p, const Stretch &s, const Piece<T> *held,
+                                              float inv_scale) {
+  const Piece<T> *x = static_cast<const Piece<T> *>(p.x);
+  const unsigned t = thread_x(), threads = block_dim_x();
+  for (long long k0 = s.steps - 1; k0 >= p.held_steps; k0 -= kInFlight) {
+    Piece<T> v[kInFlight];
+    bool inside[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const long long i = s.begin + (k0 - u) * threads + t;
+      inside[u] = k0 - u >= p.held_steps && i < s.end;
+      v[u] = x[inside[u] ? i : s.begin];
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u)
+      if (inside[u]) store_piece<K, T>(p, s.begin + (k0 - u) * threads + t, v[u], inv_scale);
+  }
+  const long long held_here = s.steps < p.held_steps ? s.steps : p.held_steps;
+  for (long long k = 0; k < held_here; ++k) {
+    const long long i = s.begin + k * threads + t;
+    if (i < s.end && (k != 0 || t != 0)) store_piece<K, T>(p, i, held[k * threads + t], inv_scale);
+  }
+}
+
+__device__ __forceinline__ void wait_for(const uint32_t *count, uint32_t at_least) {
+  while (load_acquire(count) < at_least) spin_pause();
+}
+
+template <class T>
+__device__ void tensor_resident(const QuantParams &p) {
+  extern __shared__ uint4 held_bytes[];  // [held_steps][blockDim] pieces
+  Piece<T> *held = reinterpret_cast<Piece<T> *>(held_bytes);
+  __shared__ float scratch[32];
+  const Stretch s = stretch_of(p);
+  uint32_t *count = reinterpret_cast<uint32_t *>(p.scale);
+  const unsigned blocks = p.grid_cols, t = thread_x();
+  const float mine = block_max(read_stretch<T>(p, s, held), scratch);
+  if (t == 0) {
+    store_relaxed(amax_slot<T>(p, block_x()), f32_bits(mine));
+    arrive_release(count);
+    wait_for(count, blocks);
+  }
+  sync_block();
+  float amax = 0.0f;
+  for (unsigned b = t; b < blocks; b += block_dim_x()) amax = fmaxf(amax, bits_f32(load_relaxed(amax_slot<T>(p, b))));
+  amax = block_max(amax, scratch);
+  if (t == 0) arrive_release(count);
+  const float scale = dynamic_scale(amax, p.quant), inv_scale = 1.0f / scale;
+  with_kind(p.quant, [&](auto kind) {
+    constexpr int K = decltype(kind)::value;
+    write_stretch<K, T>(p, s, held, inv_scale);
+    if (t != 0) return;
+    wait_for(count, 2 * blocks);
+    store_piece<K, T>(p, s.begin, held[0], inv_scale);
+    if (arrive_release(count) == 3 * blocks - 1) p.scale[0] = scale;
+  });
+}
+
+}  // namespace
+
+#define AITER_QUANT_RESIDENT_KERNEL(name, T) AITER_ENTRY(name, kThreads, QuantParams, tensor_resident<T>)
+// aiter-kernel: op=quant variant=resident.f32 symbol=aiter_quant_resident_f32 block=1024 smem=0
+AITER_QUANT_RESIDENT_KERNEL(aiter_quant_resident_f32, float)
+// aiter-kernel: op=quant variant=resident.f16 symbol=aiter_quant_resident_f16 block=1024 smem=0
+AITER_QUANT_RESIDENT_KERNEL(aiter_quant_resident_f16, half_t)
+// aiter-kernel: op=quant variant=resident.bf16 symbol=aiter_quant_resident_bf16 block=1024 smem=0
+AITER_QUANT_RESIDENT_KERNEL(aiter_quant_resident_bf16, bf16_t)
