@@ -58,18 +58,25 @@ class DeviceScope {
   bool entered_ = false;
 };
 
+// The kernel `op`/`variant` for the scope's device, checked to take `block` threads.
+inline aiter_status find_for_block(const DeviceScope &scope, const GpuCall &call, const char *op,
+                                   const std::string &variant, unsigned block, Kernel *kernel) {
+  if (scope.status() != AITER_OK) return scope.status();
+  aiter_status s = find_kernel(scope.driver(), call.device.device_id, op, variant, kernel);
+  if (s == AITER_OK && int(block) > kernel->max_block)
+    return fail(AITER_ERR_INTERNAL, "%s/%s: block of %u threads exceeds the kernel's bound %d", op, variant.c_str(),
+                block, kernel->max_block);
+  return s;
+}
+
 // `params` is the kernel's single by-value argument.
 template <class Params>
 aiter_status launch(const GpuCall &call, const char *op, const std::string &variant, Dim3 grid, unsigned block,
                     const Params &params) {
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return AITER_OK;  // nothing to do
   DeviceScope scope(call.device);
-  if (scope.status() != AITER_OK) return scope.status();
   Kernel kernel;
-  aiter_status s = find_kernel(scope.driver(), call.device.device_id, op, variant, &kernel);
-  if (s == AITER_OK && int(block) > kernel.max_block)
-    return fail(AITER_ERR_INTERNAL, "%s/%s: block of %u threads exceeds the kernel's bound %d", op, variant.c_str(),
-                block, kernel.max_block);
+  aiter_status s = find_for_block(scope, call, op, variant, block, &kernel);
   if (s != AITER_OK) return s;
   void *args[] = {const_cast<Params *>(&params)};
   return scope.driver()->launch(kernel.function, grid, Dim3{block, 1, 1}, unsigned(kernel.smem), call.stream, args,
@@ -83,12 +90,8 @@ template <class Params>
 aiter_status launch_cooperative(const GpuCall &call, const char *op, const std::string &variant, Dim3 grid,
                                 unsigned block, unsigned smem, const Params &params) {
   DeviceScope scope(call.device);
-  if (scope.status() != AITER_OK) return scope.status();
   Kernel kernel;
-  aiter_status s = find_kernel(scope.driver(), call.device.device_id, op, variant, &kernel);
-  if (s == AITER_OK && int(block) > kernel.max_block)
-    return fail(AITER_ERR_INTERNAL, "%s/%s: block of %u threads exceeds the kernel's bound %d", op, variant.c_str(),
-                block, kernel.max_block);
+  aiter_status s = find_for_block(scope, call, op, variant, block, &kernel);
   if (s == AITER_OK && int(smem) > kernel.smem) s = scope.driver()->set_max_dynamic_smem(kernel.function, int(smem));
   if (s != AITER_OK) return s;
   void *args[] = {const_cast<Params *>(&params)};
