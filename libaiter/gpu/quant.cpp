@@ -1,9 +1,10 @@
 // GPU launchers of the quantization kernels (kernels/quant/).  Per token: one
 // block per row.  Per tensor: grid-stride kernels sized to fill the device; the
-// dynamic op, where the driver launches cooperatively and x is contiguous, as
-// one kernel whose blocks meet through the scale slot (quant_resident.cu), else
-// in four stream-ordered steps (memset, amax, quantize, finalize).  Nothing is
-// allocated and nothing waits on the host.
+// dynamic op, where the driver launches cooperatively and x is contiguous and
+// of a size it pays for (plan_resident), as one kernel whose blocks meet
+// through the scale slot (quant_resident.cu), else in four stream-ordered steps
+// (memset, amax, quantize, finalize).  Nothing is allocated and nothing waits
+// on the host.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
