@@ -27,6 +27,20 @@
 #include "../gemm/tma.h"
 #endif
 
+// Phase clock: benchmarks/profile_resident_phases.py builds this file with
+// -DAITER_PHASE_CLOCK and points `phase_clock` at 8 stamps a block, which
+// thread 0 of each block fills with %globaltimer at the ends of the phases.
+#if defined(AITER_PHASE_CLOCK) && defined(AITER_NVIDIA)
+__device__ unsigned long long *phase_clock;
+__device__ __forceinline__ void stamp_phase(int phase) {
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  if (threadIdx.x == 0) phase_clock[blockIdx.x * 8 + phase] = now;
+}
+#else
+__device__ __forceinline__ void stamp_phase(int) {}
+#endif
+
 namespace {
 
 constexpr int kThreads = 1024;
@@ -189,16 +203,19 @@ __device__ void tensor_resident(const QuantParams &p) {
   extern __shared__ uint4 held_bytes[];  // [held_steps][blockDim] pieces
   Piece<T> *held = reinterpret_cast<Piece<T> *>(held_bytes);
   __shared__ float scratch[32];
+  stamp_phase(0);
   const Stretch s = stretch_of(p);
   uint32_t *count = reinterpret_cast<uint32_t *>(p.scale);
   const unsigned blocks = p.grid_cols, t = thread_x();
   const float mine = block_max(read_stretch<T>(p, s, held), scratch);
+  stamp_phase(1);
   if (t == 0) {
     store_relaxed(amax_slot<T>(p, block_x()), f32_bits(mine));
     arrive_release(count);
     wait_for(count, blocks);
   }
   sync_block();
+  stamp_phase(2);
   float amax = 0.0f;
   for (unsigned b = t; b < blocks; b += block_dim_x()) amax = fmaxf(amax, bits_f32(load_relaxed(amax_slot<T>(p, b))));
   amax = block_max(amax, scratch);
@@ -206,11 +223,14 @@ __device__ void tensor_resident(const QuantParams &p) {
   const float scale = dynamic_scale(amax, p.quant), inv_scale = 1.0f / scale;
   with_kind(p.quant, [&](auto kind) {
     constexpr int K = decltype(kind)::value;
+    stamp_phase(3);
     write_stretch<K, T>(p, s, held, inv_scale);
+    stamp_phase(4);
     if (t != 0) return;
     wait_for(count, 2 * blocks);
     store_piece<K, T>(p, s.begin, held[0], inv_scale);
     if (arrive_release(count) == 3 * blocks - 1) p.scale[0] = scale;
+    stamp_phase(5);
   });
 }
 
