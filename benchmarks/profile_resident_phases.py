@@ -72,7 +72,7 @@ def main():
         p.block_pieces = (p.pieces + sms - 1) // sms
         p.grid_cols = (p.pieces + p.block_pieces - 1) // p.block_pieces
         steps = (p.block_pieces + THREADS - 1) // THREADS
-        p.held_steps = min(steps, 16, (optin.value - 1024) // STEP)
+        p.held_steps = min(steps, (optin.value - 1024) // STEP)
         smem = p.held_steps * STEP
         check(cuda.cuFuncSetAttribute(kernel, 8, smem), "cuFuncSetAttribute")  # max dynamic smem
         args = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.byref(p), ctypes.c_void_p))

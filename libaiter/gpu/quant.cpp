@@ -188,7 +188,6 @@ aiter_status launch_tensor_amax(const QuantArgs &a, const GpuCall &call) {
 constexpr int kResidentThreads = 1024;
 constexpr int kPieceBytes = 16;
 constexpr int kStaticSmem = 1024;  // the kernel's own shared memory, with room to spare
-constexpr int64_t kMaxHeldSteps = 16;  // the kernel's copy barriers (sm_90a)
 
 struct ResidentPlan {
   QuantParams params;
@@ -207,7 +206,7 @@ bool plan_resident(const QuantArgs &a, const GpuCall &call, ResidentPlan *plan) 
       multiprocessors(call, &sms) != AITER_OK)
     return false;
   const int64_t step_bytes = int64_t(kResidentThreads) * kPieceBytes;
-  const int64_t max_held = std::min(kMaxHeldSteps, (smem_limit - kStaticSmem) / step_bytes);
+  const int64_t max_held = (smem_limit - kStaticSmem) / step_bytes;
   Driver *driver = nullptr;
   if (max_held < 1 || driver_for(call.device.device_type, &driver) != AITER_OK ||
       !has_kernel(driver, call.device.device_id, "quant", variant))
