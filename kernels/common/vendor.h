@@ -65,11 +65,6 @@ __device__ __forceinline__ void store_relaxed(uint32_t *p, uint32_t v) {
   __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
 __device__ __forceinline__ void spin_pause() { __builtin_amdgcn_s_sleep(2); }
-// 16 bytes from global to shared memory (see the NVIDIA side); here through registers.
-__device__ __forceinline__ void copy_to_shared_16(void *dst, const void *src) {
-  *static_cast<uint4 *>(dst) = *static_cast<const uint4 *>(src);
-}
-__device__ __forceinline__ void wait_copies_to_shared() {}
 
 #else  // ------------------------------------------------------------------ NVIDIA
 #define AITER_NVIDIA 1
@@ -127,14 +122,6 @@ __device__ __forceinline__ void store_relaxed(uint32_t *p, uint32_t v) {
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 __device__ __forceinline__ void spin_pause() { __nanosleep(32); }
-// 16 bytes from global to shared memory without passing through registers
-// (cp.async, sm_80 and up), so a thread can have many in flight; they are
-// visible to the thread that issued them after wait_copies_to_shared().
-__device__ __forceinline__ void copy_to_shared_16(void *dst, const void *src) {
-  const uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(src) : "memory");
-}
-__device__ __forceinline__ void wait_copies_to_shared() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 #endif
 
 // A kernel named `name` that takes its argument by value (`Params p`), runs with

@@ -68,23 +68,17 @@ __device__ __forceinline__ uint32_t *amax_slot(const QuantParams &p, unsigned b)
   return reinterpret_cast<uint32_t *>(static_cast<uint8_t *>(p.out) + b * p.block_pieces * kOutBytes);
 }
 
-// Phase 1: the thread's pieces of the first held_steps steps are copied into
-// `held`, all issued at once, without passing through registers; the rest is
-// loaded kInFlight pieces at a time meanwhile (pieces past the end load the
-// stretch's first and are dropped); then the held pieces' amax.  Returns the
-// thread's amax.  (A group of copies a step, each step's amax taken as soon as
-// it landed, was slower: H100, bf16 4096 x 4096, 33.1 against 31.8 us.)
+// Phase 1: the thread's pieces, kInFlight loads at once (pieces past the end
+// load the stretch's first and are dropped); those of the first held_steps
+// steps are kept in `held`.  Returns the thread's amax.  (Copying the held
+// steps with cp.async, all issued at once, then loading the rest, was slower:
+// H100, graph replays, bf16 4096 x 4096 31.6-31.7 against 29.7-29.9 us.)
 template <class T>
 __device__ __forceinline__ float read_stretch(const QuantParams &p, const Stretch &s, Piece<T> *held) {
   const Piece<T> *x = static_cast<const Piece<T> *>(p.x);
   const unsigned t = thread_x(), threads = block_dim_x();
-  const long long held_here = s.steps < p.held_steps ? s.steps : p.held_steps;
-  for (long long k = 0; k < held_here; ++k) {
-    const long long i = s.begin + k * threads + t;
-    if (i < s.end) copy_to_shared_16(&held[k * threads + t], &x[i]);
-  }
   float amax = 0.0f;
-  for (long long k0 = held_here; k0 < s.steps; k0 += kInFlight) {
+  for (long long k0 = 0; k0 < s.steps; k0 += kInFlight) {
     Piece<T> v[kInFlight];
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
@@ -92,12 +86,13 @@ __device__ __forceinline__ float read_stretch(const QuantParams &p, const Stretc
       v[u] = x[i < s.end ? i : s.begin];
     }
 #pragma unroll
-    for (int u = 0; u < kInFlight; ++u)
-      if (s.begin + (k0 + u) * threads + t < s.end) amax = amax_of<T>(amax, v[u]);
+    for (int u = 0; u < kInFlight; ++u) {
+      const long long k = k0 + u;
+      if (s.begin + k * threads + t >= s.end) continue;
+      amax = amax_of<T>(amax, v[u]);
+      if (k < p.held_steps) held[k * threads + t] = v[u];
+    }
   }
-  wait_copies_to_shared();
-  for (long long k = 0; k < held_here; ++k)
-    if (s.begin + k * threads + t < s.end) amax = amax_of<T>(amax, held[k * threads + t]);
   return amax;
 }
 
