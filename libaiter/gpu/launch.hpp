@@ -85,14 +85,15 @@ aiter_status launch(const GpuCall &call, const char *op, const std::string &vari
 
 // Launches `op`/`variant` with every block resident at once, so that its blocks
 // may wait for one another, `smem` bytes of dynamic shared memory a block (opted
-// into here, beyond the manifest's).  Fails rather than launching fewer blocks.
+// into on the first launch that needs more than the manifest's).  Fails rather than launching fewer blocks.
 template <class Params>
 aiter_status launch_cooperative(const GpuCall &call, const char *op, const std::string &variant, Dim3 grid,
                                 unsigned block, unsigned smem, const Params &params) {
   DeviceScope scope(call.device);
   Kernel kernel;
   aiter_status s = find_for_block(scope, call, op, variant, block, &kernel);
-  if (s == AITER_OK && int(smem) > kernel.smem) s = scope.driver()->set_max_dynamic_smem(kernel.function, int(smem));
+  if (s == AITER_OK && int(smem) > kernel.smem_allowed)
+    s = allow_dynamic_smem(scope.driver(), call.device.device_id, op, variant, int(smem), &kernel);
   if (s != AITER_OK) return s;
   void *args[] = {const_cast<Params *>(&params)};
   return scope.driver()->launch_cooperative(kernel.function, grid, Dim3{block, 1, 1}, smem, call.stream, args);

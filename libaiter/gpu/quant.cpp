@@ -191,8 +191,19 @@ constexpr int kStaticSmem = 1024;  // the kernel's own shared memory, with room 
 
 struct ResidentPlan {
   QuantParams params;
+  std::string variant;
   unsigned blocks, smem;
 };
+
+// Whether the call's device has `variant` (a cached lookup once it is loaded):
+// a manifest written before the kernel existed leaves the four-step op.
+bool resident_kernel_built(const GpuCall &call, const std::string &variant) {
+  DeviceScope scope(call.device);
+  Kernel kernel;
+  if (find_for_block(scope, call, "quant", variant, kResidentThreads, &kernel) == AITER_OK) return true;
+  clear_error();
+  return false;
+}
 
 // One block an SM, each holding up to all the shared memory a block can have;
 // no block empty.  False where the tensor, its size, the driver or the
@@ -200,41 +211,39 @@ struct ResidentPlan {
 bool plan_resident(const QuantArgs &a, const GpuCall &call, ResidentPlan *plan) {
   QuantParams p = params_of(a);
   fold_rows(p);
-  const std::string variant = std::string("resident.") + dtype_tag(a.x_dtype);
   int smem_limit = 0, sms = 0;
   if (p.rows != 1 || !can_vectorize(a, p) || cooperative_smem_limit(call, &smem_limit) != AITER_OK ||
       multiprocessors(call, &sms) != AITER_OK)
     return false;
   const int64_t step_bytes = int64_t(kResidentThreads) * kPieceBytes;
   const int64_t max_held = (smem_limit - kStaticSmem) / step_bytes;
-  Driver *driver = nullptr;
-  if (max_held < 1 || driver_for(call.device.device_type, &driver) != AITER_OK ||
-      !has_kernel(driver, call.device.device_id, "quant", variant))
-    return false;
   // Between half and three times what the blocks can hold in shared memory.
   // Below, x fits in L2, where the four-step op reads it the second time, and
   // the blocks' meeting (some L2 round trips) costs more than the launches it
   // saves; above, most of x is read twice either way.  Single-call graph
-  // replays on an H100 (bf16, hidden 4096; 30 MB held): 1024 / 2048 / 4096 /
-  // 8192 / 16384 tokens 15.3 / 20.7 / 31.8 / 55.3 / 123.0 us against the
-  // four-step op's 15.2 / 21.1 / 35.3 / 63.3 / 117.9 (docs/performance.md).
+  // replays on an H100 (bf16, hidden 4096; 30 MB held), this kernel against
+  // the four-step op: 2048 / 4096 / 8192 tokens 19.9 / 29.9 / 53.7 us against
+  // 21.1 / 35.1 / 63.0; taken at 16 and 16384 tokens too (an earlier variant),
+  // 10.4 and 123.0 us against 9.6 and 117.9 (docs/performance.md).
   const int64_t x_bytes = p.cols * dtype_size(a.x_dtype), held_bytes = sms * max_held * step_bytes;
-  if (x_bytes < held_bytes / 2 || x_bytes > 3 * held_bytes) return false;
+  if (max_held < 1 || x_bytes < held_bytes / 2 || x_bytes > 3 * held_bytes) return false;
+  const std::string variant = std::string("resident.") + dtype_tag(a.x_dtype);
+  if (!resident_kernel_built(call, variant)) return false;
   p.scale = a.scale;
   p.pieces = x_bytes / kPieceBytes;
   p.block_pieces = (p.pieces + sms - 1) / sms;
   p.grid_cols = unsigned((p.pieces + p.block_pieces - 1) / p.block_pieces);
   const int64_t steps = (p.block_pieces + kResidentThreads - 1) / kResidentThreads;
   p.held_steps = int(std::min(steps, max_held));
-  *plan = ResidentPlan{p, p.grid_cols, unsigned(p.held_steps * step_bytes)};
+  *plan = ResidentPlan{p, variant, p.grid_cols, unsigned(p.held_steps * step_bytes)};
   return true;
 }
 
 aiter_status launch_tensor_resident(const ResidentPlan &plan, const QuantArgs &a, const GpuCall &call) {
   aiter_status s = memset_u32(call, a.scale, 0, 1);  // the blocks' meeting count
   if (s != AITER_OK) return s;
-  return launch_cooperative(call, "quant", std::string("resident.") + dtype_tag(a.x_dtype),
-                            Dim3{plan.blocks, 1, 1}, kResidentThreads, plan.smem, plan.params);
+  return launch_cooperative(call, "quant", plan.variant, Dim3{plan.blocks, 1, 1}, kResidentThreads, plan.smem,
+                            plan.params);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -186,6 +187,7 @@ aiter_status load_kernel(Driver *driver, DeviceKernels &dk, const Entry &e, Kern
   if (s == AITER_OK && e.smem > 48 * 1024) s = driver->set_max_dynamic_smem(kernel->function, e.smem);
   kernel->max_block = e.block;
   kernel->smem = e.smem;
+  kernel->smem_allowed = std::max(kernel->smem_allowed, e.smem);
   kernel->programmatic = programmatic_launch(e.target);
   return s;
 }
@@ -223,6 +225,23 @@ aiter_status code_target(Driver *driver, int device, std::string *target) {
     if (s != AITER_OK) return s;
   }
   *target = dk.target;
+  return AITER_OK;
+}
+
+aiter_status allow_dynamic_smem(Driver *driver, int device, const char *op, const std::string &variant, int bytes,
+                                Kernel *kernel) {
+  DeviceKernels &dk = device_kernels(driver, device);
+  std::lock_guard<std::mutex> lock(dk.mutex);
+  auto found = dk.kernels.find(std::string(op) + "/" + variant);
+  if (found == dk.kernels.end())
+    return fail(AITER_ERR_INTERNAL, "%s/%s: shared memory asked for before the kernel was found", op, variant.c_str());
+  Kernel &known = found->second;
+  if (bytes > known.smem_allowed) {
+    aiter_status s = driver->set_max_dynamic_smem(known.function, bytes);
+    if (s != AITER_OK) return s;
+    known.smem_allowed = bytes;
+  }
+  *kernel = known;
   return AITER_OK;
 }
 

@@ -15,12 +15,18 @@ struct Kernel {
   Function function = nullptr;
   int max_block = 0;  // the kernel's launch bound
   int smem = 0;       // dynamic shared memory it needs, bytes
+  int smem_allowed = 48 * 1024;  // dynamic shared memory a launch may give it (opted into beyond 48 KiB)
   bool programmatic = false;  // launched to overlap the kernel ahead of it (programmatic_launch)
 };
 
 // The kernel `op`/`variant` for the device `where` lives on.  AITER_ERR_NO_KERNEL
 // names the device's target and the targets that were built.
 aiter_status find_kernel(Driver *driver, int device, const char *op, const std::string &variant, Kernel *kernel);
+
+// Lets launches of `op`/`variant` (found before) give it up to `bytes` of dynamic
+// shared memory: the driver is asked once, the kernel remembers it.
+aiter_status allow_dynamic_smem(Driver *driver, int device, const char *op, const std::string &variant, int bytes,
+                                Kernel *kernel);
 
 // The built target whose code objects run on `device` ("sm_90a" on an H100).
 aiter_status code_target(Driver *driver, int device, std::string *target);
