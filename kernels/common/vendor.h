@@ -51,20 +51,6 @@ __device__ __forceinline__ void atomic_max_u32(uint32_t *p, uint32_t v) {
   __hip_atomic_fetch_max(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
 __device__ __forceinline__ void enter_stream_order() {}  // HIP launches kernels in stream order
-// Grid-wide counters (see the NVIDIA side).
-__device__ __forceinline__ uint32_t arrive_release(uint32_t *p) {
-  return __hip_atomic_fetch_add(p, 1u, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
-}
-__device__ __forceinline__ uint32_t load_acquire(const uint32_t *p) {
-  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
-}
-__device__ __forceinline__ uint32_t load_relaxed(const uint32_t *p) {
-  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
-}
-__device__ __forceinline__ void store_relaxed(uint32_t *p, uint32_t v) {
-  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
-}
-__device__ __forceinline__ void spin_pause() { __builtin_amdgcn_s_sleep(2); }
 
 #else  // ------------------------------------------------------------------ NVIDIA
 #define AITER_NVIDIA 1
@@ -100,8 +86,9 @@ __device__ __forceinline__ void enter_stream_order() {
 #endif
 }
 // Grid-wide counters, for kernels whose blocks wait for one another (launched
-// cooperatively, so that all are resident): device-scope atomics and loads that
-// bypass the SM's own cache.  arrive_release adds 1 after this thread's earlier
+// cooperatively, so that all are resident; NVIDIA only, as is their one user,
+// quant/quant_resident.cu): device-scope atomics and loads that bypass the SM's
+// own cache.  arrive_release adds 1 after this thread's earlier
 // writes are visible to the device; load_acquire orders the loads after it.
 __device__ __forceinline__ uint32_t arrive_release(uint32_t *p) {
   uint32_t old;

@@ -263,7 +263,8 @@ def test_cuda_graph_capture(rng, shape):
     """The GPU ops allocate nothing and never wait on the host, so a CUDA graph can
     hold them; replays with new inputs give new scales and values.  4096 x 4096
     takes, on an H100, the per-tensor op's resident kernel: a cooperative launch
-    whose blocks meet through the scale slot, zeroed afresh by each replay."""
+    whose blocks meet at a grid barrier and count in the scale slot, which the
+    kernel zeroes itself: NaN before each replay, it must end as the scale."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU")
