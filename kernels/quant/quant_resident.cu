@@ -7,16 +7,16 @@
 // 5 bytes move for every 3 an ideal kernel moves.
 //
 // The blocks meet at the grid barrier of cooperative groups, which the driver
-// provides to cooperative launches (no memset, nothing allocated), and each
-// block's amax sits in the first 4 bytes of its own stretch of out:
-//   1. block b writes its amax there, block 0 zeroes the scale slot, and all
-//      wait at the grid barrier;
-//   2. each reads the G amaxes (G: the blocks), adds 1 to the slot (it has read
-//      them) and quantizes its stretch, all but its first piece, which holds its amax;
-//   3. each stores its first piece once the slot reaches G (nobody reads the
-//      amaxes any more); the block whose addition brought it to G writes the
-//      scale there, whose bits are at least 0x00800000 (dynamic_scale's least),
-//      more than any count.
+// provides to cooperative launches (no memset, nothing allocated).  Their amaxes
+// sit side by side in the first 4G bytes of out (G: the blocks), in block 0's
+// stretch, so that each block reads them in a few cache lines:
+//   1. block b writes its amax to word b of out, block 0 zeroes the scale slot,
+//      and all wait at the grid barrier;
+//   2. each reads the G amaxes, adds 1 to the slot (it has read them) and
+//      quantizes its stretch, block 0 all but the pieces under the amaxes;
+//   3. block 0 stores those once the slot reaches G (nobody reads the amaxes any
+//      more); the block whose addition brought it to G writes the scale there,
+//      whose bits are at least 0x00800000 (dynamic_scale's least), more than any count.
 // NVIDIA only (kernels/meson.build): libaiter's HIP driver has no cooperative
 // launch, and AMD GPUs take the four-step op.
 #include <cooperative_groups.h>
@@ -67,11 +67,16 @@ __device__ __forceinline__ float amax_of(float m, const Piece<T> &v) {
   return m;
 }
 
-// Block b's amax: the first 4 bytes of its stretch of out.
-template <class T>
+// Block b's amax: word b of out.  Block 0's stretch covers the words (the host
+// sees to it), in the pieces before slot_pieces(), all in its step 0.
 __device__ __forceinline__ uint32_t *amax_slot(const QuantParams &p, unsigned b) {
+  return static_cast<uint32_t *>(p.out) + b;
+}
+
+template <class T>
+__device__ __forceinline__ long long slot_pieces(const QuantParams &p) {
   constexpr int kOutBytes = 16 / int(sizeof(T));
-  return reinterpret_cast<uint32_t *>(static_cast<uint8_t *>(p.out) + b * p.block_pieces * kOutBytes);
+  return (4ll * p.grid_cols + kOutBytes - 1) / kOutBytes;
 }
 
 // Phase 1: the thread's pieces, kInFlight loads at once (pieces past the end
@@ -112,7 +117,7 @@ __device__ __forceinline__ void store_piece(const QuantParams &p, long long i, c
 }
 
 // Phase 2: the pieces not held first, last step first (the likeliest still in
-// L2), then the held ones, but for thread 0's first (the block's amax slot).
+// L2), then the held ones, but for those under the amaxes (block 0's first).
 template <int K, class T>
 __device__ __forceinline__ void write_stretch(const QuantParams &p, const Stretch &s, const Piece<T> *held,
                                               float inv_scale) {
@@ -134,7 +139,7 @@ __device__ __forceinline__ void write_stretch(const QuantParams &p, const Stretc
   const long long held_here = s.steps < p.held_steps ? s.steps : p.held_steps;
   for (long long k = 0; k < held_here; ++k) {
     const long long i = s.begin + k * threads + t;
-    if (i < s.end && (k != 0 || t != 0)) store_piece<K, T>(p, i, held[k * threads + t], inv_scale);
+    if (i < s.end && i >= slot_pieces<T>(p)) store_piece<K, T>(p, i, held[k * threads + t], inv_scale);
   }
 }
 
@@ -154,7 +159,7 @@ __device__ void tensor_resident(const QuantParams &p) {
   const float mine = block_max(read_stretch<T>(p, s, held), scratch);
   stamp_phase(1);
   if (t == 0) {
-    store_relaxed(amax_slot<T>(p, block_x()), f32_bits(mine));
+    store_relaxed(amax_slot(p, block_x()), f32_bits(mine));
     if (block_x() == 0) store_relaxed(readers, 0);
   }
   // (Our own count in the scale slot, which the host had to memset, took 1.6-1.9 us
@@ -163,7 +168,7 @@ __device__ void tensor_resident(const QuantParams &p) {
   cooperative_groups::this_grid().sync();
   stamp_phase(2);
   float amax = 0.0f;
-  for (unsigned b = t; b < blocks; b += block_dim_x()) amax = fmaxf(amax, bits_f32(load_relaxed(amax_slot<T>(p, b))));
+  for (unsigned b = t; b < blocks; b += block_dim_x()) amax = fmaxf(amax, bits_f32(load_relaxed(amax_slot(p, b))));
   amax = block_max(amax, scratch);
   const uint32_t read_before = t == 0 ? arrive_release(readers) : 0;  // waited for only at the end
   const float scale = dynamic_scale(amax, p.quant), inv_scale = 1.0f / scale;
@@ -172,10 +177,12 @@ __device__ void tensor_resident(const QuantParams &p) {
     stamp_phase(3);
     write_stretch<K, T>(p, s, held, inv_scale);
     stamp_phase(4);
-    if (t != 0) return;
-    wait_for(readers, blocks);
-    store_piece<K, T>(p, s.begin, held[0], inv_scale);
-    if (read_before == blocks - 1) p.scale[0] = scale;
+    if (block_x() == 0) {
+      if (t == 0) wait_for(readers, blocks);
+      sync_block();
+      if (t < slot_pieces<T>(p)) store_piece<K, T>(p, t, held[t], inv_scale);
+    }
+    if (t == 0 && read_before == blocks - 1) p.scale[0] = scale;
     stamp_phase(5);
   });
 }

@@ -234,6 +234,9 @@ bool plan_resident(const QuantArgs &a, const GpuCall &call, ResidentPlan *plan) 
   p.pieces = x_bytes / kPieceBytes;
   p.block_pieces = (p.pieces + sms - 1) / sms;
   p.grid_cols = unsigned((p.pieces + p.block_pieces - 1) / p.block_pieces);
+  // The blocks' amaxes, a word each at the start of out, lie in block 0's first step.
+  const int64_t slot_pieces = (4 * int64_t(p.grid_cols) * dtype_size(a.x_dtype) + kPieceBytes - 1) / kPieceBytes;
+  if (slot_pieces > std::min<int64_t>(p.block_pieces, kResidentThreads)) return false;
   const int64_t steps = (p.block_pieces + kResidentThreads - 1) / kResidentThreads;
   p.held_steps = int(std::min(steps, max_held));
   *plan = ResidentPlan{p, variant, p.grid_cols, unsigned(p.held_steps * step_bytes)};
