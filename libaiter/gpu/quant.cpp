@@ -188,6 +188,7 @@ aiter_status launch_tensor_amax(const QuantArgs &a, const GpuCall &call) {
 constexpr int kResidentThreads = 1024;
 constexpr int kPieceBytes = 16;
 constexpr int kStaticSmem = 1024;  // the kernel's own shared memory, with room to spare
+constexpr int64_t kMinBlockPieces = 256;
 
 struct ResidentPlan {
   QuantParams params;
@@ -205,8 +206,8 @@ bool resident_kernel_built(const GpuCall &call, const std::string &variant) {
   return false;
 }
 
-// One block an SM, each holding up to all the shared memory a block can have;
-// no block empty.  False where the tensor, its size, the driver or the
+// One block an SM (fewer for small x), each holding up to all the shared memory
+// a block can have; no block empty.  False where the tensor, its size, the driver or the
 // manifest rules the kernel out.
 bool plan_resident(const QuantArgs &a, const GpuCall &call, ResidentPlan *plan) {
   QuantParams p = params_of(a);
@@ -217,24 +218,23 @@ bool plan_resident(const QuantArgs &a, const GpuCall &call, ResidentPlan *plan) 
     return false;
   const int64_t step_bytes = int64_t(kResidentThreads) * kPieceBytes;
   const int64_t max_held = (smem_limit - kStaticSmem) / step_bytes;
-  // Between half and three times what the blocks can hold in shared memory.
-  // Below, x fits in L2, where the four-step op reads it the second time, and
-  // the blocks' meeting (some L2 round trips) costs more than the launches it
-  // saves; above, most of x is read twice either way.  (Measured with an earlier
-  // meeting, whose count the host memset: 1.6-1.9 us slower than now.)  Single-call graph
-  // replays on an H100 (bf16, hidden 4096; 30 MB held), this kernel against
-  // the four-step op: 2048 / 4096 / 8192 tokens 19.9 / 29.9 / 53.7 us against
-  // 21.1 / 35.1 / 63.0; taken at 16 and 16384 tokens too (an earlier variant),
-  // 10.4 and 123.0 us against 9.6 and 117.9 (docs/performance.md).
+  // Up to three times what the blocks can hold in shared memory: above, most of
+  // x is read twice either way (an earlier variant, H100, bf16: 16384 x 4096
+  // 123.0 us against the four-step op's 117.9).  Below, one launch beats the
+  // four steps down to the smallest x that comes here (single-call graph
+  // replays, H100, bf16 x 4096: 32 / 256 / 1024 / 8192 tokens 9.6 / 10.4 / 13.8 /
+  // 52.6 us against 9.6-9.8 / 10.9-11.0 / 14.9-15.0 / 63.0; docs/performance.md).
   const int64_t x_bytes = p.cols * dtype_size(a.x_dtype), held_bytes = sms * max_held * step_bytes;
-  if (max_held < 1 || x_bytes < held_bytes / 2 || x_bytes > 3 * held_bytes) return false;
+  if (max_held < 1 || x_bytes > 3 * held_bytes) return false;
   const std::string variant = std::string("resident.") + dtype_tag(a.x_dtype);
   if (!resident_kernel_built(call, variant)) return false;
   p.scale = a.scale;
   p.pieces = x_bytes / kPieceBytes;
-  p.block_pieces = (p.pieces + sms - 1) / sms;
+  // At least kMinBlockPieces a block, so that the blocks' amaxes, a word each at
+  // the start of out (at most sms pieces of out), lie in block 0's first step:
+  // fewer blocks than SMs for x under sms * 4 KiB.
+  p.block_pieces = std::max<int64_t>((p.pieces + sms - 1) / sms, kMinBlockPieces);
   p.grid_cols = unsigned((p.pieces + p.block_pieces - 1) / p.block_pieces);
-  // The blocks' amaxes, a word each at the start of out, lie in block 0's first step.
   const int64_t slot_pieces = (4 * int64_t(p.grid_cols) * dtype_size(a.x_dtype) + kPieceBytes - 1) / kPieceBytes;
   if (slot_pieces > std::min<int64_t>(p.block_pieces, kResidentThreads)) return false;
   const int64_t steps = (p.block_pieces + kResidentThreads - 1) / kResidentThreads;

@@ -15,7 +15,10 @@ struct Kernel {
   Function function = nullptr;
   int max_block = 0;  // the kernel's launch bound
   int smem = 0;       // dynamic shared memory it needs, bytes
-  int smem_allowed = 48 * 1024;  // dynamic shared memory a launch may give it (opted into beyond 48 KiB)
+  // Dynamic shared memory the driver has been told a launch may give it.  Not 48
+  // KiB by default: the default limit is 48 KiB less the kernel's static shared
+  // memory, and a cooperative launch past it fails ("too many blocks").
+  int smem_allowed = 0;
   bool programmatic = false;  // launched to overlap the kernel ahead of it (programmatic_launch)
 };
 

@@ -92,25 +92,28 @@ def test_per_tensor_large(rng, device, dtype, qdtype, rows):
 
 
 # The GPU's dynamic per-tensor paths past the one-block kernel.  On an H100 the
-# resident kernel (x and out contiguous, whole 16-byte pieces, x of 15-90 MB)
-# with uneven stretches all in shared memory (2048 x 4104), and with stretches
-# longer than shared memory holds (4096 x 4096: the rest read again); the
-# four-step op for x too small for it (16 x 4096) or not in whole pieces (333
-# columns).
-PATH_CASES = [((2048, 4104), "bfloat16"), ((4096, 4096), "bfloat16"), ((4096, 4096), "float32"),
-              ((16, 4096), "float16"), ((301, 333), "float16")]
+# resident kernel (x and out contiguous in whole 16-byte pieces, x up to 90 MB)
+# with uneven stretches all in shared memory (2048 x 4104), with stretches
+# longer than shared memory holds (4096 x 4096: the rest read again), and with
+# fewer blocks than SMs (16 x 4096); the four-step op for rows apart (64 x 4096
+# in a buffer 4104 wide: its vector kernels) and rows not in whole pieces (333
+# columns: its scalar kernels).
+PATH_CASES = [((2048, 4104), "bfloat16", 0), ((4096, 4096), "bfloat16", 0), ((4096, 4096), "float32", 0),
+              ((16, 4096), "float16", 0), ((64, 4096), "bfloat16", 8), ((301, 333), "float16", 0)]
 
 
 @pytest.mark.parametrize("qdtype", ["float8_e4m3fn", "int8"])
-@pytest.mark.parametrize("shape,dtype", PATH_CASES)
-def test_per_tensor_gpu_paths(rng, device, dtype, qdtype, shape):
+@pytest.mark.parametrize("shape,dtype,pad", PATH_CASES)
+def test_per_tensor_gpu_paths(rng, device, dtype, qdtype, shape, pad):
     if device == "cpu":
         pytest.skip("sizes chosen for the GPU's kernels; test_per_tensor covers the CPU backend")
-    x = quant_input(rng, shape, dtype)
+    rows, cols = shape
+    buffer = quant_input(rng, (rows, cols + pad), dtype)
+    x = buffer[:, :cols]
     largest = tuple(int(rng.integers(0, n)) for n in shape)  # in any block's stretch
     x[largest] = 5e3 * rng.choice([-1.0, 1.0])
     out, scale = poisoned_on(shape, qdtype, device), nan_scale((1,), device)
-    aiter.quant_per_tensor(to_device(x, device), qdtype, out=out, scale=scale)
+    aiter.quant_per_tensor(to_device(buffer, device)[:, :cols], qdtype, out=out, scale=scale)
     x64, scale = f64(x), f64(scale)
     assert scale[0] == np.float32(abs(x64[largest])) / np.float32(QMAX[qdtype])
     check_quantized(on_host(out), x64, scale[0], qdtype)
