@@ -222,8 +222,8 @@ bool plan_resident(const QuantArgs &a, const GpuCall &call, ResidentPlan *plan) 
   // x is read twice either way (an earlier variant, H100, bf16: 16384 x 4096
   // 123.0 us against the four-step op's 117.9).  Below, one launch beats the
   // four steps down to the smallest x that comes here (single-call graph
-  // replays, H100, bf16 x 4096: 32 / 256 / 1024 / 8192 tokens 9.6 / 10.4 / 13.8 /
-  // 52.6 us against 9.6-9.8 / 10.9-11.0 / 14.9-15.0 / 63.0; docs/performance.md).
+  // replays, H100, bf16 x 4096: 16 / 256 / 1024 / 8192 tokens 8.9-9.1 / 10.4-10.5 /
+  // 13.8-13.9 / 52.6 us against 9.6 / 10.9-11.1 / 15.0 / 63.0; docs/performance.md).
   const int64_t x_bytes = p.cols * dtype_size(a.x_dtype), held_bytes = sms * max_held * step_bytes;
   if (max_held < 1 || x_bytes > 3 * held_bytes) return false;
   const std::string variant = std::string("resident.") + dtype_tag(a.x_dtype);
