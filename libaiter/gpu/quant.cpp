@@ -188,7 +188,7 @@ aiter_status launch_tensor_amax(const QuantArgs &a, const GpuCall &call) {
 constexpr int kResidentThreads = 1024;
 constexpr int kPieceBytes = 16;
 constexpr int kStaticSmem = 1024;  // the kernel's own shared memory, with room to spare
-constexpr int64_t kMinBlockPieces = 256;
+constexpr int64_t kMinBlockPieces = 256;  // pieces a block at least: 4 KiB of x
 
 struct ResidentPlan {
   QuantParams params;

@@ -79,8 +79,9 @@ def test_per_token_widths(rng, device, dtype, width, qdtype):
 @pytest.mark.parametrize("rows", [16, 320])
 def test_per_tensor_large(rng, device, dtype, qdtype, rows):
     """Enough elements for many blocks on the GPU, the largest one in the middle:
-    16 tiles of 4096 (fewer than SMs: the two-element quantizing kernel) and 320
-    (more than any GPU has SMs: the eight-element one)."""
+    16 and 320 rows of 4096, on an H100 the resident kernel with fewer blocks than
+    SMs and with one an SM (320 x 4096 fp32: exactly 48 KiB of shared memory a
+    block); test_per_tensor_gpu_paths takes the four-step op through the same sizes."""
     x = quant_input(rng, (rows, 4096), dtype)
     largest = (rows // 2 + 1, 1234)
     x[largest] = -3e3
@@ -95,11 +96,12 @@ def test_per_tensor_large(rng, device, dtype, qdtype, rows):
 # resident kernel (x and out contiguous in whole 16-byte pieces, x up to 90 MB)
 # with uneven stretches all in shared memory (2048 x 4104), with stretches
 # longer than shared memory holds (4096 x 4096: the rest read again), and with
-# fewer blocks than SMs (16 x 4096); the four-step op for rows apart (64 x 4096
-# in a buffer 4104 wide: its vector kernels) and rows not in whole pieces (333
-# columns: its scalar kernels).
+# fewer blocks than SMs (16 x 4096); the four-step op for rows apart (in a
+# buffer 8 columns wider: its vector kernels, with fewer 4096-element tiles than
+# SMs and with more) and for rows not in whole pieces (333 columns: its scalar kernels).
 PATH_CASES = [((2048, 4104), "bfloat16", 0), ((4096, 4096), "bfloat16", 0), ((4096, 4096), "float32", 0),
-              ((16, 4096), "float16", 0), ((64, 4096), "bfloat16", 8), ((301, 333), "float16", 0)]
+              ((16, 4096), "float16", 0), ((16, 4096), "bfloat16", 8), ((320, 4096), "float32", 8),
+              ((301, 333), "float16", 0)]
 
 
 @pytest.mark.parametrize("qdtype", ["float8_e4m3fn", "int8"])
