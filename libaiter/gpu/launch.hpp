@@ -85,7 +85,9 @@ aiter_status launch(const GpuCall &call, const char *op, const std::string &vari
 
 // Launches `op`/`variant` with every block resident at once, so that its blocks
 // may wait for one another, `smem` bytes of dynamic shared memory a block (opted
-// into on the first launch that needs more than the manifest's).  Fails rather than launching fewer blocks.
+// into on the first launch that needs more than the manifest's: past the
+// driver's default, a cooperative launch fails with "too many blocks").  Fails
+// rather than launching fewer blocks.
 template <class Params>
 aiter_status launch_cooperative(const GpuCall &call, const char *op, const std::string &variant, Dim3 grid,
                                 unsigned block, unsigned smem, const Params &params) {

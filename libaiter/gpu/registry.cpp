@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -184,10 +183,12 @@ aiter_status load_kernel(Driver *driver, DeviceKernels &dk, const Entry &e, Kern
     module = dk.modules.emplace(e.file, m).first;
   }
   aiter_status s = driver->get_function(module->second, e.symbol.c_str(), &kernel->function);
-  if (s == AITER_OK && e.smem > 48 * 1024) s = driver->set_max_dynamic_smem(kernel->function, e.smem);
+  // Any dynamic shared memory is told to the driver: its default limit is 48 KiB
+  // less the kernel's static shared memory, not 48 KiB.
+  if (s == AITER_OK && e.smem > 0) s = driver->set_max_dynamic_smem(kernel->function, e.smem);
   kernel->max_block = e.block;
   kernel->smem = e.smem;
-  kernel->smem_allowed = std::max(kernel->smem_allowed, e.smem);
+  kernel->smem_allowed = e.smem;
   kernel->programmatic = programmatic_launch(e.target);
   return s;
 }

@@ -15,10 +15,7 @@ struct Kernel {
   Function function = nullptr;
   int max_block = 0;  // the kernel's launch bound
   int smem = 0;       // dynamic shared memory it needs, bytes
-  // Dynamic shared memory the driver has been told a launch may give it.  Not 48
-  // KiB by default: the default limit is 48 KiB less the kernel's static shared
-  // memory, and a cooperative launch past it fails ("too many blocks").
-  int smem_allowed = 0;
+  int smem_allowed = 0;  // dynamic shared memory the driver has been told a launch may give it
   bool programmatic = false;  // launched to overlap the kernel ahead of it (programmatic_launch)
 };
 
