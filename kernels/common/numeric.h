@@ -147,8 +147,13 @@ struct alignas(sizeof(T) * N) Vec {
 };
 
 template <class T, int N>
+__device__ __forceinline__ Vec<T, N> load_vec(const T *p) {
+  return *reinterpret_cast<const Vec<T, N> *>(p);
+}
+
+template <class T, int N>
 __device__ __forceinline__ void load_f32(const T *p, float (&out)[N]) {
-  const Vec<T, N> v = *reinterpret_cast<const Vec<T, N> *>(p);
+  const Vec<T, N> v = load_vec<T, N>(p);
 #pragma unroll
   for (int i = 0; i < N; ++i) out[i] = to_f32(v.v[i]);
 }

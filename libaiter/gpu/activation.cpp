@@ -16,6 +16,7 @@ namespace {
 constexpr int64_t kGatedThreads = 256;   // the gated kernels' launch bound
 constexpr int64_t kQuantThreads = 1024;  // the quantizing kernels' launch bound
 constexpr int64_t kQuantChunks = 4;      // chunks a thread keeps in registers in the .vec quantizing kernels
+constexpr int64_t kLoadsFirstThreads = 256;  // the .vec.loads_first kernels' launch bound
 constexpr int64_t kScalarRun = 4;        // elements a thread of the .scalar gated kernels, blockDim apart
 
 constexpr int64_t kMinThreads = 64;       // one AMD wavefront, two NVIDIA warps
@@ -109,8 +110,10 @@ aiter_status gelu_and_mul(const ActivationArgs &a, const GpuCall &call) {
 }
 
 // One block per row, rows counted by their scales: a row of d = 0 still gets scale 1.
-// Rows that fit kQuantChunks chunks a thread are read once (.vec); longer rows and
-// rows that are not 16-byte chunks are read twice (.vec.long, .scalar).
+// Rows that fit kQuantChunks chunks a thread are read once (.vec, or with at least
+// as many rows as SMs and blocks of up to 256 threads .vec.loads_first, whose
+// thread issues its loads all at once); longer rows and rows that are not 16-byte
+// chunks are read twice (.vec.long, .scalar).
 aiter_status silu_and_mul_quant(const ActivationArgs &a, const GpuCall &call) {
   ActivationParams p = params_of(a, a.scale_count);
   p.quant = quant_kind(a.quant_dtype);
@@ -130,7 +133,9 @@ aiter_status silu_and_mul_quant(const ActivationArgs &a, const GpuCall &call) {
   const int64_t per_thread =
       !cached ? 1 : p.rows < sms ? std::max<int64_t>(1, ceil_div(chunks, kQuantThreads)) : kQuantChunks;
   const int64_t threads = std::clamp(round_up(ceil_div(chunks, per_thread), kMinThreads), kMinThreads, kQuantThreads);
-  const std::string variant = std::string(dtype_tag(a.dtype)) + (cached ? ".vec" : vec ? ".vec.long" : ".scalar");
+  const bool loads_first = cached && p.rows >= sms && threads <= kLoadsFirstThreads;
+  const char *read = loads_first ? ".vec.loads_first" : cached ? ".vec" : vec ? ".vec.long" : ".scalar";
+  const std::string variant = std::string(dtype_tag(a.dtype)) + read;
   return launch(call, "silu_and_mul_quant", variant, Dim3{unsigned(p.row_step), 1, 1}, unsigned(threads), p);
 }
 

@@ -211,6 +211,20 @@ def test_silu_and_mul_quant_long_rows(rng, device, dtype, d):
     check_silu_quant(out, scale, x, "float8_e4m3fn")
 
 
+# More rows than an H100 or H200 has SMs: four chunks a thread on the GPU, in the
+# loads-first kernel up to 256 threads (d = 4096 fp32 / 8192 16-bit), with chunks
+# partly or wholly past the row's end (d = 2052 fp32: 513 chunks of 4 and 160
+# threads; 4136 16-bit: 517 chunks of 8), and in the chunkwise kernel past that
+# (8200: 288 threads).
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("d", [2052, 4136, 8192, 8200])
+def test_silu_and_mul_quant_many_rows(rng, device, dtype, d):
+    x = rand(rng, (300, 2 * d), dtype, scale=2.0)
+    out, scale = quant_buffers(x.shape, "float8_e4m3fn", device)
+    aiter.silu_and_mul_quant(to_device(x, device), "float8_e4m3fn", out=out, scale=scale)
+    check_silu_quant(out, scale, x, "float8_e4m3fn")
+
+
 def test_silu_and_mul_quant_more_rows_than_one_grid(rng, device):
     x = rand(rng, (70000, 16), "bfloat16", scale=2.0)
     out, scale = quant_buffers(x.shape, "int8", device)
