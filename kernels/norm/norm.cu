@@ -133,6 +133,35 @@ __device__ void layer_row(const NormParams &p) {
   }
 }
 
+// add + RMSNorm's rows in the many-rows kernels: v = x + residual, rounded to T as
+// residual_out stores it, 0 past the row.  Every load leaves before the first
+// store (ptxas keeps a load after a store that might alias it) and unconditionally
+// (chunks past the row load the row's first chunk again, unused): behind a branch
+// a chunk, ptxas unpacked chunk r inside its branch, waiting for it before chunk
+// r + 1's loads left.  Either way, a trip to memory a chunk.
+template <class T, int N, int R>
+__device__ __forceinline__ void load_added_row(const NormParams &p, long long row, float (&v)[R][N]) {
+  const unsigned tid = thread_x(), nthreads = block_dim_x();
+  const T *x = static_cast<const T *>(p.x) + row * p.x_stride;
+  const T *residual = static_cast<const T *>(p.residual) + row * p.residual_stride;
+  Vec<T, N> xs[R], residuals[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const long long c = (long long)(r * nthreads + tid) * N;
+    const long long at = c < p.cols ? c : 0;
+    xs[r] = load_vec<T, N>(x + at);
+    residuals[r] = load_vec<T, N>(residual + at);
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const long long c = (long long)(r * nthreads + tid) * N;
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      v[r][i] = c < p.cols ? to_f32(from_f32<T>(to_f32(xs[r].v[i]) + to_f32(residuals[r].v[i]))) : 0.0f;
+    if (c < p.cols) store_f32<T, N>(static_cast<T *>(p.residual_out) + row * p.residual_out_stride + c, v[r]);
+  }
+}
+
 // Each thread owns R chunks of N contiguous elements: chunk r covers columns
 // (r * blockDim + tid) * N ... + N.  The host picks the smallest R that covers
 // the row with at most the variant's threads: few registers, many blocks per
@@ -160,10 +189,14 @@ __device__ void norm_row(const NormParams &params) {
   const unsigned tid = thread_x(), nthreads = block_dim_x();
   float v[R][N], w[R][N], b[R][N];
   float squares = 0.0f;  // RMSNorm's statistic (LayerNorm's come from layer_stats)
+  constexpr bool added_row = KIND == kNormAddRms && !PREFETCH;
+  if constexpr (added_row) load_added_row<T, N, R>(p, row, v);
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const long long c = (long long)(r * nthreads + tid) * N;
-    if (c < p.cols) {
+    if (added_row) {
+      // v loaded above
+    } else if (c < p.cols) {
       load_f32<T, N>(static_cast<const T *>(p.x) + row * p.x_stride + c, v[r]);
       if (prefetch) load_params<T, N>(p.weight, c, p.params_f32, w[r]);
       // Without a bias, the weights again (unused): behind a branch on p.bias,
