@@ -275,8 +275,15 @@ template <> struct LayerMinBlocks<bf16_t> { static constexpr int value = 3; };
 // of 256.  Left to itself ptxas allocates 56 or 79 depending on which other
 // kernels share the file (it hoists more weight loads); capped, rows of 8192
 // ran as fast as at 56 (H100, in turns, 2026-11-23).
+// R = 2 quantizing (rms_q, add_q): 32 registers, so that an SM holds eight blocks
+// of 256 as for plain RMSNorm, not six at the 40 ptxas chose (no spills either
+// way).  H100, in turns, 2026-11-24: rmsnorm_quant 16384 x 4096 bf16 75.4-75.6
+// against 77.2-77.4 us; 4096 x 4096 25.8-25.9 against 25.9-26.6.
 template <class T, int R, int KIND, bool QUANT> struct NormMinBlocks {
-  static constexpr int value = KIND == kNormLayer && R == 2 ? LayerMinBlocks<T>::value : R == 4 && !QUANT ? 2 : 1;
+  static constexpr int value = KIND == kNormLayer && R == 2 ? LayerMinBlocks<T>::value
+                               : R == 4 && !QUANT           ? 2
+                               : R == 2 && QUANT            ? 4
+                                                            : 1;
 };
 #define AITER_NORM_KIND(name, T, N, R, THREADS, PREFETCH, KIND, QUANT)                          \
   AITER_KERNEL void AITER_LAUNCH_BOUNDS_MIN(THREADS, (NormMinBlocks<T, R, KIND, QUANT>::value)) \
