@@ -70,6 +70,19 @@ def test_layernorm(rng, device, dtype, shape, with_bias):
     assert_close(out, ref, dtype)
 
 
+# In place over many rows: every load of a row's chunks comes before the first
+# store (on the GPU, chunks past the row reload its first chunk, unused).
+@pytest.mark.parametrize("cols", [4000, 8192])
+def test_add_rmsnorm_in_place_many_rows(rng, device, cols):
+    shape = (640, cols)
+    x, res, w = rand(rng, shape, "bfloat16"), rand(rng, shape, "bfloat16"), rand(rng, (cols,), "bfloat16")
+    new_res = f64(x) + f64(res)  # before the call: on the CPU, x_d is x
+    x_d, res_d, w_d = (to_device(a, device) for a in (x, res, w))
+    aiter.add_rmsnorm(x_d, res_d, w_d, 1e-6, out=x_d, residual_out=res_d)
+    assert_close(res_d, new_res, "bfloat16", what="residual_out")
+    assert_close(x_d, rms_ref(f64(res_d), f64(w), 1e-6), "bfloat16")
+
+
 # 640 rows take the GPU's many-rows tiles (from 2 rows per multiprocessor), whose
 # kernels are compiled per norm kind; rows of 4096 and 8192 take two and four
 # chunks a thread; rows of 4000 leave the last chunks of the block's last warp
