@@ -293,14 +293,18 @@ __device__ void silu_quant(const ActivationParams &p) {
 // elements a thread).
 #define AITER_GATED_KERNEL(name, T, N) \
   AITER_ENTRY(name, kGatedThreads, ActivationParams, gated<T, N>)
-#define AITER_SILU_QUANT_KERNEL(name, T, N, read) \
-  AITER_ENTRY(name, kQuantThreads, ActivationParams, silu_quant<T, N, read>)
-#define AITER_SILU_QUANT_LOADS_FIRST_KERNEL(name, T, N)                                   \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS_MIN(kLoadsFirstThreads, kLoadsFirstBlocks) name( \
-      ActivationParams p) {                                                               \
-    enter_stream_order();                                                                 \
-    silu_quant<T, N, kLoadsFirst>(p);                                                     \
+// One silu_and_mul_quant kernel per input dtype, in chunks of N32 fp32 or N16
+// 16-bit elements.  (Bounds with a minimum of one block an SM gave ptxas other
+// register counts than the plain bound: 40 instead of 32 for .vec.long.)
+#define AITER_SILU_QUANT_KERNEL(name, T, N, read, bounds) \
+  AITER_KERNEL void bounds name(ActivationParams p) {     \
+    enter_stream_order();                                 \
+    silu_quant<T, N, read>(p);                            \
   }
+#define AITER_SILU_QUANT_KERNELS(suffix, N32, N16, read, bounds)                  \
+  AITER_SILU_QUANT_KERNEL(aiter_silu_quant_f32_##suffix, float, N32, read, bounds)  \
+  AITER_SILU_QUANT_KERNEL(aiter_silu_quant_f16_##suffix, half_t, N16, read, bounds) \
+  AITER_SILU_QUANT_KERNEL(aiter_silu_quant_bf16_##suffix, bf16_t, N16, read, bounds)
 
 // aiter-kernel: op=gated variant=f32.vec symbol=aiter_gated_f32_vec4 block=256 smem=0
 AITER_GATED_KERNEL(aiter_gated_f32_vec4, float, 4)
@@ -323,27 +327,8 @@ AITER_GATED_KERNEL(aiter_gated_bf16_scalar, bf16_t, 1)
 
 // Per-row quantization: .vec and .vec.loads_first keep the row in registers;
 // .vec.long (rows longer than .vec holds) and .scalar read x twice.
-// aiter-kernel: op=silu_and_mul_quant variant=f32.vec symbol=aiter_silu_quant_f32_vec4 block=1024 smem=0
-AITER_SILU_QUANT_KERNEL(aiter_silu_quant_f32_vec4, float, 4, kChunkwise)
-// aiter-kernel: op=silu_and_mul_quant variant=f16.vec symbol=aiter_silu_quant_f16_vec8 block=1024 smem=0
-AITER_SILU_QUANT_KERNEL(aiter_silu_quant_f16_vec8, half_t, 8, kChunkwise)
-// aiter-kernel: op=silu_and_mul_quant variant=bf16.vec symbol=aiter_silu_quant_bf16_vec8 block=1024 smem=0
-AITER_SILU_QUANT_KERNEL(aiter_silu_quant_bf16_vec8, bf16_t, 8, kChunkwise)
-// aiter-kernel: op=silu_and_mul_quant variant=f32.vec.loads_first symbol=aiter_silu_quant_f32_vec4_loads_first block=256 smem=0
-AITER_SILU_QUANT_LOADS_FIRST_KERNEL(aiter_silu_quant_f32_vec4_loads_first, float, 4)
-// aiter-kernel: op=silu_and_mul_quant variant=f16.vec.loads_first symbol=aiter_silu_quant_f16_vec8_loads_first block=256 smem=0
-AITER_SILU_QUANT_LOADS_FIRST_KERNEL(aiter_silu_quant_f16_vec8_loads_first, half_t, 8)
-// aiter-kernel: op=silu_and_mul_quant variant=bf16.vec.loads_first symbol=aiter_silu_quant_bf16_vec8_loads_first block=256 smem=0
-AITER_SILU_QUANT_LOADS_FIRST_KERNEL(aiter_silu_quant_bf16_vec8_loads_first, bf16_t, 8)
-// aiter-kernel: op=silu_and_mul_quant variant=f32.vec.long symbol=aiter_silu_quant_f32_vec4_long block=1024 smem=0
-AITER_SILU_QUANT_KERNEL(aiter_silu_quant_f32_vec4_long, float, 4, kTwice)
-// aiter-kernel: op=silu_and_mul_quant variant=f16.vec.long symbol=aiter_silu_quant_f16_vec8_long block=1024 smem=0
-AITER_SILU_QUANT_KERNEL(aiter_silu_quant_f16_vec8_long, half_t, 8, kTwice)
-// aiter-kernel: op=silu_and_mul_quant variant=bf16.vec.long symbol=aiter_silu_quant_bf16_vec8_long block=1024 smem=0
-AITER_SILU_QUANT_KERNEL(aiter_silu_quant_bf16_vec8_long, bf16_t, 8, kTwice)
-// aiter-kernel: op=silu_and_mul_quant variant=f32.scalar symbol=aiter_silu_quant_f32_scalar block=1024 smem=0
-AITER_SILU_QUANT_KERNEL(aiter_silu_quant_f32_scalar, float, 1, kTwice)
-// aiter-kernel: op=silu_and_mul_quant variant=f16.scalar symbol=aiter_silu_quant_f16_scalar block=1024 smem=0
-AITER_SILU_QUANT_KERNEL(aiter_silu_quant_f16_scalar, half_t, 1, kTwice)
-// aiter-kernel: op=silu_and_mul_quant variant=bf16.scalar symbol=aiter_silu_quant_bf16_scalar block=1024 smem=0
-AITER_SILU_QUANT_KERNEL(aiter_silu_quant_bf16_scalar, bf16_t, 1, kTwice)
+// aiter-kernel-family: op=silu_and_mul_quant variant={dt}.{read} symbol=aiter_silu_quant_{dt}_{sym} block={block} smem=0 dt=f32,f16,bf16 read=vec:vec:1024,vec.loads_first:vec_loads_first:256,vec.long:vec_long:1024,scalar:scalar:1024
+AITER_SILU_QUANT_KERNELS(vec, 4, 8, kChunkwise, AITER_LAUNCH_BOUNDS(kQuantThreads))
+AITER_SILU_QUANT_KERNELS(vec_loads_first, 4, 8, kLoadsFirst, AITER_LAUNCH_BOUNDS_MIN(kLoadsFirstThreads, kLoadsFirstBlocks))
+AITER_SILU_QUANT_KERNELS(vec_long, 4, 8, kTwice, AITER_LAUNCH_BOUNDS(kQuantThreads))
+AITER_SILU_QUANT_KERNELS(scalar, 1, 1, kTwice, AITER_LAUNCH_BOUNDS(kQuantThreads))

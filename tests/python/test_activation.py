@@ -200,26 +200,18 @@ def test_silu_and_mul_quant(rng, device, qdtype, dtype, shape):
         assert f64(scale).reshape(-1)[0] == 1.0
 
 
-# d = 16384 and 32768: the most a GPU block keeps in registers (fp32, 16-bit); 40000:
-# longer rows, read twice; 16387: not 16-byte chunks (the scalar kernel).
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("d", [16384, 16387, 32768, 40000])
-def test_silu_and_mul_quant_long_rows(rng, device, dtype, d):
-    x = rand(rng, (2, 2 * d), dtype, scale=2.0)
-    out, scale = quant_buffers(x.shape, "float8_e4m3fn", device)
-    aiter.silu_and_mul_quant(to_device(x, device), "float8_e4m3fn", out=out, scale=scale)
-    check_silu_quant(out, scale, x, "float8_e4m3fn")
-
-
-# More rows than an H100 or H200 has SMs: four chunks a thread on the GPU, in the
-# loads-first kernel up to 256 threads (d = 4096 fp32 / 8192 16-bit), with chunks
-# partly or wholly past the row's end (d = 2052 fp32: 513 chunks of 4 and 160
+# Two rows: d = 16384 and 32768, the most a GPU block keeps in registers (fp32,
+# 16-bit); 40000, longer rows, read twice; 16387, not 16-byte chunks (the scalar
+# kernel).  300 rows, more than an H100 or H200 has SMs: four chunks a thread, in
+# the loads-first kernel up to 256 threads (d = 4096 fp32 / 8192 16-bit), with
+# chunks partly or wholly past the row's end (2052 fp32: 513 chunks of 4 and 160
 # threads; 4136 16-bit: 517 chunks of 8), and in the chunkwise kernel past that
 # (8200: 288 threads).
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("d", [2052, 4136, 8192, 8200])
-def test_silu_and_mul_quant_many_rows(rng, device, dtype, d):
-    x = rand(rng, (300, 2 * d), dtype, scale=2.0)
+@pytest.mark.parametrize("rows, d", [(2, 16384), (2, 16387), (2, 32768), (2, 40000),
+                                     (300, 2052), (300, 4136), (300, 8192), (300, 8200)])
+def test_silu_and_mul_quant_row_lengths(rng, device, dtype, rows, d):
+    x = rand(rng, (rows, 2 * d), dtype, scale=2.0)
     out, scale = quant_buffers(x.shape, "float8_e4m3fn", device)
     aiter.silu_and_mul_quant(to_device(x, device), "float8_e4m3fn", out=out, scale=scale)
     check_silu_quant(out, scale, x, "float8_e4m3fn")
