@@ -197,11 +197,11 @@ __device__ __forceinline__ float products_chunkwise(const T *x, int cols, float 
 }
 
 // The same, every load issued before the first product: one trip to memory a row.
-// For many rows: an H100 (bf16 -> fp8, 2026-11-24) took 36.0-36.3 us at 4096 x
-// 4096 against 37.8 chunk by chunk, 224.7-224.9 against 232.9-233.6 at 16384 x
-// 8192; with 64 registers the same code spilled 332 bytes a thread, and with 80
+// For many rows: an H100 (bf16 -> fp8, 2026-11-24) took 36.0-36.5 us at 4096 x
+// 4096 against 38.2-38.7 chunk by chunk, 224.8-224.9 against 232.9-233.7 at 16384
+// x 8192; with 64 registers the same code spilled 332 bytes a thread, and with 80
 // an SM holds one block of 448 threads (rows of 14336) where it held two (119 us
-// against 115 at 4096 x 14336).
+// against 115 at 4096 x 14336), hence blocks of up to 256 threads.
 template <class T, int N>
 __device__ __forceinline__ float products_loads_first(const T *x, int cols, float (&y)[kQuantChunks][N]) {
   const int tid = int(thread_x()), nthreads = int(block_dim_x());

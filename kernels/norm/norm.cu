@@ -189,14 +189,12 @@ __device__ void norm_row(const NormParams &params) {
   const unsigned tid = thread_x(), nthreads = block_dim_x();
   float v[R][N], w[R][N], b[R][N];
   float squares = 0.0f;  // RMSNorm's statistic (LayerNorm's come from layer_stats)
-  constexpr bool added_row = KIND == kNormAddRms && !PREFETCH;
+  constexpr bool added_row = KIND == kNormAddRms && !PREFETCH;  // v loaded here, not in the loop
   if constexpr (added_row) load_added_row<T, N, R>(p, row, v);
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const long long c = (long long)(r * nthreads + tid) * N;
-    if (added_row) {
-      // v loaded above
-    } else if (c < p.cols) {
+    if (!added_row && c < p.cols) {
       load_f32<T, N>(static_cast<const T *>(p.x) + row * p.x_stride + c, v[r]);
       if (prefetch) load_params<T, N>(p.weight, c, p.params_f32, w[r]);
       // Without a bias, the weights again (unused): behind a branch on p.bias,
@@ -215,7 +213,7 @@ __device__ void norm_row(const NormParams &params) {
         }
         *reinterpret_cast<Vec<T, N> *>(static_cast<T *>(p.residual_out) + row * p.residual_out_stride + c) = stored;
       }
-    } else {
+    } else if (!added_row) {
 #pragma unroll
       for (int i = 0; i < N; ++i) v[r][i] = 0.0f;
     }
