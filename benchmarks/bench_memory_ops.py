@@ -13,10 +13,10 @@ the op's own bytes: the ceiling at that size), and torch.compile's time over our
 ours, torch.compile's and the same-size copy are the medians of 3 rounds timed in
 turns, each round on fresh tensors: one timing of a case moved by up to 2x from
 allocation to allocation (H100: reshape_and_cache 4096 tokens 17.8-18.1 us in five
-rounds, 40.7 in a sixth), for every library alike.  For 1 and 16 tokens the same calls are also captured in
-CUDA graphs and their replays timed, which removes Python and launch overhead:
-one call a graph (median of 5 rounds, ours and torch.compile's in turns), and
-20 calls back to back (time a call).
+rounds, 40.7 in a sixth), for every library alike.  For 1 and 16 tokens the same
+calls are also captured in CUDA graphs and their replays timed, which removes
+Python and launch overhead: one call a graph (median of 5 rounds, ours and
+torch.compile's in turns), and 20 calls back to back (time a call).
 Fused ops are also compared with the best unfused PyTorch pair.
 """
 import argparse
