@@ -133,6 +133,52 @@ __device__ void layer_row(const NormParams &p) {
   }
 }
 
+// RMSNorm in the many-rows kernels, weights stored as T: x stays in registers as
+// loaded (16-bit T in half the registers of fp32), and every chunk's weights load
+// at once after the reduction (norm_row loads each chunk's weights after using the
+// chunk before's).  The same products in the same order as norm_row's, which adds
+// a zero mean and bias.  y past the row is never stored (no quantization here).
+// H100, bf16, 2026-11-24, in turns: 4096 x 8192 50.4-50.9 against 51.1-52.1 us;
+// rows of 4096 as before.  For rmsnorm_quant the same code took 80 registers for
+// rows of 8192 (three blocks an SM; 16384 x 8192 150 against 140 us) and ran
+// as before for rows of 4096, so the quantizing tiles keep norm_row.
+template <class T, int N, int R>
+__device__ void rms_row(const NormParams &p) {
+  const long long row = block_x();
+  const unsigned tid = thread_x(), nthreads = block_dim_x();
+  const T *x = static_cast<const T *>(p.x) + row * p.x_stride;
+  Vec<T, N> raw[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {  // past the row: the row's first chunk again, unused
+    const long long c = (long long)(r * nthreads + tid) * N;
+    raw[r] = load_vec<T, N>(x + (c < p.cols ? c : 0));
+  }
+  float squares = 0.0f;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const bool in_row = (long long)(r * nthreads + tid) * N < p.cols;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const float v = to_f32(raw[r].v[i]);
+      squares += in_row ? v * v : 0.0f;
+    }
+  }
+  __shared__ float scratch[32];
+  const float inv_std = fast_rsqrt(block_sum(squares, scratch) * p.inv_cols + p.eps);
+  Vec<T, N> weights[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const long long c = (long long)(r * nthreads + tid) * N;
+    weights[r] = load_vec<T, N>(static_cast<const T *>(p.weight) + (c < p.cols ? c : 0));
+  }
+  float y[R][N];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int i = 0; i < N; ++i) y[r][i] = to_f32(raw[r].v[i]) * inv_std * to_f32(weights[r].v[i]);
+  store_row<T, N, R>(p, row, y, scratch);
+}
+
 // add + RMSNorm's rows in the many-rows kernels: v = x + residual, rounded to T as
 // residual_out stores it, 0 past the row.  Every load leaves before the first
 // store (ptxas keeps a load after a store that might alias it) and unconditionally
@@ -177,6 +223,13 @@ __device__ __forceinline__ void load_added_row(const NormParams &p, long long ro
 template <class T, int N, int R, bool PREFETCH, int KIND = -1, bool QUANT = false>
 __device__ void norm_row(const NormParams &params) {
   if constexpr (KIND == kNormLayer && !QUANT && !PREFETCH) return layer_row<T, N, R>(params);
+  if constexpr (KIND == kNormRms && !QUANT && !PREFETCH) {
+    if (!params.params_f32) {  // fp32 weights for 16-bit x: norm_row, below
+      NormParams p = params;
+      p.quant = kQuantNone;
+      return rms_row<T, N, R>(p);
+    }
+  }
   NormParams p = params;
   if (KIND >= 0) {
     p.kind = KIND;
@@ -274,13 +327,16 @@ template <> struct LayerMinBlocks<bf16_t> { static constexpr int value = 3; };
 // kernels share the file (it hoists more weight loads); capped, rows of 8192
 // ran as fast as at 56 (H100, in turns, 2026-11-23).
 // R = 2 quantizing (rms_q, add_q): 32 registers, so that an SM holds eight blocks
-// of 256 as for plain RMSNorm, not six at the 40 ptxas chose (no spills either
-// way).  H100, in turns, 2026-11-24: rmsnorm_quant 16384 x 4096 bf16 75.4-75.6
-// against 77.2-77.4 us; 4096 x 4096 25.8-25.9 against 25.9-26.6.
+// of 256, not six at the 40 ptxas chose (no spills either way).  H100, in turns,
+// 2026-11-24: rmsnorm_quant 16384 x 4096 bf16 75.4-75.6 against 77.2-77.4 us;
+// 4096 x 4096 25.8-25.9 against 25.9-26.6.  Plain RMSNorm's R = 2 tile (rms_row)
+// too: 32 registers, no spills, against 46 (five blocks an SM): 4096 x 4096 28.0
+// / 28.3 against 28.8 / 28.8 us, 16384 x 4096 94.8 / 95.2 against 94.1 / 94.6
+// (one run; these move by about 1 us from run to run).
 template <class T, int R, int KIND, bool QUANT> struct NormMinBlocks {
   static constexpr int value = KIND == kNormLayer && R == 2 ? LayerMinBlocks<T>::value
                                : R == 4 && !QUANT           ? 2
-                               : R == 2 && QUANT            ? 4
+                               : R == 2 && (QUANT || KIND == kNormRms) ? 4
                                                             : 1;
 };
 #define AITER_NORM_KIND(name, T, N, R, THREADS, PREFETCH, KIND, QUANT)                          \
