@@ -133,6 +133,19 @@ __device__ void layer_row(const NormParams &p) {
   }
 }
 
+// A thread's R chunks of a row of `cols` elements starting at `row`, loaded at
+// once: chunks past the row load the row's first chunk again (unused), so that no
+// load waits behind a branch.
+template <class T, int N, int R>
+__device__ __forceinline__ void load_chunks(const T *row, long long cols, Vec<T, N> (&chunks)[R]) {
+  const unsigned tid = thread_x(), nthreads = block_dim_x();
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const long long c = (long long)(r * nthreads + tid) * N;
+    chunks[r] = load_vec<T, N>(row + (c < cols ? c : 0));
+  }
+}
+
 // RMSNorm in the many-rows kernels, weights stored as T: x stays in registers as
 // loaded (16-bit T in half the registers of fp32), and every chunk's weights load
 // at once after the reduction (norm_row loads each chunk's weights after using the
@@ -146,13 +159,8 @@ template <class T, int N, int R>
 __device__ void rms_row(const NormParams &p) {
   const long long row = block_x();
   const unsigned tid = thread_x(), nthreads = block_dim_x();
-  const T *x = static_cast<const T *>(p.x) + row * p.x_stride;
   Vec<T, N> raw[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) {  // past the row: the row's first chunk again, unused
-    const long long c = (long long)(r * nthreads + tid) * N;
-    raw[r] = load_vec<T, N>(x + (c < p.cols ? c : 0));
-  }
+  load_chunks<T, N, R>(static_cast<const T *>(p.x) + row * p.x_stride, p.cols, raw);
   float squares = 0.0f;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -166,11 +174,7 @@ __device__ void rms_row(const NormParams &p) {
   __shared__ float scratch[32];
   const float inv_std = fast_rsqrt(block_sum(squares, scratch) * p.inv_cols + p.eps);
   Vec<T, N> weights[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const long long c = (long long)(r * nthreads + tid) * N;
-    weights[r] = load_vec<T, N>(static_cast<const T *>(p.weight) + (c < p.cols ? c : 0));
-  }
+  load_chunks<T, N, R>(static_cast<const T *>(p.weight), p.cols, weights);
   float y[R][N];
 #pragma unroll
   for (int r = 0; r < R; ++r)
