@@ -161,7 +161,7 @@ __device__ void rms_row(const NormParams &p) {
   const unsigned tid = thread_x(), nthreads = block_dim_x();
   Vec<T, N> raw[R];
   load_chunks<T, N, R>(static_cast<const T *>(p.x) + row * p.x_stride, p.cols, raw);
-  float squares = 0.0f;
+  float squares = 0.0f;  // as layer_stats' squares: sharing them changed this tile's SASS
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const bool in_row = (long long)(r * nthreads + tid) * N < p.cols;
