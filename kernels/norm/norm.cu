@@ -336,7 +336,7 @@ template <> struct LayerMinBlocks<bf16_t> { static constexpr int value = 3; };
 // 4096 x 4096 25.8-25.9 against 25.9-26.6.  Plain RMSNorm's R = 2 tile (rms_row)
 // too: 32 registers, no spills, against 46 (five blocks an SM): 4096 x 4096 28.0
 // / 28.3 against 28.8 / 28.8 us, 16384 x 4096 94.8 / 95.2 against 94.1 / 94.6
-// (one run; these move by about 1 us from run to run).
+// (one run, two rounds; these move by about 1 us from run to run).
 template <class T, int R, int KIND, bool QUANT> struct NormMinBlocks {
   static constexpr int value = KIND == kNormLayer && R == 2 ? LayerMinBlocks<T>::value
                                : R == 4 && !QUANT           ? 2

@@ -125,7 +125,6 @@ def test_many_rows(rng, device, op, dtype, cols):
         assert_close(kw["out"], ref, dtype)
 
 
-
 # fp32 weights for 16-bit x over many rows: the GPU's many-rows RMSNorm tile takes
 # another path for them (weights stored as x's dtype are loaded all at once).
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -135,6 +134,7 @@ def test_rmsnorm_many_rows_fp32_weight(rng, device, dtype, cols):
     out = poisoned_on((640, cols), dtype, device)
     aiter.rmsnorm(to_device(x, device), to_device(w, device), 1e-6, out=out)
     assert_close(out, rms_ref(f64(x), f64(w), 1e-6), dtype)
+
 
 QUANT_DTYPES = ["int8", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2"]
 QMAX = {"int8": 127.0, "float8_e4m3fn": 448.0, "float8_e4m3fnuz": 240.0, "float8_e5m2": 57344.0}
