@@ -177,6 +177,27 @@ def test_rmsnorm_quant(rng, device, dtype, qdtype, shape):
     check_norm_quant(out, scale, rms_ref(f64(x), f64(w), 1e-6), qdtype)
 
 
+# RMSNorm to 8 bits over thousands of rows of 2056-8192 16-bit elements: on sm_90a
+# persistent blocks take every gridDim-th row through a ring of two shared-memory
+# stages (kernels/norm/norm_ring.cu).  With 132 SMs, blocks of 128 threads (rows up
+# to 4096) number 1056 and blocks of 256 528: these row counts give blocks three
+# rows or more, so that stages are refilled and waited on in both phases.
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("cols,qdtype,strided", [
+    (2056, "int8", False), (4000, "float8_e4m3fn", True), (4096, "float8_e4m3fnuz", False),
+    (4096, "float8_e5m2", False), (8000, "int8", False), (8192, "float8_e4m3fn", True)])
+def test_rmsnorm_quant_many_rows(rng, device, dtype, cols, qdtype, strided):
+    rows = 2300 if cols <= 4096 else 1700
+    pad = 24 if strided else 0  # rows 48 bytes longer than their elements: 16-byte aligned
+    big = rand(rng, (rows, cols + pad), dtype, scale=2.0, offset=1.0)
+    w = rand(rng, (cols,), dtype)
+    x_d = to_device(big, device)[:, pad:]
+    out = poisoned_on((rows, cols), qdtype, device)
+    scale = poisoned_on((rows, 1), "float32", device)
+    aiter.rmsnorm_quant(x_d, to_device(w, device), 1e-6, qdtype, out=out, scale=scale)
+    check_norm_quant(out, scale, rms_ref(f64(big[:, pad:]), f64(w), 1e-6), qdtype)
+
+
 @pytest.mark.parametrize("qdtype", ["int8", "float8_e4m3fn"])
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_add_rmsnorm_quant(rng, device, dtype, qdtype):
