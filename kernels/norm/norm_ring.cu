@@ -34,8 +34,9 @@ __device__ __forceinline__ void fetch_row(const NormParams &p, long long row, ui
 // The host guarantees: 16-byte aligned x, rows and weights; cols * sizeof(T) a
 // multiple of 16 and at most R * blockDim chunks of N; no more blocks than rows;
 // (STAGES + 1) * R * blockDim * 16 bytes of dynamic shared memory: the stages,
-// then the weights.
-template <class T, int N, int R, int STAGES>
+// then the weights.  K, the 8-bit format, is fixed for the whole loop: with the
+// format picked for each row (store_row), the loop held the code of all four.
+template <class T, int N, int R, int STAGES, int K>
 __device__ void ring_rms_quant(const NormParams &p) {
   extern __shared__ __align__(128) uint8_t ring[];
   __shared__ __align__(8) uint64_t full[STAGES];  // stage s holds its row
@@ -88,14 +89,15 @@ __device__ void ring_rms_quant(const NormParams &p) {
     }
     Vec<T, N> weights[R];
     load_chunks<T, N, R>(reinterpret_cast<const T *>(weights_at), p.cols, weights);
-    float y[R][N];  // 0 past the row, as store_row's amax needs
+    float y[R][N];  // 0 past the row, as the amax needs
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const bool in_row = (long long)(r * nthreads + tid) * N < p.cols;
 #pragma unroll
       for (int i = 0; i < N; ++i) y[r][i] = in_row ? to_f32(raw[r].v[i]) * inv_std * to_f32(weights[r].v[i]) : 0.0f;
     }
-    store_row<T, N, R>(p, row, y, scratch);
+    const float inv_scale = store_row_scale<N, R>(p, row, y, K, scratch);
+    store_quantized_row<K, N, R>(p, static_cast<uint8_t *>(p.out) + row * p.out_stride, y, inv_scale);
     if (++s == STAGES) s = 0, phase ^= 1;
   }
 }
@@ -107,11 +109,13 @@ __device__ void ring_rms_quant(const NormParams &p) {
 // 2026-11-24, fp8 e4m3fn only, weights in registers): at 4096 x 4096 these took
 // 23.7 us, 256 threads with four stages 24.2-24.7, 128 threads with four stages
 // 25.4; weights kept in registers instead of shared memory, in the
-// library: no faster (4096 x 4096 24.5 / 25.3 against 24.7 / 23.7 us).
+// library: no faster (4096 x 4096 24.5 / 25.3 against 24.7 / 23.7 us).  The
+// format picked once a kernel instead of once a row: as fast (25.2 / 24.5
+// against 25.2 us, one round of the other disturbed).
 #define AITER_NORM_RING(name, T, THREADS, BLOCKS_PER_SM)                                \
   AITER_KERNEL void AITER_LAUNCH_BOUNDS_MIN(THREADS, BLOCKS_PER_SM) name(NormParams p) { \
     enter_stream_order();                                                                \
-    ring_rms_quant<T, 8, 4, 2>(p);                                                       \
+    with_kind(p.quant, [&](auto kind) { ring_rms_quant<T, 8, 4, 2, decltype(kind)::value>(p); }); \
   }
 AITER_NORM_RING(aiter_norm_ring_f16_t128_rms_q, half_t, 128, 8)
 AITER_NORM_RING(aiter_norm_ring_f16_t256_rms_q, half_t, 256, 4)
