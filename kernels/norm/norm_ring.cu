@@ -112,9 +112,9 @@ __device__ void ring_rms_quant(const NormParams &p) {
 // library: no faster (4096 x 4096 24.5 / 25.3 against 24.7 / 23.7 us).  The
 // format picked once a kernel instead of once a row: as fast (25.2 / 24.5
 // against 25.2 us, one round of the other disturbed).
-#define AITER_NORM_RING(name, T, THREADS, BLOCKS_PER_SM)                                \
-  AITER_KERNEL void AITER_LAUNCH_BOUNDS_MIN(THREADS, BLOCKS_PER_SM) name(NormParams p) { \
-    enter_stream_order();                                                                \
+#define AITER_NORM_RING(name, T, THREADS, BLOCKS_PER_SM)                                      \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS_MIN(THREADS, BLOCKS_PER_SM) name(NormParams p) {       \
+    enter_stream_order();                                                                      \
     with_kind(p.quant, [&](auto kind) { ring_rms_quant<T, 8, 4, 2, decltype(kind)::value>(p); }); \
   }
 AITER_NORM_RING(aiter_norm_ring_f16_t128_rms_q, half_t, 128, 8)
