@@ -1,14 +1,50 @@
-// Hopper's TMA tile copies (sm_90a) from global to shared memory, completing on
-// a shared-memory barrier (common/async_copy.h has the barrier operations the
-// producer and consumer warps of a pipeline use), and the cluster operations
-// around them.
+// Hopper's asynchronous copies (sm_90a): TMA tile copies from global to shared
+// memory that complete on a shared-memory barrier (mbarrier), and the barrier
+// operations the producer and consumer warps of a pipeline use.
 #pragma once
 
-#include "../common/async_copy.h"
 #include "../common/vendor.h"
 #include "gemm_params.h"
 
 #if defined(AITER_NVIDIA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 900)
+
+// A barrier that completes a phase when `count` threads arrived and the bytes
+// they announced landed.
+__device__ __forceinline__ void barrier_init(uint32_t bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
+// Makes initialized barriers visible to the TMA unit (the async proxy).
+__device__ __forceinline__ void barrier_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// Arrives and announces `bytes` of copies that will complete on this phase.
+__device__ __forceinline__ void barrier_arrive_expect(uint32_t bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void barrier_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+// Arrives on `bar` when this thread's earlier cp.async copies have landed; the
+// arrival is one of the barrier's `count` (.noinc).
+__device__ __forceinline__ void barrier_arrive_on_copies(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+
+// Waits until the phase of parity `parity` completed.  A fresh barrier is in
+// phase 0, so waiting for parity 1 returns at once: a ring's empty slots.
+__device__ __forceinline__ void barrier_wait(uint32_t bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "retry:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra retry;\n}" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
 
 // Copies the box at (c0, c1, c2) of a 3-D tensor map into shared memory at
 // `dst`; its bytes complete on `bar` (out-of-range elements arrive as zeros).

@@ -1,6 +1,4 @@
-// GPU launchers of the norm kernels: one block per row (kernels/norm/norm.cu), or
-// for RMSNorm to 8 bits over many rows on sm_90a, persistent blocks reading rows
-// through a ring in shared memory (kernels/norm/norm_ring.cu).
+// GPU launchers of the norm kernels (kernels/norm/norm.cu): one block per row.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -91,50 +89,6 @@ Shape pick_shape(int64_t rows, int64_t chunks, bool vec, int multiprocessors, co
   return Shape{};
 }
 
-// ---- RMSNorm to 8 bits through a ring of rows ---------------------------------------
-// norm_ring.cu's tiles: rows of up to max_chunks 16-byte chunks, blocks_per_sm
-// blocks an SM (what their registers and shared memory allow).
-struct RingTile {
-  const char *name;
-  int64_t max_chunks;
-  unsigned threads;
-  int blocks_per_sm;
-};
-constexpr RingTile kRingTiles[] = {{"t128", 512, 128, 8}, {"t256", 1024, 256, 4}};
-// Rows shorter than this take the one-block-a-row tiles: not measured with the ring.
-constexpr int64_t kRingMinChunks = 257;
-// Up to 4096 x 4096 / 2048 x 8192 elements.  Above, the one-block-a-row tiles
-// were as fast or faster (H100, bf16, four rounds each, us, tiles / ring: 4096 x
-// 4096 25.5-26.1 / 23.7-24.7, 2048 x 8192 26.8-27.4 / 24.8-25.3; 8192 x 4096
-// 41.5-42.4 / 42.9-43.4, 4096 x 8192 42.7-43.5 / 43.4-43.9, 16384 x 4096 75 / 79;
-// docs/performance.md, "rmsnorm_quant through a ring of rows").
-constexpr int64_t kRingMaxElements = int64_t(1) << 24;
-
-// Launches the ring kernel where it applies and is built (sm_90a); false
-// (nothing launched) otherwise.
-bool launch_ring(const NormArgs &a, const NormParams &p, NormKind kind, bool vec, int sms, const GpuCall &call,
-                 aiter_status *status) {
-  const bool sixteen_bit = a.dtype == DType::bf16 || a.dtype == DType::f16;
-  if (kind != kNormRms || p.quant == kQuantNone || !vec || !sixteen_bit || p.params_f32 ||
-      p.rows < 2 * int64_t(sms) || p.rows * p.cols > kRingMaxElements)
-    return false;
-  const int64_t chunks = p.cols / 8;
-  for (const RingTile &tile : kRingTiles) {
-    if (chunks < kRingMinChunks || chunks > tile.max_chunks) continue;
-    const std::string variant = std::string(dtype_tag(a.dtype)) + ".ring." + tile.name + ".rms_q";
-    DeviceScope scope(call.device);
-    Kernel kernel;
-    if (find_for_block(scope, call, "norm", variant, tile.threads, &kernel) != AITER_OK) {
-      clear_error();  // not built for this device's target
-      return false;
-    }
-    const int64_t blocks = std::min<int64_t>(p.rows, int64_t(sms) * tile.blocks_per_sm);
-    *status = launch(call, "norm", variant, Dim3{unsigned(blocks), 1, 1}, tile.threads, p);
-    return true;
-  }
-  return false;
-}
-
 aiter_status launch_norm(const NormArgs &a, NormKind kind, const GpuCall &call) {
   NormParams p{};
   p.x = a.x;
@@ -161,8 +115,8 @@ aiter_status launch_norm(const NormArgs &a, NormKind kind, const GpuCall &call) 
   const int per_vector = 16 / dtype_size(a.dtype);
   const bool vec = can_vectorize(a, p, per_vector);
   int sms = 0;
-  aiter_status s = multiprocessors(call, &sms);
-  if (s != AITER_OK || launch_ring(a, p, kind, vec, sms, call, &s)) return s;
+  const aiter_status s = multiprocessors(call, &sms);
+  if (s != AITER_OK) return s;
   const Shape shape =
       pick_shape(p.rows, vec ? p.cols / per_vector : p.cols, vec, sms, kind_suffix(kind, p.quant != kQuantNone));
   if (shape.threads == 0)

@@ -177,11 +177,9 @@ def test_rmsnorm_quant(rng, device, dtype, qdtype, shape):
     check_norm_quant(out, scale, rms_ref(f64(x), f64(w), 1e-6), qdtype)
 
 
-# RMSNorm to 8 bits over thousands of rows of 2056-8192 16-bit elements: on sm_90a
-# persistent blocks take every gridDim-th row through a ring of two shared-memory
-# stages (kernels/norm/norm_ring.cu).  With 132 SMs, blocks of 128 threads (rows up
-# to 4096) number 1056 and blocks of 256 528: these row counts give blocks three
-# rows or more, so that stages are refilled and waited on in both phases.
+# RMSNorm to 8 bits over thousands of rows of 2056-8192 16-bit elements, every
+# 8-bit format, rows that end inside a thread's chunks, and rows 48 bytes longer
+# than their elements (strided, still 16-byte aligned): the many-rows tiles.
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("cols,qdtype,strided", [
     (2056, "int8", False), (4000, "float8_e4m3fn", True), (4096, "float8_e4m3fnuz", False),
