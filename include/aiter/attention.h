@@ -31,12 +31,20 @@ typedef struct aiter_attention_params {
                           only if i - j <= window_left (sliding window) */
   float k_scale;       /* fp8 cache: key = stored * k_scale (1 otherwise) */
   float v_scale;       /* fp8 cache: value = stored * v_scale (1 otherwise) */
+  /* Fields added later; a caller whose struct_size ends before one gets its default. */
+  DLTensor *lse;       /* prefill: NULL, or an fp32 [Tq, Hq] compact output that receives
+                          each query row's log-sum-exp of its scaled (and capped) logits,
+                          natural log; -inf for a row that sees no key */
+  float softcap;       /* > 0: logits become softcap * tanh(logits / softcap) (Gemma 2);
+                          0: off */
 } aiter_attention_params;
 
-/* Fills params with the defaults: scale 1/sqrt(D), causal, no window, scales 1. */
+/* Fills params with the defaults: scale 1/sqrt(D), causal, no window, scales 1,
+ * no lse output, no soft-cap. */
 AITER_API void aiter_attention_params_init(aiter_attention_params *params);
 
-/* Prefill.  q [Tq, Hq, D], k and v [Tk, Hkv, D], out [Tq, Hq, D].
+/* Prefill.  q [Tq, Hq, D], k [Tk, Hkv, D], v [Tk, Hkv, Dv], out [Tq, Hq, Dv]:
+ * (D, Dv) is (64, 64), (128, 128), (256, 256) or (192, 128).
  * cu_seqlens_q, cu_seqlens_k [B + 1] int32, non-decreasing from 0 to Tq / Tk:
  * sequence b owns query rows [cu_q[b], cu_q[b+1]) and key rows [cu_k[b], cu_k[b+1]).
  * A query that sees no key gets zeros.  params may be NULL for the defaults. */
@@ -59,6 +67,34 @@ AITER_API aiter_status aiter_paged_decode_attention(DLTensor *out, const DLTenso
                                                     const DLTensor *context_lens,
                                                     const aiter_attention_params *params,
                                                     void *stream);
+
+/* Decode with split-KV (flash-decoding): each sequence's context is cut into
+ * splits that run in parallel, and their partial results are merged, so that a
+ * few long sequences fill a GPU.  The splits' partial results live in
+ * `workspace` (any dtype, compact, 16-byte aligned, on q's device, at least the
+ * bytes aiter_paged_decode_attention_workspace_size gives; its contents on entry
+ * do not matter).  The number of splits depends on the shapes and the device
+ * only, never on the values of block_table or context_lens, so a call can be
+ * captured into a CUDA/HIP graph and replayed with new contents.
+ * q may also be [B, Nq, Hq, D] with 1 <= Nq <= 8 new tokens per sequence (out
+ * the same shape): the last Nq positions of each context, each seeing the
+ * positions up to its own (speculative decoding).  Otherwise as
+ * aiter_paged_decode_attention, which is this op with no split. */
+AITER_API aiter_status aiter_paged_decode_attention_split_kv(DLTensor *out, const DLTensor *q,
+                                                             const DLTensor *k_cache,
+                                                             const DLTensor *v_cache,
+                                                             const DLTensor *block_table,
+                                                             const DLTensor *context_lens,
+                                                             DLTensor *workspace,
+                                                             const aiter_attention_params *params,
+                                                             void *stream);
+
+/* The workspace bytes aiter_paged_decode_attention_split_kv needs for q ([B, Hq, D]
+ * or [B, Nq, Hq, D]), k_cache and block_table of these shapes (their data is not
+ * read; 0 when no split can help). */
+AITER_API aiter_status aiter_paged_decode_attention_workspace_size(size_t *bytes, const DLTensor *q,
+                                                                   const DLTensor *k_cache,
+                                                                   const DLTensor *block_table);
 
 /* Writes key[t], value[t] ([T, Hkv, D], q's dtype rules) to cache slot
  * slot_mapping[t] = block * page_size + row; a negative slot skips the token

@@ -13,10 +13,12 @@ namespace aiter {
 namespace cpu {
 namespace attn {
 
-QueryRows::QueryRows(int64_t capacity, int64_t head_dim)
+QueryRows::QueryRows(int64_t capacity, int64_t head_dim, int64_t v_head_dim, float softcap)
     : d_(head_dim),
+      dv_(v_head_dim),
+      softcap_(softcap),
       query_(size_t(capacity * head_dim)),
-      acc_(size_t(capacity * head_dim)),
+      acc_(size_t(capacity * v_head_dim)),
       max_(size_t(capacity)),
       sum_(size_t(capacity)),
       scores_(size_t(kKeyTile)),
@@ -25,7 +27,7 @@ QueryRows::QueryRows(int64_t capacity, int64_t head_dim)
 
 void QueryRows::reset(int64_t n) {
   n_ = n;
-  std::fill(acc_.begin(), acc_.begin() + n * d_, 0.0f);
+  std::fill(acc_.begin(), acc_.begin() + n * dv_, 0.0f);
   std::fill(max_.begin(), max_.begin() + n, -std::numeric_limits<float>::infinity());
   std::fill(sum_.begin(), sum_.begin() + n, 0.0f);
   lo_min_ = std::numeric_limits<int64_t>::max();
@@ -49,20 +51,22 @@ void QueryRows::attend_row(int64_t r, const KvTile &tile) {
     const float *__restrict k = tile.key_column(i) + j0;
     for (int64_t j = 0; j < n; ++j) s[j] += qi * k[j];
   }
+  if (softcap_ > 0.0f)
+    for (int64_t j = 0; j < n; ++j) s[j] = softcap_ * std::tanh(s[j] / softcap_);
   float tile_max = s[0];
   for (int64_t j = 1; j < n; ++j) tile_max = std::max(tile_max, s[j]);
   // Rescale what was accumulated under the old max to the new one.
   const float old_max = max_[size_t(r)];
   const float new_max = std::max(old_max, tile_max);
   const float correction = std::exp(old_max - new_max);
-  float *__restrict acc = acc_.data() + r * d_;
+  float *__restrict acc = acc_.data() + r * dv_;
   float sum = sum_[size_t(r)] * correction;
-  for (int64_t i = 0; i < d_; ++i) acc[i] *= correction;
+  for (int64_t i = 0; i < dv_; ++i) acc[i] *= correction;
   for (int64_t j = 0; j < n; ++j) {
     const float p = std::exp(s[j] - new_max);
     const float *__restrict v = tile.value_row(j0 + j);
     sum += p;
-    for (int64_t i = 0; i < d_; ++i) acc[i] += p * v[i];
+    for (int64_t i = 0; i < dv_; ++i) acc[i] += p * v[i];
   }
   max_[size_t(r)] = new_max;
   sum_[size_t(r)] = sum;
@@ -106,8 +110,10 @@ void prefill_block(const PrefillArgs &a, const QueryBlock &blk, int64_t g, attn:
     *value = attn::at<T>(a.v, a.v_strides, k0 + j, g);
   });
   for (int64_t i = blk.begin, r = 0; i < blk.end; ++i)
-    for (int64_t h = g * group; h < (g + 1) * group; ++h, ++r)
+    for (int64_t h = g * group; h < (g + 1) * group; ++h, ++r) {
       rows.store(r, attn::at<T>(a.out, a.out_strides, q0 + i, h));
+      if (a.lse != nullptr) a.lse[(q0 + i) * sh.q_heads + h] = rows.lse(r);
+    }
 }
 
 template <class T>
@@ -115,8 +121,8 @@ void prefill(const PrefillArgs &a) {
   const std::vector<QueryBlock> blocks = query_blocks(a);
   const int64_t kv_heads = a.shape.kv_heads, group = a.shape.q_heads / kv_heads;
   parallel_for(int64_t(blocks.size()) * kv_heads, 1, [&](int64_t begin, int64_t end) {
-    attn::QueryRows rows(kQueryBlock * group, a.shape.head_dim);
-    attn::KvTile tile(a.shape.head_dim);
+    attn::QueryRows rows(kQueryBlock * group, a.shape.head_dim, a.shape.v_head_dim, a.shape.softcap);
+    attn::KvTile tile(a.shape.head_dim, a.shape.v_head_dim);
     for (int64_t w = begin; w < end; ++w) prefill_block<T>(a, blocks[size_t(w / kv_heads)], w % kv_heads, rows, tile);
   });
 }

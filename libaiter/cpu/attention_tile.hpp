@@ -6,7 +6,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -38,34 +40,36 @@ inline void visible_keys(int64_t pos, int64_t len, bool causal, int32_t window_l
 // Keys and values at positions [first, first + count) of one kv head, in fp32.
 // Keys are transposed ([D][kKeyTile]) so that a query's scores against the tile
 // are an elementwise loop over keys, which vectorizes without reordering sums.
+// Values have their own head dim Dv.
 class KvTile {
  public:
-  explicit KvTile(int64_t head_dim)
-      : d_(head_dim), keys_t_(size_t(head_dim * kKeyTile)), values_(size_t(head_dim * kKeyTile)) {}
+  KvTile(int64_t head_dim, int64_t v_head_dim)
+      : d_(head_dim), dv_(v_head_dim), keys_t_(size_t(head_dim * kKeyTile)), values_(size_t(v_head_dim * kKeyTile)) {}
 
   void start(int64_t first, int64_t count) { first_ = first, count_ = count; }
   // Row r of the tile, from the stored key/value rows times their dequantization scales.
   template <class C>
   void set_row(int64_t r, const C *key, const C *value, float k_scale, float v_scale) {
-    float *vrow = values_.data() + r * d_;
+    float *vrow = values_.data() + r * dv_;
     for (int64_t i = 0; i < d_; ++i) keys_t_[size_t(i * kKeyTile + r)] = to_f32(key[i]) * k_scale;
-    for (int64_t i = 0; i < d_; ++i) vrow[i] = to_f32(value[i]) * v_scale;
+    for (int64_t i = 0; i < dv_; ++i) vrow[i] = to_f32(value[i]) * v_scale;
   }
 
   int64_t first() const { return first_; }
   int64_t count() const { return count_; }
   const float *key_column(int64_t i) const { return keys_t_.data() + i * kKeyTile; }
-  const float *value_row(int64_t r) const { return values_.data() + r * d_; }
+  const float *value_row(int64_t r) const { return values_.data() + r * dv_; }
 
  private:
-  int64_t d_, first_ = 0, count_ = 0;
+  int64_t d_, dv_, first_ = 0, count_ = 0;
   std::vector<float> keys_t_, values_;
 };
 
-// Up to `capacity` query rows and their online-softmax state.
+// Up to `capacity` query rows and their online-softmax state; logits pass through
+// softcap * tanh(logits / softcap) when softcap > 0.
 class QueryRows {
  public:
-  QueryRows(int64_t capacity, int64_t head_dim);
+  QueryRows(int64_t capacity, int64_t head_dim, int64_t v_head_dim, float softcap);
 
   // Starts `n` fresh rows (no key seen yet).
   void reset(int64_t n);
@@ -88,13 +92,19 @@ class QueryRows {
   void store(int64_t r, T *out) const {
     const float sum = sum_[size_t(r)];
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    const float *acc = acc_.data() + r * d_;
-    for (int64_t i = 0; i < d_; ++i) out[i] = from_f32<T>(acc[i] * inv);
+    const float *acc = acc_.data() + r * dv_;
+    for (int64_t i = 0; i < dv_; ++i) out[i] = from_f32<T>(acc[i] * inv);
+  }
+  // Row r's log-sum-exp of its (scaled, capped) logits; -inf if it saw no key.
+  float lse(int64_t r) const {
+    const float sum = sum_[size_t(r)];
+    return sum > 0.0f ? max_[size_t(r)] + std::log(sum) : -std::numeric_limits<float>::infinity();
   }
 
  private:
   void attend_row(int64_t r, const KvTile &tile);
-  int64_t d_, n_ = 0, lo_min_ = 0, hi_max_ = 0;
+  int64_t d_, dv_, n_ = 0, lo_min_ = 0, hi_max_ = 0;
+  float softcap_;
   std::vector<float> query_, acc_, max_, sum_, scores_;
   std::vector<int64_t> lo_, hi_;
 };

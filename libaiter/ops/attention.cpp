@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 #include "core/backend.hpp"
 #include "core/error.hpp"
@@ -15,12 +16,17 @@
 namespace aiter {
 namespace {
 
-const OpImpl<PrefillArgs> kPrefill{"aiter_prefill_attention", cpu::prefill_attention, nullptr};
-const OpImpl<DecodeArgs> kDecode{"aiter_paged_decode_attention", cpu::paged_decode_attention, nullptr};
+const OpImpl<PrefillArgs> kPrefill{"aiter_prefill_attention", cpu::prefill_attention, gpu::prefill_attention};
+const OpImpl<DecodeArgs> kDecode{"aiter_paged_decode_attention", cpu::paged_decode_attention,
+                                 gpu::paged_decode_attention};
+const OpImpl<DecodeArgs> kDecodeSplit{"aiter_paged_decode_attention_split_kv", cpu::paged_decode_attention,
+                                      gpu::paged_decode_attention};
+constexpr const char *kWorkspaceQuery = "aiter_paged_decode_attention_workspace_size";
 const OpImpl<CacheWriteArgs> kCacheWrite{"aiter_reshape_and_cache", cpu::reshape_and_cache,
                                          gpu::reshape_and_cache};
 
 constexpr std::initializer_list<DType> kFloatTypes = {DType::f32, DType::f16, DType::bf16};
+constexpr int64_t kMaxNewTokens = 8;  // new tokens a sequence in multi-token decode
 
 // ---- params -------------------------------------------------------------------
 
@@ -48,9 +54,13 @@ aiter_attention_params read_params(ArgCheck &c, const aiter_attention_params *gi
   take(*given, p, &aiter_attention_params::window_left);
   take(*given, p, &aiter_attention_params::k_scale);
   take(*given, p, &aiter_attention_params::v_scale);
+  take(*given, p, &aiter_attention_params::lse);
+  take(*given, p, &aiter_attention_params::softcap);
   c.require(std::isfinite(p.softmax_scale) && p.softmax_scale >= 0.0f, AITER_ERR_INVALID_ARGUMENT,
             "params.softmax_scale: expected 0 (meaning 1/sqrt(D)) or a finite value > 0, got %g",
             double(p.softmax_scale));
+  c.require(std::isfinite(p.softcap) && p.softcap >= 0.0f, AITER_ERR_INVALID_ARGUMENT,
+            "params.softcap: expected 0 (off) or a finite value > 0, got %g", double(p.softcap));
   return p;
 }
 
@@ -62,23 +72,31 @@ void check_scale(ArgCheck &c, float scale, const char *name) {
 
 // ---- shapes ---------------------------------------------------------------------
 
-// Heads and head dim: `q` holds the query heads at dim 1, `kv` the kv heads at dim
-// kv_head_dim; both end in D.
+// Heads and head dim: `q` holds the query heads at dim ndim - 2, `kv` the kv heads
+// at dim kv_head_dim; both end in D, which is 64 or 128 (also 192 and 256 where
+// `wide_heads`: prefill).  v_head_dim is D; prefill sets its own.
 AttentionShape check_heads(ArgCheck &c, const DLTensor *q, const DLTensor *kv, const char *kv_name,
-                           int kv_head_dim, const aiter_attention_params &p) {
+                           int kv_head_dim, const aiter_attention_params &p, bool wide_heads = false) {
   AttentionShape s;
   if (!c.ok()) return s;
-  s.q_heads = q->shape[1];
+  s.q_heads = q->shape[q->ndim - 2];
   s.kv_heads = kv->shape[kv_head_dim];
-  s.head_dim = q->shape[2];
+  s.head_dim = q->shape[q->ndim - 1];
+  s.v_head_dim = s.head_dim;
+  s.softcap = p.softcap;
   c.dim(kv, kv_name, kv->ndim - 1, s.head_dim, "the head dim of q");
   c.require(s.kv_heads >= 1, AITER_ERR_INVALID_ARGUMENT, "%s: expected at least 1 kv head, got shape %s", kv_name,
             shape_string(kv).c_str());
   c.require(s.kv_heads < 1 || s.q_heads % s.kv_heads == 0, AITER_ERR_INVALID_ARGUMENT,
             "q: the %" PRId64 " query heads must be a multiple of the %" PRId64 " kv heads of %s", s.q_heads,
             s.kv_heads, kv_name);
-  c.require(s.head_dim == 64 || s.head_dim == 128, AITER_ERR_UNSUPPORTED_SHAPE,
-            "q: head dim %" PRId64 " is not supported (expected 64 or 128)", s.head_dim);
+  if (wide_heads)
+    c.require(s.head_dim == 64 || s.head_dim == 128 || s.head_dim == 192 || s.head_dim == 256,
+              AITER_ERR_UNSUPPORTED_SHAPE, "q: head dim %" PRId64 " is not supported (expected 64, 128, 192 or 256)",
+              s.head_dim);
+  else
+    c.require(s.head_dim == 64 || s.head_dim == 128, AITER_ERR_UNSUPPORTED_SHAPE,
+              "q: head dim %" PRId64 " is not supported (expected 64 or 128)", s.head_dim);
   s.softmax_scale = p.softmax_scale > 0.0f ? p.softmax_scale : float(1.0 / std::sqrt(double(s.head_dim)));
   s.window_left = p.window_left < 0 ? -1 : p.window_left;
   return s;
@@ -167,6 +185,31 @@ bool on_host(const DLTensor *t) { return t->device.device_type == kDLCPU; }
 
 // ---- the three ops ------------------------------------------------------------------
 
+// v [Tk, Hkv, Dv] beside k [Tk, Hkv, D], out [Tq, Hq, Dv]: Dv == D, or 128 beside
+// a D of 192 (DeepSeek-V3's MLA prefill).
+void check_value_dims(ArgCheck &c, AttentionShape &shape, const DLTensor *q, const DLTensor *k, const DLTensor *v,
+                      const DLTensor *out) {
+  if (!c.ok()) return;
+  c.dim(v, "v", 0, k->shape[0], "the tokens of k").dim(v, "v", 1, k->shape[1], "the kv heads of k");
+  const int64_t d = shape.head_dim, dv = v->shape[2];
+  c.require((dv == d && d != 192) || (d == 192 && dv == 128), AITER_ERR_UNSUPPORTED_SHAPE,
+            "v: head dim %" PRId64 " beside q's %" PRId64
+            " is not supported (expected v's head dim equal to q's, or 128 beside 192)",
+            dv, d);
+  c.dim(out, "out", 0, q->shape[0], "the tokens of q").dim(out, "out", 1, q->shape[1], "the heads of q");
+  c.dim(out, "out", 2, dv, "the head dim of v");
+  shape.v_head_dim = dv;
+}
+
+// The optional log-sum-exp output: fp32 [Tq, Hq], compact.
+void check_lse(ArgCheck &c, const DLTensor *lse, const DLTensor *q) {
+  if (!c.ok() || lse == nullptr) return;
+  c.tensor(lse, "params.lse").ndim(lse, "params.lse", 2).dtype(lse, "params.lse", {DType::f32});
+  c.same_device(lse, "params.lse", q, "q").contiguous(lse, "params.lse");
+  if (!c.ok()) return;
+  c.dim(lse, "params.lse", 0, q->shape[0], "the tokens of q").dim(lse, "params.lse", 1, q->shape[1], "the heads of q");
+}
+
 void check_prefill(ArgCheck &c, PrefillArgs &a, DLTensor *out, const DLTensor *q, const DLTensor *k,
                    const DLTensor *v, const DLTensor *cu_q, const DLTensor *cu_k,
                    const aiter_attention_params *params) {
@@ -174,15 +217,17 @@ void check_prefill(ArgCheck &c, PrefillArgs &a, DLTensor *out, const DLTensor *q
   c.tensor(cu_q, "cu_seqlens_q").tensor(cu_k, "cu_seqlens_k");
   const aiter_attention_params p = read_params(c, params);
   c.ndim(q, "q", 3).dtype(q, "q", kFloatTypes).ndim(k, "k", 3).same_dtype(k, "k", q, "q");
-  c.same_shape(v, "v", k, "k").same_dtype(v, "v", q, "q");
-  c.same_shape(out, "out", q, "q").same_dtype(out, "out", q, "q");
+  c.ndim(v, "v", 3).same_dtype(v, "v", q, "q");
+  c.ndim(out, "out", 3).same_dtype(out, "out", q, "q");
   same_device_as(c, q, "q", {{k, "k"}, {v, "v"}, {out, "out"}, {cu_q, "cu_seqlens_q"}, {cu_k, "cu_seqlens_k"}});
   c.unit_last_stride(q, "q").unit_last_stride(k, "k").unit_last_stride(v, "v").unit_last_stride(out, "out");
   c.ndim(cu_q, "cu_seqlens_q", 1).dtype(cu_q, "cu_seqlens_q", {DType::i32}).contiguous(cu_q, "cu_seqlens_q");
   c.ndim(cu_k, "cu_seqlens_k", 1).dtype(cu_k, "cu_seqlens_k", {DType::i32}).contiguous(cu_k, "cu_seqlens_k");
   if (!c.ok()) return;
   c.dim(cu_k, "cu_seqlens_k", 0, cu_q->shape[0], "the length of cu_seqlens_q");
-  a.shape = check_heads(c, q, k, "k", 1, p);
+  a.shape = check_heads(c, q, k, "k", 1, p, true);
+  check_value_dims(c, a.shape, q, k, v, out);
+  check_lse(c, p.lse, q);
   if (on_host(q)) {
     check_cu_seqlens(c, cu_q, "cu_seqlens_q", q->shape[0], "q.shape[0]");
     check_cu_seqlens(c, cu_k, "cu_seqlens_k", k->shape[0], "k.shape[0]");
@@ -197,15 +242,24 @@ void check_prefill(ArgCheck &c, PrefillArgs &a, DLTensor *out, const DLTensor *q
   a.cu_seqlens_q = data_ptr<const int32_t>(cu_q);
   a.cu_seqlens_k = data_ptr<const int32_t>(cu_k);
   a.batch = cu_q->shape[0] - 1;
+  a.total_q = q->shape[0], a.total_k = k->shape[0];
+  a.lse = p.lse != nullptr ? data_ptr<float>(p.lse) : nullptr;
 }
 
 void check_decode(ArgCheck &c, DecodeArgs &a, DLTensor *out, const DLTensor *q, const DLTensor *k_cache,
                   const DLTensor *v_cache, const DLTensor *block_table, const DLTensor *context_lens,
-                  const aiter_attention_params *params) {
+                  const aiter_attention_params *params, bool multi_token = false) {
   c.tensor(out, "out").tensor(q, "q").tensor(k_cache, "k_cache").tensor(v_cache, "v_cache");
   c.tensor(block_table, "block_table").tensor(context_lens, "context_lens");
   const aiter_attention_params p = read_params(c, params);
-  c.ndim(q, "q", 3).dtype(q, "q", kFloatTypes).same_shape(out, "out", q, "q").same_dtype(out, "out", q, "q");
+  if (multi_token && c.ok() && q->ndim == 4) {
+    c.require(q->shape[1] >= 1 && q->shape[1] <= kMaxNewTokens, AITER_ERR_UNSUPPORTED_SHAPE,
+              "q: %" PRId64 " new tokens a sequence (shape[1]) are not supported (expected 1 to %d)", q->shape[1],
+              int(kMaxNewTokens));
+  } else {
+    c.ndim(q, "q", 3);
+  }
+  c.dtype(q, "q", kFloatTypes).same_shape(out, "out", q, "q").same_dtype(out, "out", q, "q");
   same_device_as(c, q, "q", {{out, "out"}, {k_cache, "k_cache"}, {v_cache, "v_cache"}, {block_table, "block_table"},
                              {context_lens, "context_lens"}});
   c.unit_last_stride(q, "q").unit_last_stride(out, "out");
@@ -227,14 +281,56 @@ void check_decode(ArgCheck &c, DecodeArgs &a, DLTensor *out, const DLTensor *q, 
   if (!c.ok()) return;
   a.dtype = dtype_of(q->dtype);
   a.q = data_ptr<const void>(q), a.out = data_ptr<void>(out);
-  a.q_strides = strides_of(q), a.out_strides = strides_of(out);
+  const int heads_dim = int(q->ndim) - 2;  // q and out: [B, (Nq,) Hq, D]
+  a.q_strides = {stride(q, heads_dim - 1), stride(q, heads_dim)};
+  a.out_strides = {stride(out, heads_dim - 1), stride(out, heads_dim)};
+  a.q_seq_stride = stride(q, 0), a.out_seq_stride = stride(out, 0);
+  a.q_tokens = q->ndim == 4 ? q->shape[1] : 1;
   const bool fp8 = is_fp8(cache_dtype);
-  a.cache = {cache_dtype, data_ptr<const void>(k_cache), data_ptr<const void>(v_cache), k_cache->shape[1],
-             fp8 ? p.k_scale : 1.0f, fp8 ? p.v_scale : 1.0f};
+  a.cache = {cache_dtype,       data_ptr<const void>(k_cache), data_ptr<const void>(v_cache), k_cache->shape[0],
+             k_cache->shape[1], fp8 ? p.k_scale : 1.0f,          fp8 ? p.v_scale : 1.0f};
   a.block_table = data_ptr<const int32_t>(block_table);
   a.block_table_stride = stride(block_table, 0);
+  a.max_blocks = block_table->shape[1];
   a.context_lens = data_ptr<const int32_t>(context_lens);
   a.batch = batch;
+}
+
+// Positions a block table of these shapes can address, saturated far above what
+// any split plan needs (so the product never overflows).
+int64_t table_capacity(const DLTensor *k_cache, const DLTensor *block_table) {
+  constexpr int64_t kPlenty = int64_t(1) << 40;
+  const int64_t page = k_cache->shape[1], max_blocks = block_table->shape[1];
+  return page > 0 && max_blocks > kPlenty / page ? kPlenty : max_blocks * page;
+}
+
+// Rows of a decode call: (sequence, new token, query head).
+int64_t decode_rows(const DLTensor *q) {
+  int64_t rows = 1;
+  for (int i = 0; i + 1 < q->ndim; ++i) rows *= q->shape[i];
+  return rows;
+}
+
+// The caller's scratch for split-KV decode: large enough, compact, aligned, on q's device.
+void check_workspace(ArgCheck &c, DecodeArgs &a, DLTensor *workspace, const DLTensor *q, const DLTensor *k_cache,
+                     const DLTensor *block_table) {
+  if (!c.ok()) return;
+  const size_t needed =
+      decode_workspace_bytes(decode_rows(q), a.shape.v_head_dim, table_capacity(k_cache, block_table));
+  c.tensor(workspace, "workspace").same_device(workspace, "workspace", q, "q").contiguous(workspace, "workspace");
+  if (!c.ok()) return;
+  const DType dt = dtype_of(workspace->dtype);
+  c.require(dt != DType::unknown, AITER_ERR_UNSUPPORTED_DTYPE, "workspace: expected a byte-sized or wider dtype");
+  if (!c.ok()) return;
+  const size_t bytes = size_t(numel(workspace)) * size_t(dtype_size(dt));
+  c.require(bytes >= needed, AITER_ERR_INVALID_ARGUMENT,
+            "workspace: %zu bytes are too few (expected at least %zu, from "
+            "aiter_paged_decode_attention_workspace_size)",
+            bytes, needed);
+  c.require(reinterpret_cast<uintptr_t>(data_ptr<void>(workspace)) % 16 == 0, AITER_ERR_INVALID_ARGUMENT,
+            "workspace: expected a 16-byte aligned address");
+  a.workspace = bytes > 0 ? data_ptr<void>(workspace) : nullptr;
+  a.workspace_bytes = bytes;
 }
 
 void check_cache_write(ArgCheck &c, CacheWriteArgs &a, DLTensor *k_cache, DLTensor *v_cache, const DLTensor *key,
@@ -322,6 +418,36 @@ AITER_API aiter_status aiter_paged_decode_attention(DLTensor *out, const DLTenso
     DecodeArgs a{};
     check_decode(c, a, out, q, k_cache, v_cache, block_table, context_lens, params);
     return c.ok() ? run(kDecode, q, a, stream) : c.status();
+  });
+}
+
+AITER_API aiter_status aiter_paged_decode_attention_split_kv(DLTensor *out, const DLTensor *q,
+                                                             const DLTensor *k_cache, const DLTensor *v_cache,
+                                                             const DLTensor *block_table,
+                                                             const DLTensor *context_lens, DLTensor *workspace,
+                                                             const aiter_attention_params *params, void *stream) {
+  return guard(kDecodeSplit.name, [&] {
+    ArgCheck c(kDecodeSplit.name);
+    DecodeArgs a{};
+    check_decode(c, a, out, q, k_cache, v_cache, block_table, context_lens, params, true);
+    check_workspace(c, a, workspace, q, k_cache, block_table);
+    return c.ok() ? run(kDecodeSplit, q, a, stream) : c.status();
+  });
+}
+
+AITER_API aiter_status aiter_paged_decode_attention_workspace_size(size_t *bytes, const DLTensor *q,
+                                                                   const DLTensor *k_cache,
+                                                                   const DLTensor *block_table) {
+  return guard(kWorkspaceQuery, [&] {
+    ArgCheck c(kWorkspaceQuery);
+    c.require(bytes != nullptr, AITER_ERR_INVALID_ARGUMENT, "bytes: expected a pointer, got NULL");
+    c.tensor(q, "q").tensor(k_cache, "k_cache").tensor(block_table, "block_table");
+    if (c.ok()) c.require(q->ndim == 3 || q->ndim == 4, AITER_ERR_INVALID_ARGUMENT,
+                          "q: expected [B, Hq, D] or [B, Nq, Hq, D], got shape %s", shape_string(q).c_str());
+    c.ndim(k_cache, "k_cache", 4).ndim(block_table, "block_table", 2);
+    if (!c.ok()) return c.status();
+    *bytes = decode_workspace_bytes(decode_rows(q), q->shape[q->ndim - 1], table_capacity(k_cache, block_table));
+    return AITER_OK;
   });
 }
 

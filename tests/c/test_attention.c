@@ -292,12 +292,15 @@ static void test_decode_bad_input(void) {
   tab[1] = 0;
 
   /* GPU tensors: index values live in device memory, so the host must not read
-   * them; with no GPU backend the call reports that (the bad id stays unread). */
+   * them (the bad id stays unread).  A GPU no machine has (host memory behind it,
+   * so the call must fail before any launch): AITER_ERR_NO_DEVICE without a
+   * driver, AITER_ERR_DEVICE from the driver for the device id. */
   tab[1] = NB;
   test_tensor *all[] = {&c.q, &c.out, &c.kc, &c.vc, &c.table, &c.lens};
-  for (int i = 0; i < 6; ++i) all[i]->t.device.device_type = kDLCUDA;
-  EXPECT_STATUS(run_decode(&c, NULL), AITER_ERR_NO_DEVICE, "no GPU backend");
-  for (int i = 0; i < 6; ++i) all[i]->t.device.device_type = kDLCPU;
+  for (int i = 0; i < 6; ++i) all[i]->t.device = (DLDevice){kDLCUDA, 4096};
+  const aiter_status on_missing_gpu = run_decode(&c, NULL);
+  CHECK(on_missing_gpu == AITER_ERR_NO_DEVICE || on_missing_gpu == AITER_ERR_DEVICE);
+  for (int i = 0; i < 6; ++i) all[i]->t.device = (DLDevice){kDLCPU, 0};
   tab[1] = 0;
 
   CHECK(untouched(&c.out) && guards_intact(&c.out));

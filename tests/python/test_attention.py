@@ -17,17 +17,25 @@ FP8_MAX = {"float8_e4m3fn": 448.0, "float8_e4m3fnuz": 240.0, "float8_e5m2": 5734
 
 # ---- references ------------------------------------------------------------------
 
-def attend(q, k, v, visible, scale):
-    """q [Lq, Hq, D], k and v [Lk, Hkv, D], visible [Lq, Lk] bool -> [Lq, Hq, D]."""
+def attend(q, k, v, visible, scale, softcap=0.0, with_lse=False):
+    """q [Lq, Hq, D], k [Lk, Hkv, D], v [Lk, Hkv, Dv], visible [Lq, Lk] bool -> out
+    [Lq, Hq, Dv] (and the log-sum-exp [Lq, Hq], -inf for a row with no key)."""
     group = q.shape[1] // k.shape[1]
     k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     scores = np.einsum("qhd,khd->hqk", q, k) * scale
+    if softcap > 0:
+        scores = softcap * np.tanh(scores / softcap)
     scores = np.where(visible[None], scores, -np.inf)
     top = scores.max(-1, keepdims=True, initial=-np.inf)
-    weights = np.where(visible[None], np.exp(scores - np.where(np.isfinite(top), top, 0.0)), 0.0)
+    finite_top = np.where(np.isfinite(top), top, 0.0)
+    weights = np.where(visible[None], np.exp(scores - finite_top), 0.0)
     total = weights.sum(-1, keepdims=True)
     out = np.einsum("hqk,khd->qhd", weights / np.where(total > 0, total, 1.0), v)
-    return out
+    if not with_lse:
+        return out
+    with np.errstate(divide="ignore"):
+        lse = np.where(total > 0, finite_top + np.log(total), -np.inf)[..., 0].T
+    return out, lse
 
 
 def visibility(lq, lk, causal, window_left):
@@ -41,14 +49,15 @@ def visibility(lq, lk, causal, window_left):
     return visible
 
 
-def prefill_ref(q, k, v, cu_q, cu_k, scale, causal=True, window_left=-1):
+def prefill_ref(q, k, v, cu_q, cu_k, scale, causal=True, window_left=-1, softcap=0.0, with_lse=False):
     q, k, v = f64(q), f64(k), f64(v)
-    out = np.zeros(q.shape)
+    out = np.zeros(q.shape[:2] + v.shape[2:])
+    lse = np.full(q.shape[:2], -np.inf)
     for b in range(len(cu_q) - 1):
         qs, ks = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
         visible = visibility(qs.stop - qs.start, ks.stop - ks.start, causal, window_left)
-        out[qs] = attend(q[qs], k[ks], v[ks], visible, scale)
-    return out
+        out[qs], lse[qs] = attend(q[qs], k[ks], v[ks], visible, scale, softcap, with_lse=True)
+    return (out, lse) if with_lse else out
 
 
 def gather_context(cache, table_row, length):
@@ -58,14 +67,17 @@ def gather_context(cache, table_row, length):
         np.zeros((0,) + cache.shape[2:])
 
 
-def decode_ref(q, k_cache, v_cache, table, lens, scale, window_left=-1):
+def decode_ref(q, k_cache, v_cache, table, lens, scale, window_left=-1, softcap=0.0):
+    """q [B, Hq, D] (one new token a sequence) or [B, Nq, Hq, D] (the last Nq
+    positions of each context, causal among themselves)."""
     q, k_cache, v_cache = f64(q), f64(k_cache), f64(v_cache)
-    out = np.zeros(q.shape)
+    tokens = q if q.ndim == 4 else q[:, None]
+    out = np.zeros(tokens.shape)
     for b, length in enumerate(lens):
         k, v = gather_context(k_cache, table[b], length), gather_context(v_cache, table[b], length)
-        visible = visibility(1, length, True, window_left)
-        out[b] = attend(q[b:b + 1], k, v, visible, scale)[0]
-    return out
+        visible = visibility(tokens.shape[1], length, True, window_left)
+        out[b] = attend(tokens[b], k, v, visible, scale, softcap)
+    return out if q.ndim == 4 else out[:, 0]
 
 
 def fp8_quantize(x, scale, dtype):
@@ -108,20 +120,20 @@ HEADS = [(8, 2, 64), (4, 1, 128), (3, 3, 64)]  # (Hq, Hkv, D): GQA, MQA, MHA
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("heads", HEADS)
 @pytest.mark.parametrize("causal", [True, False])
-def test_prefill_varlen(rng, dtype, heads, causal):
+def test_prefill_varlen(rng, device, dtype, heads, causal):
     hq, hkv, d = heads
-    lens = [5, 1, 0, 23, 70]  # 70 keys span two key tiles
+    lens = [5, 1, 0, 23, 70]  # 70 keys span two key tiles (three of the GPU's)
     cu = cu_seqlens(lens)
     q, k, v = rand(rng, (cu[-1], hq, d), dtype), rand(rng, (cu[-1], hkv, d), dtype), rand(rng, (cu[-1], hkv, d), dtype)
-    out = poisoned(q.shape, dtype)
-    got = aiter.prefill_attention(q, k, v, cu, causal=causal, out=out)
+    out = poisoned_on(q.shape, dtype, device)
+    got = aiter.prefill_attention(*(to_device(a, device) for a in (q, k, v, cu)), causal=causal, out=out)
     assert got is out
     assert_close(out, prefill_ref(q, k, v, cu, cu, d ** -0.5, causal), dtype)
 
 
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("window_left", [0, 3, 40])
-def test_prefill_window_and_prefix(rng, causal, window_left):
+def test_prefill_window_and_prefix(rng, device, causal, window_left):
     """Key sequences longer than the queries (a cached prefix), one shorter (its
     first queries see no key when causal), and one with no queries."""
     hq, hkv, d = 4, 2, 64
@@ -129,24 +141,27 @@ def test_prefill_window_and_prefix(rng, causal, window_left):
     cu_q, cu_k = cu_seqlens(lens_q), cu_seqlens(lens_k)
     q = rand(rng, (cu_q[-1], hq, d), "float32")
     k, v = rand(rng, (cu_k[-1], hkv, d), "float32"), rand(rng, (cu_k[-1], hkv, d), "float32")
-    got = aiter.prefill_attention(q, k, v, cu_q, cu_k, causal=causal, window_left=window_left)
+    got = aiter.prefill_attention(*(to_device(a, device) for a in (q, k, v, cu_q, cu_k)), causal=causal,
+                                  window_left=window_left)
     assert_close(got, prefill_ref(q, k, v, cu_q, cu_k, d ** -0.5, causal, window_left), "float32")
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_prefill_views_of_fused_qkv(rng, dtype):
+def test_prefill_views_of_fused_qkv(rng, device, dtype):
     hq, hkv, d = 8, 2, 128
     cu = cu_seqlens([7, 1, 12])
     qkv = rand(rng, (cu[-1], hq + 2 * hkv, d), dtype)
     q, k, v = qkv[:, :hq], qkv[:, hq:hq + hkv], qkv[:, hq + hkv:]
-    out_big = poisoned((cu[-1], hq + 1, d), dtype)
+    qkv_dev = to_device(qkv, device)
+    out_big = poisoned_on((cu[-1], hq + 1, d), dtype, device)
     out = out_big[:, 1:]  # token stride (hq + 1) * d, head stride d
-    aiter.prefill_attention(q, k, v, cu, out=out, window_left=4)
+    aiter.prefill_attention(qkv_dev[:, :hq], qkv_dev[:, hq:hq + hkv], qkv_dev[:, hq + hkv:], to_device(cu, device),
+                            out=out, window_left=4)
     assert_close(out, prefill_ref(q, k, v, cu, cu, d ** -0.5, True, 4), dtype)
     assert np.isnan(f64(out_big[:, 0])).all(), "wrote outside the out view"
 
 
-def test_prefill_scale_and_peaked_scores(rng):
+def test_prefill_scale_and_peaked_scores(rng, device):
     """Logits in the hundreds (exp overflows fp32 without the running max) across
     three key tiles, and an explicit scale in place of 1/sqrt(D).  fp32 logits that
     large carry ~1e-4 absolute error, hence the looser tolerance; a wrong rescale
@@ -155,7 +170,7 @@ def test_prefill_scale_and_peaked_scores(rng):
     q = rand(rng, (152, 2, 64), "float32", scale=4.0)
     k, v = rand(rng, (152, 1, 64), "float32", scale=4.0), rand(rng, (152, 1, 64), "float32")
     for scale in (0.3, 1.0):
-        got = aiter.prefill_attention(q, k, v, cu, softmax_scale=scale)
+        got = aiter.prefill_attention(*(to_device(a, device) for a in (q, k, v, cu)), softmax_scale=scale)
         assert_close(got, prefill_ref(q, k, v, cu, cu, scale), "float32", rtol=1e-3, atol=1e-3)
 
 
@@ -164,7 +179,7 @@ def test_prefill_scale_and_peaked_scores(rng):
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("page_size", [1, 5, 16])
 @pytest.mark.parametrize("window_left,heads", [(-1, (8, 2, 128)), (7, (4, 1, 64))])
-def test_decode(rng, dtype, page_size, window_left, heads):
+def test_decode(rng, device, dtype, page_size, window_left, heads):
     hq, hkv, d = heads
     lens = np.array([0, 1, 37, 16, 80], np.int32)
     table, num_blocks = paged_layout(rng, lens, page_size)
@@ -173,9 +188,13 @@ def test_decode(rng, dtype, page_size, window_left, heads):
     table = wide[:, :table.shape[1]]  # a row stride larger than max_blocks
     k_cache = rand(rng, (num_blocks, page_size, hkv, d), dtype)
     v_cache = rand(rng, (num_blocks, page_size, hkv, d), dtype)
-    q = rand(rng, (len(lens), hq + 1, d), dtype)[:, 1:]
-    out = poisoned((len(lens), hq, d), dtype)
-    aiter.paged_decode_attention(q, k_cache, v_cache, table, lens, window_left=window_left, out=out)
+    q_wide = rand(rng, (len(lens), hq + 1, d), dtype)
+    q = q_wide[:, 1:]
+    out = poisoned_on((len(lens), hq, d), dtype, device)
+    table_dev = to_device(wide, device)[:, :table.shape[1]]
+    aiter.paged_decode_attention(to_device(q_wide, device)[:, 1:], to_device(k_cache, device),
+                                 to_device(v_cache, device), table_dev, to_device(lens, device),
+                                 window_left=window_left, out=out)
     assert_close(out, decode_ref(q, k_cache, v_cache, table, lens, d ** -0.5, window_left), dtype)
     assert (f64(out[0]) == 0).all(), "a context of 0 gives zeros"
 
@@ -183,7 +202,7 @@ def test_decode(rng, dtype, page_size, window_left, heads):
 @pytest.mark.parametrize("cache_dtype", FP8_DTYPES)
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_fp8_cache_write_then_decode(rng, device, cache_dtype, dtype):
-    """The cache written on `device`, then read by decode (on the CPU)."""
+    """The cache written on `device`, then read by decode (on `device` too)."""
     hq, hkv, d, page_size = 8, 2, 64, 5
     lens = np.array([12, 0, 3, 21], np.int32)
     table, num_blocks = paged_layout(rng, lens, page_size)
@@ -205,8 +224,8 @@ def test_fp8_cache_write_then_decode(rng, device, cache_dtype, dtype):
     assert np.abs(f64(flat_k[slots])).max() == FP8_MAX[cache_dtype]
 
     q = rand(rng, (len(lens), hq, d), dtype)
-    out = aiter.paged_decode_attention(q, k_cache, v_cache, table, lens, k_scale=k_scale, v_scale=v_scale,
-                                       softmax_scale=0.05)
+    out = aiter.paged_decode_attention(to_device(q, device), k_dev, v_dev, to_device(table, device),
+                                       to_device(lens, device), k_scale=k_scale, v_scale=v_scale, softmax_scale=0.05)
     ref = decode_ref(q, f64(k_cache) * k_scale, f64(v_cache) * v_scale, table, lens, 0.05)
     assert_close(out, ref, dtype, rtol=1e-4 if dtype == "float32" else None, atol=1e-4 if dtype == "float32" else None)
 
@@ -337,7 +356,7 @@ def test_prefill_rejects_bad_arguments(rng):
         aiter.prefill_attention(rand(rng, (7, 4, 128), "float32")[:, :, ::2], k, v, cu, out=out)
     with pytest.raises(aiter.InvalidArgumentError, match="window_left"):
         aiter.prefill_attention(q, k, v, cu, window_left=2 ** 31, out=out)
-    with pytest.raises(aiter.InvalidArgumentError, match="out: expected the shape of q"):
+    with pytest.raises(aiter.InvalidArgumentError, match=r"out: expected shape\[2\] == 64 \(the head dim of v\)"):
         aiter.prefill_attention(q, k, v, cu, out=poisoned((7, 4, 128), "float32"))
     assert np.isnan(out).all(), "a rejected call wrote to out"
 

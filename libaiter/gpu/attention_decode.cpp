@@ -1,0 +1,104 @@
+// GPU launcher of paged decode attention (kernels/attention/decode.cu): blocks of
+// (sequence, split) x (kv head, row block), then, with several splits, the merge.
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <string>
+
+#include "gpu/attention_common.hpp"
+#include "gpu/launch.hpp"
+
+namespace aiter {
+namespace gpu {
+namespace {
+
+constexpr unsigned kThreads = 128;  // the kernels' block
+constexpr int64_t kKeyTile = 32;    // keys a tile: splits start on tile boundaries
+constexpr int64_t kMaxGridY = 65535;
+
+// Rows a block: the smallest kernel that holds a sequence's rows (new tokens x
+// query heads of one kv head), so no row slot idles; 16 at most.
+int rows_per_block(int64_t rows_per_seq) { return rows_per_seq <= 4 ? 4 : rows_per_seq <= 8 ? 8 : 16; }
+
+// Splits of the context: enough blocks for two waves over the multiprocessors,
+// within what the workspace holds.  Shapes and the device only: never the
+// lengths, which live in device memory and change between graph replays.
+aiter_status plan_splits(const DecodeArgs &a, int64_t blocks, int64_t capacity, const GpuCall &call, int *splits) {
+  *splits = 1;
+  if (a.workspace == nullptr) return AITER_OK;
+  int sms = 0;
+  const aiter_status s = multiprocessors(call, &sms);
+  if (s != AITER_OK) return s;
+  const int64_t wanted = (2 * int64_t(sms) + blocks - 1) / blocks;
+  *splits = int(std::clamp<int64_t>(wanted, 1, decode_max_splits(capacity)));
+  return AITER_OK;
+}
+
+aiter_status merge_splits(const DecodeArgs &a, const DecodeParams &p, const GpuCall &call) {
+  DecodeMergeParams m{};
+  m.partial_out = p.partial_out;
+  m.partial_lse = p.partial_lse;
+  m.out = a.out;
+  m.out_seq_stride = a.out_seq_stride;
+  m.out_token_stride = a.out_strides.token;
+  m.out_head_stride = a.out_strides.head;
+  m.rows = p.batch * p.q_tokens * p.q_heads;
+  m.q_tokens = p.q_tokens;
+  m.q_heads = p.q_heads;
+  m.splits = p.splits;
+  m.head_dim = int(a.shape.v_head_dim);
+  return launch(call, "paged_decode_attention", std::string("merge.") + dtype_tag(a.dtype),
+                Dim3{unsigned(m.rows), 1, 1}, kThreads, m);
+}
+
+}  // namespace
+
+aiter_status paged_decode_attention(const DecodeArgs &a, const GpuCall &call) {
+  const AttentionShape &sh = a.shape;
+  if (a.batch == 0 || sh.q_heads == 0) return AITER_OK;
+  const int64_t group = sh.q_heads / sh.kv_heads, rows_per_seq = a.q_tokens * group;
+  const int rows = rows_per_block(rows_per_seq);
+  const int64_t row_blocks = (rows_per_seq + rows - 1) / rows;
+  const int64_t capacity = std::min<int64_t>(a.max_blocks * a.cache.page_size, INT_MAX);  // lengths are int32
+  int splits = 1;
+  aiter_status s = plan_splits(a, a.batch * sh.kv_heads * row_blocks, capacity, call, &splits);
+  if (s != AITER_OK) return s;
+  if (a.batch * splits > INT_MAX || sh.kv_heads * row_blocks > kMaxGridY)
+    return fail(AITER_ERR_UNSUPPORTED_SHAPE, "aiter_paged_decode_attention: %lld sequences of %lld kv heads are "
+                "more than one launch holds", (long long)a.batch, (long long)sh.kv_heads);
+
+  DecodeParams p{};
+  p.sm = softmax_params(sh, a.cache.k_scale, a.cache.v_scale, a.cache.dtype);
+  p.q = a.q;
+  p.out = a.out;
+  p.k_cache = a.cache.k;
+  p.v_cache = a.cache.v;
+  p.block_table = a.block_table;
+  p.context_lens = a.context_lens;
+  p.q_seq_stride = a.q_seq_stride, p.q_token_stride = a.q_strides.token, p.q_head_stride = a.q_strides.head;
+  p.out_seq_stride = a.out_seq_stride, p.out_token_stride = a.out_strides.token;
+  p.out_head_stride = a.out_strides.head;
+  p.table_stride = a.block_table_stride;
+  p.num_blocks = a.cache.num_blocks;
+  p.max_blocks = int(std::min<int64_t>(a.max_blocks, INT_MAX));
+  p.page_size = int(a.cache.page_size);
+  p.batch = int(a.batch), p.q_tokens = int(a.q_tokens), p.q_heads = int(sh.q_heads), p.kv_heads = int(sh.kv_heads);
+  p.row_blocks = int(row_blocks);
+  p.splits = splits;
+  const int64_t per_split = (capacity + splits - 1) / splits;
+  p.split_keys = int(std::min<int64_t>((per_split + kKeyTile - 1) / kKeyTile * kKeyTile, INT_MAX));
+  if (splits > 1) {
+    p.partial_out = static_cast<float *>(a.workspace);
+    p.partial_lse = p.partial_out + int64_t(p.batch) * p.q_tokens * p.q_heads * splits * sh.v_head_dim;
+  }
+  p.vec = aligned16(a.cache.k) && aligned16(a.cache.v);
+  const std::string variant = std::string(dtype_tag(a.dtype)) + (is_fp8(a.cache.dtype) ? ".fp8" : ".same") + ".d" +
+                              std::to_string(sh.head_dim) + ".r" + std::to_string(rows);
+  s = launch(call, "paged_decode_attention", variant, Dim3{unsigned(a.batch * splits), unsigned(sh.kv_heads * row_blocks), 1},
+             kThreads, p);
+  if (s != AITER_OK || splits == 1) return s;
+  return merge_splits(a, p, call);
+}
+
+}  // namespace gpu
+}  // namespace aiter

@@ -1,0 +1,61 @@
+// GPU launcher of prefill attention (kernels/attention/prefill.cu): blocks of 16
+// rows (query token, query head) x kv heads.
+#include <climits>
+#include <cstdint>
+#include <string>
+
+#include "gpu/attention_common.hpp"
+#include "gpu/launch.hpp"
+
+namespace aiter {
+namespace gpu {
+namespace {
+
+constexpr unsigned kThreads = 128;  // the kernels' block
+constexpr int64_t kRows = 16;       // rows a block
+constexpr int64_t kMaxGridY = 65535;
+
+// The kernel's head-dim suffix: "d128", or "d192v128" where v's differs.
+std::string head_dims(const AttentionShape &s) {
+  std::string name = "d" + std::to_string(s.head_dim);
+  if (s.v_head_dim != s.head_dim) name += "v" + std::to_string(s.v_head_dim);
+  return name;
+}
+
+}  // namespace
+
+aiter_status prefill_attention(const PrefillArgs &a, const GpuCall &call) {
+  const AttentionShape &sh = a.shape;
+  if (a.total_q == 0 || sh.q_heads == 0) return AITER_OK;
+  // cu_seqlens are not read on the host here; these are what their shapes show.
+  if (a.batch < 1)
+    return fail(AITER_ERR_INVALID_ARGUMENT, "aiter_prefill_attention: cu_seqlens_q: expected B + 1 >= 2 entries "
+                "for %lld query tokens, got 1", (long long)a.total_q);
+  const int64_t group = sh.q_heads / sh.kv_heads;
+  const int64_t blocks = (a.total_q * group + kRows - 1) / kRows;
+  if (a.total_q > INT_MAX || a.total_k > INT_MAX || a.batch > INT_MAX - 1 || blocks > INT_MAX ||
+      sh.kv_heads > kMaxGridY)
+    return fail(AITER_ERR_UNSUPPORTED_SHAPE, "aiter_prefill_attention: %lld query tokens x %lld heads are more "
+                "than one launch holds", (long long)a.total_q, (long long)sh.q_heads);
+
+  PrefillParams p{};
+  p.sm = softmax_params(sh, 1.0f, 1.0f, a.dtype);
+  p.q = a.q, p.k = a.k, p.v = a.v, p.out = a.out;
+  p.lse = a.lse;
+  p.cu_seqlens_q = a.cu_seqlens_q, p.cu_seqlens_k = a.cu_seqlens_k;
+  p.q_token_stride = a.q_strides.token, p.q_head_stride = a.q_strides.head;
+  p.k_token_stride = a.k_strides.token, p.k_head_stride = a.k_strides.head;
+  p.v_token_stride = a.v_strides.token, p.v_head_stride = a.v_strides.head;
+  p.out_token_stride = a.out_strides.token, p.out_head_stride = a.out_strides.head;
+  p.total_q = int(a.total_q), p.total_k = int(a.total_k);
+  p.batch = int(a.batch), p.q_heads = int(sh.q_heads), p.kv_heads = int(sh.kv_heads);
+  p.causal = a.causal;
+  const int64_t per16 = 16 / dtype_size(a.dtype);
+  p.vec = rows_aligned16(a.k, a.k_strides, a.total_k, sh.kv_heads, per16) &&
+          rows_aligned16(a.v, a.v_strides, a.total_k, sh.kv_heads, per16);
+  const std::string variant = std::string("generic.") + dtype_tag(a.dtype) + "." + head_dims(sh);
+  return launch(call, "prefill_attention", variant, Dim3{unsigned(blocks), unsigned(sh.kv_heads), 1}, kThreads, p);
+}
+
+}  // namespace gpu
+}  // namespace aiter
