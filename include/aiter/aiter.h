@@ -79,6 +79,9 @@ typedef struct aiter_library_info {
   const char *build_config; /* compiler, build type, CPU ISA flags */
   int32_t cpu_threads;      /* worker threads the CPU backend uses (AITER_NUM_THREADS) */
   const char *kernel_dir;   /* folder of the code objects and their manifest.tsv, "" if none found */
+  const char *cpu_isa;      /* the CPU kernels' instruction-set level (portable, avx2, avx512, avx512_bf16;
+                               AITER_CPU_ISA caps it), then what the CPU has, e.g.
+                               "avx512_bf16 (cpu has avx2 avx512 avx512_bf16 avx512_vnni)" */
 } aiter_library_info;
 
 AITER_API aiter_status aiter_get_library_info(aiter_library_info *info);

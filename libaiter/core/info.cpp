@@ -5,6 +5,7 @@
 #include "aiter_config.h"
 #include "core/backend.hpp"
 #include "core/parallel.hpp"
+#include "cpu/isa.hpp"
 #include "gpu/registry.hpp"
 
 namespace aiter {
@@ -67,6 +68,7 @@ AITER_API aiter_status aiter_get_library_info(aiter_library_info *info) {
     full.cpu_threads = aiter::cpu_threads();
     static const std::string kernel_dir = aiter::gpu::kernel_directory();
     full.kernel_dir = kernel_dir.c_str();
+    full.cpu_isa = aiter::cpu::cpu_isa_description();
     // Copy only what the caller's (possibly older, smaller) struct has room for.
     std::memcpy(info, &full, info->struct_size < sizeof full ? info->struct_size : sizeof full);
     return AITER_OK;

@@ -1,6 +1,9 @@
 // The CPU GEMM variants of every GEMM op, in heuristic order (the first whose
 // good_fit holds runs, see tuning/select.hpp).  Each variant runs every op:
 // batched ones over all matrices at once, blockscale with its group scales.
+//   cpu.avx512  packed panels of 32-bit slots on AVX-512: vdpbf16ps for bf16
+//               and fp8, vpdpwssd for int8 (cpu/gemm_avx512.cpp); only where
+//               the CPU has AVX-512 (and AITER_CPU_ISA does not cap it)
 //   cpu.skinny  few rows of A: parallel over N only, A converted once
 //               (cpu/gemm_skinny.cpp)
 //   cpu.packed  packed panels and an outer-product kernel (cpu/gemm_packed.cpp)
@@ -17,6 +20,7 @@ namespace cpu {
 namespace {
 
 bool any_call(const GemmArgs &, const GpuCall *) { return true; }
+bool avx512_call(const GemmArgs &g, const GpuCall *) { return gemm_avx512_supports(g); }
 
 // The heuristic, from timings on a 2-core AVX2 machine (Zen 1, bf16, 2
 // threads): skinny for decode-sized M (M = 1, N = K = 4096: 2.2 ms against
@@ -29,11 +33,14 @@ bool any_call(const GemmArgs &, const GpuCall *) { return true; }
 constexpr int64_t kDecodeRows = 16;
 constexpr int64_t kPrefillRows = 64;
 constexpr int64_t kL2Floats = 64 * 1024;  // 256 KB
+constexpr int64_t kAvx512SkinnyRows = 2;
 
 bool skinny_fit(const GemmArgs &g) { return g.m <= kDecodeRows || (g.m < kPrefillRows && g.m * g.k <= kL2Floats); }
+bool avx512_fit(const GemmArgs &g) { return g.m > kAvx512SkinnyRows; }
 bool packed_fit(const GemmArgs &g) { return g.m >= kPrefillRows && !g.block_scaled; }
 
 const Variant<GemmArgs> kVariants[] = {
+    {"cpu.avx512", avx512_call, avx512_fit, gemm_avx512},
     {"cpu.skinny", any_call, skinny_fit, gemm_skinny},
     {"cpu.packed", any_call, packed_fit, gemm_packed},
     {"cpu.tiled", any_call, nullptr, gemm_tiled},

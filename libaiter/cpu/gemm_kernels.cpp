@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "cpu/gemm_plan.hpp"
+#include "cpu/isa.hpp"
 
 namespace aiter {
 namespace cpu {
@@ -194,13 +195,7 @@ struct Avx2 {
 
 bool use_avx2() {
 #ifdef AITER_GEMM_AVX2
-  static const bool avx2 = [] {
-    const char *isa = std::getenv("AITER_CPU_ISA");
-    if (isa != nullptr && std::strcmp(isa, "baseline") == 0) return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return avx2;
+  return isa_at_least(Isa::avx2);
 #else
   return false;
 #endif

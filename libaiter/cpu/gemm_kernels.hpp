@@ -1,7 +1,7 @@
 // The register-blocked inner kernels of the CPU GEMM variants, each compiled for
 // the baseline ISA and, on x86-64, for AVX2 + FMA; the library is built for the
-// baseline, so the faster one is picked at run time (AITER_CPU_ISA=baseline
-// forces the portable one, to test it on any machine).
+// baseline, so the faster one is picked at run time from cpu_isa() (cpu/isa.hpp;
+// AITER_CPU_ISA=portable forces the portable one, to test it on any machine).
 #pragma once
 
 #include <cstdint>

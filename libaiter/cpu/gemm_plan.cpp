@@ -155,6 +155,7 @@ void store_tile(const Plan &p, int64_t b, int64_t m0, int64_t rows, int64_t n0, 
 
 template void store_tile(const Plan &, int64_t, int64_t, int64_t, int64_t, int64_t, const float *, int64_t);
 template void store_tile(const Plan &, int64_t, int64_t, int64_t, int64_t, int64_t, const int64_t *, int64_t);
+template void store_tile(const Plan &, int64_t, int64_t, int64_t, int64_t, int64_t, const int32_t *, int64_t);
 
 void for_each_item(const Plan &p, int64_t items, const std::function<void(int64_t b, int64_t item)> &fn) {
   parallel_for(p.batch * items, 1, [&](int64_t begin, int64_t end) {

@@ -106,6 +106,9 @@ aiter_status run_with_acc(const GemmArgs &g) {
 aiter_status gemm_tiled(const GemmArgs &g, const GpuCall *);
 aiter_status gemm_skinny(const GemmArgs &g, const GpuCall *);
 aiter_status gemm_packed(const GemmArgs &g, const GpuCall *);
+// cpu/gemm_avx512.cpp: runs where the CPU (and AITER_CPU_ISA) allow AVX-512.
+aiter_status gemm_avx512(const GemmArgs &g, const GpuCall *);
+bool gemm_avx512_supports(const GemmArgs &g);
 
 }  // namespace cpu
 }  // namespace aiter

@@ -30,6 +30,7 @@ def library_info():
         "build_config": _ffi.string(info.build_config).decode(),
         "cpu_threads": info.cpu_threads,
         "kernel_dir": _ffi.string(info.kernel_dir).decode(),
+        "cpu_isa": _ffi.string(info.cpu_isa).decode(),
         "library_path": library_path,
     }
 

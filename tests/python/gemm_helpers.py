@@ -4,13 +4,30 @@
 from contextlib import contextmanager
 
 import numpy as np
+import pytest
+
+import aiter
 
 from aiter._lib import check as check_status, ffi, lib
 from harness import TOLERANCE, assert_close, f64
 
 # The CPU variants of every GEMM op; test_gemm_variants.py checks that the
 # library lists exactly these, so that a new variant cannot go untested.
-CPU_VARIANTS = ["cpu.skinny", "cpu.packed", "cpu.tiled"]
+CPU_VARIANTS = ["cpu.avx512", "cpu.skinny", "cpu.packed", "cpu.tiled"]
+# The instruction-set levels of the CPU kernels, lowest first (cpu/isa.hpp), and
+# the level a variant needs to run at all (the others run everywhere).
+ISA_LEVELS = ["portable", "avx2", "avx512", "avx512_bf16"]
+VARIANT_ISA = {"cpu.avx512": "avx512"}
+
+
+def cpu_isa():
+    """The level the CPU kernels use here (the CPU's, capped by AITER_CPU_ISA)."""
+    return aiter.library_info()["cpu_isa"].split()[0]
+
+
+def runnable(variant):
+    need = VARIANT_ISA.get(variant)
+    return need is None or ISA_LEVELS.index(cpu_isa()) >= ISA_LEVELS.index(need)
 GEMM_OPS = ["gemm_a16w16", "gemm_a8w8", "gemm_a8w8_blockscale", "batched_gemm_a16w16", "batched_gemm_a8w8"]
 
 
@@ -50,7 +67,10 @@ def last_variant():
 @contextmanager
 def forced(op, variant):
     """Runs the calls of `op` inside the block with `variant`, and checks on the
-    way out that the last call ran it (so a test cannot pass on another one)."""
+    way out that the last call ran it (so a test cannot pass on another one).
+    Skips the test where this CPU cannot run the variant."""
+    if not runnable(variant):
+        pytest.skip(f"{variant} needs {VARIANT_ISA[variant]}; the CPU kernels here use {cpu_isa()}")
     check_status(lib.aiter_force_kernel_variant(op.encode(), variant.encode()))
     try:
         yield

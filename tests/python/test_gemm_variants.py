@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import aiter
-from gemm_helpers import CPU_VARIANTS, GEMM_OPS, forced, kernel_variants, last_variant
+from gemm_helpers import (CPU_VARIANTS, GEMM_OPS, ISA_LEVELS, VARIANT_ISA, forced, kernel_variants, last_variant,
+                          runnable)
 from harness import rand
 
 
@@ -36,12 +37,14 @@ def calls(rng, m, k, n=77):
     }
 
 
-# (M, K) and the expected choice (blockscale's where it differs): decode-sized
-# M, and medium M with A small enough to stay in L2, go to skinny; prefill-sized
-# M to packed (to tiled for blockscale); medium M with long K to tiled.
+# (M, K) and the expected choice (blockscale's where it differs) on a CPU without
+# AVX-512: decode-sized M, and medium M with A small enough to stay in L2, go to
+# skinny; prefill-sized M to packed (to tiled for blockscale); medium M with long
+# K to tiled.  With AVX-512, cpu.avx512 takes every M above AVX512_FROM_M.
 HEURISTIC = [((1, 45), "cpu.skinny", None), ((16, 3001), "cpu.skinny", None), ((30, 1000), "cpu.skinny", None),
              ((64, 45), "cpu.packed", "cpu.tiled"), ((300, 700), "cpu.packed", "cpu.tiled"),
              ((40, 2001), "cpu.tiled", None)]
+AVX512_FROM_M = 3
 
 
 @pytest.mark.parametrize("op", GEMM_OPS)
@@ -50,6 +53,8 @@ def test_heuristic_choice(rng, op, shape, expected, blockscale_expected):
     calls(rng, *shape)[op]()
     if op == "gemm_a8w8_blockscale" and blockscale_expected:
         expected = blockscale_expected
+    if runnable("cpu.avx512") and shape[0] >= AVX512_FROM_M:
+        expected = "cpu.avx512"
     assert last_variant() == (op, expected, 0)
 
 
@@ -69,46 +74,73 @@ def test_forcing_an_unknown_variant_fails():
         check_status(lib.aiter_force_kernel_variant(b"gemm_a16w16", b"cpu.nope"))
 
 
-def test_portable_kernels_in_a_subprocess():
+# Every instruction-set level this machine has, each in its own process
+# (AITER_CPU_ISA is read once): every variant that can run at that level, every
+# dtype path (fp32 in place, bf16 / fp16 / int8 / fp8 converted or paired,
+# blockscale), on the same inputs, against float64 NumPy; odd M, N and K tails
+# of every kernel's blocks.
+ISA_SCRIPT = """
+import numpy as np, ml_dtypes, aiter, sys
+sys.path.insert(0, sys.argv[1])
+from gemm_helpers import CPU_VARIANTS, cpu_isa, forced, runnable
+assert cpu_isa() == sys.argv[2], (cpu_isa(), sys.argv[2])
+rng = np.random.default_rng(5)
+ran = []
+for variant in filter(runnable, CPU_VARIANTS):
+    for m, n, k in [(1, 5, 3), (3, 33, 130), (17, 40, 257), (40, 129, 517)]:
+        for dt in [np.float32, ml_dtypes.bfloat16, np.float16]:
+            a = rng.standard_normal((m, k)).astype(dt)
+            w = rng.standard_normal((n, k)).astype(dt)
+            with forced('gemm_a16w16', variant):
+                got = aiter.gemm_a16w16(a, w, out_dtype='float32')
+            ref = a.astype(float) @ w.astype(float).T
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * np.sqrt(k), err_msg=variant)
+        ai = rng.integers(-128, 128, (m, k), dtype=np.int8)
+        wi = rng.integers(-128, 128, (n, k), dtype=np.int8)
+        one = np.ones((1,), np.float32)
+        exact = ai.astype(np.int64) @ wi.astype(np.int64).T
+        with forced('gemm_a8w8', variant):
+            got = aiter.gemm_a8w8(ai, wi, one, one, out_dtype='float32')
+        np.testing.assert_array_equal(got, exact, err_msg=variant)
+        a8 = (ai / 16).astype(ml_dtypes.float8_e4m3fn)
+        w8 = (wi / 16).astype(ml_dtypes.float8_e4m3fn)
+        ref = a8.astype(float) @ w8.astype(float).T
+        with forced('gemm_a8w8', variant):
+            got = aiter.gemm_a8w8(a8, w8, one, one, out_dtype='float32')
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * np.sqrt(k), err_msg=variant)
+        g = (k + 127) // 128
+        a_s = rng.uniform(0.5, 2, (m, g)).astype(np.float32)
+        w_s = rng.uniform(0.5, 2, ((n + 127) // 128, g)).astype(np.float32)
+        with forced('gemm_a8w8_blockscale', variant):
+            got = aiter.gemm_a8w8_blockscale(a8, w8, a_s, w_s, out_dtype='float32')
+        ka = np.repeat(a_s, 128, axis=1)[:, :k]
+        kw = np.repeat(np.repeat(w_s, 128, axis=0)[:n], 128, axis=1)[:, :k]
+        ref = (a8.astype(float) * ka) @ (w8.astype(float) * kw).T
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=4e-5 * np.sqrt(k), err_msg=variant)
+    ran.append(variant)
+print(' '.join(ran))
+"""
+
+
+def machine_levels():
+    """The levels up to this machine's own (AITER_CPU_ISA unset)."""
+    env = {key: value for key, value in os.environ.items() if key != "AITER_CPU_ISA"}
+    done = subprocess.run([sys.executable, "-c", "import aiter; print(aiter.library_info()['cpu_isa'].split()[0])"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    return ISA_LEVELS[:ISA_LEVELS.index(done.stdout.strip()) + 1]
+
+
+@pytest.mark.parametrize("level", ISA_LEVELS)
+def test_every_isa_level_on_the_same_inputs(level):
     pytest.importorskip("ml_dtypes", reason="the subprocess makes bfloat16 and fp8 NumPy arrays")
-    # AITER_CPU_ISA=baseline selects the kernels built for the baseline ISA,
-    # which an AVX2 machine would otherwise never run: every variant, every
-    # dtype path (fp32 in place, bf16 and int8 converted in registers by the
-    # skinny kernel, fp8 converted first).
-    script = (
-        "import numpy as np, ml_dtypes, aiter, sys\n"
-        "sys.path.insert(0, sys.argv[1])\n"
-        "from gemm_helpers import CPU_VARIANTS, forced\n"
-        "rng = np.random.default_rng(5)\n"
-        "for variant in CPU_VARIANTS:\n"
-        "    for m, n, k in [(1, 5, 3), (3, 9, 130), (40, 129, 517)]:\n"
-        "        for dt in [np.float32, ml_dtypes.bfloat16]:\n"
-        "            a = rng.standard_normal((m, k)).astype(dt)\n"
-        "            w = rng.standard_normal((n, k)).astype(dt)\n"
-        "            with forced('gemm_a16w16', variant):\n"
-        "                got = aiter.gemm_a16w16(a, w, out_dtype='float32')\n"
-        "            ref = a.astype(float) @ w.astype(float).T\n"
-        "            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * np.sqrt(k))\n"
-        "        ai = rng.integers(-128, 128, (m, k), dtype=np.int8)\n"
-        "        wi = rng.integers(-128, 128, (n, k), dtype=np.int8)\n"
-        "        one = np.ones((1,), np.float32)\n"
-        "        exact = ai.astype(np.int64) @ wi.astype(np.int64).T\n"
-        "        with forced('gemm_a8w8', variant):\n"
-        "            got = aiter.gemm_a8w8(ai, wi, one, one, out_dtype='float32')\n"
-        "        np.testing.assert_array_equal(got, exact)\n"
-        "        a8 = (ai / 16).astype(ml_dtypes.float8_e4m3fn)\n"
-        "        w8 = (wi / 16).astype(ml_dtypes.float8_e4m3fn)\n"
-        "        g = (k + 127) // 128\n"
-        "        with forced('gemm_a8w8_blockscale', variant):\n"
-        "            got = aiter.gemm_a8w8_blockscale(a8, w8, np.ones((m, g), np.float32),\n"
-        "                                             np.ones(((n + 127) // 128, g), np.float32), out_dtype='float32')\n"
-        "        ref = a8.astype(float) @ w8.astype(float).T\n"
-        "        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * np.sqrt(k))\n"
-        "print('ok')\n")
-    env = dict(os.environ, AITER_CPU_ISA="baseline")
-    done = subprocess.run([sys.executable, "-c", script, os.path.dirname(__file__)], env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    if level not in machine_levels():
+        pytest.skip(f"this CPU has no {level}")
+    env = dict(os.environ, AITER_CPU_ISA=level)
+    done = subprocess.run([sys.executable, "-c", ISA_SCRIPT, os.path.dirname(__file__), level], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    expected = [v for v in CPU_VARIANTS if ISA_LEVELS.index(level) >= ISA_LEVELS.index(VARIANT_ISA.get(v, "portable"))]
+    assert done.stdout.split() == expected
 
 
 def test_variants_agree_on_a_larger_product(rng):

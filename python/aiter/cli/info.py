@@ -9,6 +9,7 @@ def run():
     print(f"  build:        {info['build_config']}")
     print(f"  backends:     {', '.join(info['backends'])}")
     print(f"  CPU threads:  {info['cpu_threads']} (AITER_NUM_THREADS)")
+    print(f"  CPU kernels:  {info['cpu_isa']} (AITER_CPU_ISA caps the level)")
     targets = info["gpu_targets"]
     print(f"  GPU targets:  {', '.join(targets) if targets else 'none built'}")
     print(f"  code objects: {info['kernel_dir'] + '/manifest.tsv' if targets else 'none (CPU-only build)'}")

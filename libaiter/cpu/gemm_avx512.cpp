@@ -1,0 +1,223 @@
+// "cpu.avx512": the GotoBLAS / BLIS scheme on AVX-512, with K packed into
+// 32-bit slots so that bf16 and int8 products run on their dot instructions
+// (cpu/gemm_avx512_kernels.hpp):
+//   bf16, fp8     bf16 pairs, vdpbf16ps (fp8 is exact in bf16); fp32 slots
+//                 where the CPU lacks AVX512_BF16 (AITER_CPU_ISA=avx512)
+//   int8          int16 pairs, vpdpwssd (or vpmaddwd): exact int32 sums
+//   fp32, fp16    fp32 slots, vfmadd; so is blockscale, whose group scales are
+//                 multiplied into the fp32 copies of A and W
+// A is packed once per call into panels of up to 14 rows (all of K).  Work
+// items are 128 columns of W by up to kMaxRowsM rows of A; per block of K an
+// item packs its W into four panels of 32 columns (16 KB each, kept in L1
+// while every panel of A streams past it from L2) and runs the kernel on each
+// pair.  Sums stay in a 32-bit scratch across K blocks; the store scales,
+// biases and rounds once.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/parallel.hpp"
+#include "cpu/gemm_avx512_kernels.hpp"
+#include "cpu/gemm_plan.hpp"
+#include "cpu/isa.hpp"
+
+namespace aiter {
+namespace cpu {
+namespace {
+
+using namespace gemm;
+using avx512::kMaxRowsA;
+using avx512::kPanelW;
+using avx512::Slots;
+
+constexpr int64_t kSlotsK = 128;     // slots per K block: a W panel is 32 x 128 x 4 B = 16 KB
+constexpr int64_t kChunkN = 128;     // columns of W per work item
+constexpr int64_t kMaxRowsM = 770;   // rows of A per work item (55 panels of 14)
+constexpr int64_t kMaxExactInt8K = 131071;  // K * 128 * 128 < 2^31: int32 sums stay exact
+static_assert(kSlotsK % kScaleBlock == 0 || kScaleBlock % kSlotsK == 0, "K blocks hold whole scale groups");
+
+// ---- the slots of a dtype ----------------------------------------------------------
+Slots slots_for(const Plan &p) {
+  if (p.int8) return Slots::int16_pairs;
+  const DType dt = p.a.dtype;
+  const bool bf16_exact = dt == DType::bf16 || dt == DType::e4m3fn || dt == DType::e4m3fnuz || dt == DType::e5m2;
+  if (bf16_exact && !p.block_scaled() && isa_at_least(Isa::avx512_bf16)) return Slots::bf16_pairs;
+  return Slots::fp32;
+}
+
+int64_t per_slot(Slots s) { return s == Slots::fp32 ? 1 : 2; }
+
+// bf16 bits of every fp8 byte (exact: fp8's 2-3 mantissa bits and exponent range fit bf16).
+template <class F8>
+const uint16_t *fp8_to_bf16_table() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(256);
+    for (int byte = 0; byte < 256; ++byte) {
+      F8 x;
+      std::memcpy(&x, &byte, 1);
+      t[size_t(byte)] = uint16_t(f32_to_bits(to_f32(x)) >> 16);
+    }
+    return t;
+  }();
+  return table.data();
+}
+
+const uint16_t *bf16_table(DType dt) {
+  switch (dt) {
+    case DType::e4m3fn: return fp8_to_bf16_table<e4m3fn_t>();
+    case DType::e4m3fnuz: return fp8_to_bf16_table<e4m3fnuz_t>();
+    case DType::e5m2: return fp8_to_bf16_table<e5m2_t>();
+    default: return nullptr;
+  }
+}
+
+// One row's kc elements as pairs of 16-bit values in `dst` (a zero pads an odd kc).
+void pair_row(const Operand &op, const char *src, int64_t kc, uint16_t *dst) {
+  if (op.dtype == DType::bf16) {
+    std::memcpy(dst, src, size_t(kc) * 2);
+  } else if (op.dtype == DType::i8) {
+    const int8_t *s = reinterpret_cast<const int8_t *>(src);
+    for (int64_t k = 0; k < kc; ++k) dst[k] = uint16_t(int16_t(s[k]));
+  } else {
+    const uint16_t *table = bf16_table(op.dtype);
+    const uint8_t *s = reinterpret_cast<const uint8_t *>(src);
+    for (int64_t k = 0; k < kc; ++k) dst[k] = table[s[k]];
+  }
+  if (kc % 2) dst[kc] = 0;
+}
+
+// Rows [row0, row0 + rows), columns [k0, k0 + kc) of matrix b as rows of slots,
+// `*ld` slots apart: in place where the operand already is in slot form, else
+// converted into `scratch` (rows kSlotsK apart).
+const uint32_t *slot_rows(const Operand &op, Slots slots, int64_t b, int64_t row0, int64_t rows, int64_t k0,
+                          int64_t kc, uint32_t *scratch, int64_t *ld) {
+  if (slots == Slots::fp32) {
+    const float *f = fp32_rows(op, b, row0, rows, k0, kc, reinterpret_cast<float *>(scratch), kSlotsK, true, ld);
+    return reinterpret_cast<const uint32_t *>(f);
+  }
+  if (op.dtype == DType::bf16 && kc % 2 == 0 && op.row_bytes % 4 == 0) {
+    *ld = op.row_bytes / 4;
+    return reinterpret_cast<const uint32_t *>(op.row(b, row0) + k0 * op.elem_bytes);
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    pair_row(op, op.row(b, row0 + r) + k0 * op.elem_bytes, kc, reinterpret_cast<uint16_t *>(scratch + r * kSlotsK));
+  *ld = kSlotsK;
+  return scratch;
+}
+
+// ---- the panels of A -------------------------------------------------------------------
+// M rows in panels of as even a size as possible, none above kMaxRowsA.
+struct Panels {
+  int64_t count, base, extra;  // panel p has base + (p < extra) rows
+  explicit Panels(int64_t m) : count((m + kMaxRowsA - 1) / kMaxRowsA), base(m / count), extra(m % count) {}
+  int64_t rows(int64_t p) const { return base + (p < extra ? 1 : 0); }
+  int64_t start(int64_t p) const { return p * base + std::min(p, extra); }
+};
+
+struct Layout {
+  Slots slots;
+  int64_t per_slot, slots_k;  // K in slots
+  Panels panels;
+  int64_t blocks_m;  // work items along M
+  int64_t panels_per_block;
+  bool vnni;
+};
+
+Layout layout_for(const Plan &p) {
+  Layout l{slots_for(p), 0, 0, Panels(p.m), 0, 0, isa_at_least(Isa::avx512_bf16)};
+  l.per_slot = per_slot(l.slots);
+  l.slots_k = (p.k + l.per_slot - 1) / l.per_slot;
+  l.panels_per_block = kMaxRowsM / kMaxRowsA;
+  l.blocks_m = (l.panels.count + l.panels_per_block - 1) / l.panels_per_block;
+  return l;
+}
+
+// Where panel q of matrix b starts in the packed A: rows(q) x slots_k slots,
+// K block kb at kb * kSlotsK * rows(q) from there.
+int64_t a_panel(const Layout &l, int64_t m, int64_t b, int64_t q) { return (b * m + l.panels.start(q)) * l.slots_k; }
+
+void pack_a(const Plan &p, const Layout &l, uint32_t *packed) {
+  const int64_t k_elems = kSlotsK * l.per_slot;
+  parallel_for(p.batch * l.panels.count, 1, [&](int64_t begin, int64_t end) {
+    std::vector<uint32_t> scratch(size_t(kMaxRowsA * kSlotsK));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t b = item / l.panels.count, q = item % l.panels.count, rows = l.panels.rows(q);
+      uint32_t *panel = packed + a_panel(l, p.m, b, q);
+      for (int64_t k0 = 0, kb = 0; k0 < p.k; k0 += k_elems, ++kb) {
+        const int64_t kc = std::min(k_elems, p.k - k0), groups = (kc + l.per_slot - 1) / l.per_slot;
+        int64_t ld;
+        const uint32_t *src = slot_rows(p.a, l.slots, b, l.panels.start(q), rows, k0, kc, scratch.data(), &ld);
+        avx512::pack_panel(src, ld, int(rows), groups, int(rows), panel + kb * kSlotsK * rows);
+      }
+    }
+  });
+}
+
+// ---- one work item -------------------------------------------------------------------
+struct Scratch {
+  std::vector<uint32_t> staged = std::vector<uint32_t>(size_t(kPanelW * kSlotsK));
+  std::vector<uint32_t> w = std::vector<uint32_t>(size_t(kChunkN * kSlotsK));
+  std::vector<uint32_t> acc = std::vector<uint32_t>(size_t((kMaxRowsM + kMaxRowsA) * kChunkN));
+};
+
+void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, int64_t b, int64_t block_m, int64_t n0) {
+  thread_local Scratch s;
+  const int64_t cols = std::min(kChunkN, p.n - n0), panels_w = (cols + kPanelW - 1) / kPanelW;
+  const int64_t q0 = block_m * l.panels_per_block, q1 = std::min(l.panels.count, q0 + l.panels_per_block);
+  const int64_t m0 = l.panels.start(q0), k_elems = kSlotsK * l.per_slot;
+  if (p.k == 0) std::fill(s.acc.begin(), s.acc.end(), 0u);  // empty sums: zeros in fp32 and int32 alike
+  for (int64_t k0 = 0, kb = 0; k0 < p.k; k0 += k_elems, ++kb) {
+    const int64_t kc = std::min(k_elems, p.k - k0), groups = (kc + l.per_slot - 1) / l.per_slot;
+    for (int64_t j = 0; j < panels_w; ++j) {
+      const int64_t rows = std::min<int64_t>(kPanelW, cols - j * kPanelW);
+      int64_t ld;
+      const uint32_t *src = slot_rows(p.w, l.slots, b, n0 + j * kPanelW, rows, k0, kc, s.staged.data(), &ld);
+      avx512::pack_panel(src, ld, int(rows), groups, kPanelW, s.w.data() + j * kSlotsK * kPanelW);
+    }
+    for (int64_t j = 0; j < panels_w; ++j)
+      for (int64_t q = q0; q < q1; ++q) {
+        const int64_t rows = l.panels.rows(q);
+        const avx512::Kernel kernel = avx512::kernel(l.slots, int(rows), l.vnni);
+        kernel(packed_a + a_panel(l, p.m, b, q) + kb * kSlotsK * rows,
+               s.w.data() + j * kSlotsK * kPanelW, groups,
+               s.acc.data() + (l.panels.start(q) - m0) * kChunkN + j * kPanelW, kChunkN, kb > 0);
+      }
+  }
+  const int64_t rows = l.panels.start(q1 - 1) + l.panels.rows(q1 - 1) - m0;
+  if (l.slots == Slots::int16_pairs)
+    store_tile(p, b, m0, rows, n0, cols, reinterpret_cast<const int32_t *>(s.acc.data()), kChunkN);
+  else
+    store_tile(p, b, m0, rows, n0, cols, reinterpret_cast<const float *>(s.acc.data()), kChunkN);
+}
+
+void run(const Plan &p) {
+  const Layout l = layout_for(p);
+  // Kept from call to call: fresh pages every call cost more than small GEMMs.
+  // (The workers reach it through `packed`: a lambda names its own thread's
+  // thread_local, not the caller's.)
+  thread_local std::vector<uint32_t> packed_a;
+  packed_a.resize(size_t(p.batch * p.m * l.slots_k));
+  const uint32_t *packed = packed_a.data();
+  pack_a(p, l, packed_a.data());
+  const int64_t chunks_n = (p.n + kChunkN - 1) / kChunkN;
+  for_each_item(p, l.blocks_m * chunks_n, [&](int64_t b, int64_t item) {
+    run_item(p, l, packed, b, item % l.blocks_m, (item / l.blocks_m) * kChunkN);
+  });
+}
+
+}  // namespace
+
+bool gemm_avx512_supports(const GemmArgs &g) {
+  return isa_at_least(Isa::avx512) && (g.in_dtype != DType::i8 || g.k <= kMaxExactInt8K);
+}
+
+aiter_status gemm_avx512(const GemmArgs &g, const GpuCall *) {
+  if (g.batch == 0 || g.m == 0 || g.n == 0) return AITER_OK;
+  std::vector<float> bias;
+  const Plan p = make_plan(g, bias);
+  run(p);
+  return AITER_OK;
+}
+
+}  // namespace cpu
+}  // namespace aiter

@@ -1,0 +1,179 @@
+#include "cpu/gemm_avx512_kernels.hpp"
+
+#include <array>
+#include <utility>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define AITER_AVX512_KERNELS 1
+// gcc 12's AVX-512 shuffle intrinsics fill their unused merge operand from a
+// self-initialized "undefined" vector, which -Wuninitialized reports at every use.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace aiter {
+namespace cpu {
+namespace avx512 {
+
+#ifdef AITER_AVX512_KERNELS
+namespace {
+
+// Each kernel carries the exact extensions it uses, so that one built for plain
+// AVX-512 can never contain an instruction of AVX512_BF16 or AVX512_VNNI.
+#define AITER_TARGET_AVX512 "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"
+#define AITER_TARGET_BF16 AITER_TARGET_AVX512 ",avx512bf16"
+#define AITER_TARGET_VNNI AITER_TARGET_AVX512 ",avx512vnni"
+
+// ---- the slot products -----------------------------------------------------------
+struct Fp32Fma {
+  __attribute__((target(AITER_TARGET_AVX512), always_inline)) static __m512i dot(__m512i acc, __m512i a, __m512i w) {
+    return _mm512_castps_si512(_mm512_fmadd_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(w), _mm512_castsi512_ps(acc)));
+  }
+};
+struct Bf16Dot {
+  __attribute__((target(AITER_TARGET_BF16), always_inline)) static __m512i dot(__m512i acc, __m512i a, __m512i w) {
+    // The broadcast A goes last: only that operand can be a memory broadcast.
+    return _mm512_castps_si512(_mm512_dpbf16_ps(_mm512_castsi512_ps(acc), (__m512bh)w, (__m512bh)a));
+  }
+};
+struct Int16Vnni {
+  __attribute__((target(AITER_TARGET_VNNI), always_inline)) static __m512i dot(__m512i acc, __m512i a, __m512i w) {
+    return _mm512_dpwssd_epi32(acc, w, a);
+  }
+};
+struct Int16Madd {  // the same sums without VNNI: two products per lane, then an add
+  __attribute__((target(AITER_TARGET_AVX512), always_inline)) static __m512i dot(__m512i acc, __m512i a, __m512i w) {
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(a, w));
+  }
+};
+
+// ---- the outer-product kernel ----------------------------------------------------
+// R rows x 32 columns of sums in 2R zmm; per slot of K: two loads of W, R
+// broadcasts of A (folded into the dot instructions as memory operands).
+// Written once per target through this macro: an always_inline body without
+// the target attribute could not inline the intrinsics it calls.
+#define AITER_DEFINE_PANEL_KERNEL(NAME, TARGET)                                                              \
+  template <int R, class Op>                                                                                \
+  __attribute__((target(TARGET))) void NAME(const uint32_t *a, const uint32_t *w, int64_t groups, void *acc_v, \
+                                            int64_t ldc, bool accumulate) {                                  \
+    uint32_t *acc = static_cast<uint32_t *>(acc_v);                                                         \
+    __m512i c[R][2];                                                                                         \
+    _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i) {                                                   \
+      c[i][0] = accumulate ? _mm512_loadu_si512(acc + i * ldc) : _mm512_setzero_si512();                    \
+      c[i][1] = accumulate ? _mm512_loadu_si512(acc + i * ldc + 16) : _mm512_setzero_si512();               \
+    }                                                                                                        \
+    for (int64_t g = 0; g < groups; ++g) {                                                                   \
+      const __m512i w0 = _mm512_loadu_si512(w + g * kPanelW), w1 = _mm512_loadu_si512(w + g * kPanelW + 16); \
+      _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i) {                                                 \
+        const __m512i x = _mm512_set1_epi32(int(a[g * R + i]));                                             \
+        c[i][0] = Op::dot(c[i][0], x, w0);                                                                   \
+        c[i][1] = Op::dot(c[i][1], x, w1);                                                                   \
+      }                                                                                                      \
+    }                                                                                                        \
+    _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i) {                                                   \
+      _mm512_storeu_si512(acc + i * ldc, c[i][0]);                                                           \
+      _mm512_storeu_si512(acc + i * ldc + 16, c[i][1]);                                                      \
+    }                                                                                                        \
+  }
+
+AITER_DEFINE_PANEL_KERNEL(panel_avx512, AITER_TARGET_AVX512)
+AITER_DEFINE_PANEL_KERNEL(panel_bf16, AITER_TARGET_BF16)
+AITER_DEFINE_PANEL_KERNEL(panel_vnni, AITER_TARGET_VNNI)
+
+using Table = std::array<Kernel, kMaxRowsA>;  // [rows - 1]
+
+#define AITER_PANEL_TABLE(NAME, OP)                                                   \
+  template <int... I>                                                                 \
+  constexpr Table NAME##_table_##OP(std::integer_sequence<int, I...>) {               \
+    return {{&NAME<I + 1, OP>...}};                                                   \
+  }                                                                                   \
+  const Table NAME##_##OP = NAME##_table_##OP(std::make_integer_sequence<int, kMaxRowsA>{});
+
+AITER_PANEL_TABLE(panel_avx512, Fp32Fma)
+AITER_PANEL_TABLE(panel_avx512, Int16Madd)
+AITER_PANEL_TABLE(panel_bf16, Bf16Dot)
+AITER_PANEL_TABLE(panel_vnni, Int16Vnni)
+
+// ---- the packer ------------------------------------------------------------------
+// 16 rows of 16 slots transposed in registers: after the 32-bit and 64-bit
+// interleaves, u[4j + q] holds, in its 128-bit lane l, rows 4j..4j+3 of column
+// 4l + q; two rounds of 128-bit lane shuffles gather the four lanes of a column.
+__attribute__((target(AITER_TARGET_AVX512), always_inline)) inline void transpose16(__m512i r[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    u[4 * j + 0] = _mm512_unpacklo_epi64(t[4 * j], t[4 * j + 2]);
+    u[4 * j + 1] = _mm512_unpackhi_epi64(t[4 * j], t[4 * j + 2]);
+    u[4 * j + 2] = _mm512_unpacklo_epi64(t[4 * j + 1], t[4 * j + 3]);
+    u[4 * j + 3] = _mm512_unpackhi_epi64(t[4 * j + 1], t[4 * j + 3]);
+  }
+  for (int q = 0; q < 4; ++q) {
+    const __m512i even_lo = _mm512_shuffle_i32x4(u[q], u[4 + q], 0x88), odd_lo = _mm512_shuffle_i32x4(u[q], u[4 + q], 0xdd);
+    const __m512i even_hi = _mm512_shuffle_i32x4(u[8 + q], u[12 + q], 0x88),
+                  odd_hi = _mm512_shuffle_i32x4(u[8 + q], u[12 + q], 0xdd);
+    r[q] = _mm512_shuffle_i32x4(even_lo, even_hi, 0x88);
+    r[8 + q] = _mm512_shuffle_i32x4(even_lo, even_hi, 0xdd);
+    r[4 + q] = _mm512_shuffle_i32x4(odd_lo, odd_hi, 0x88);
+    r[12 + q] = _mm512_shuffle_i32x4(odd_lo, odd_hi, 0xdd);
+  }
+}
+
+// Rows [r0, r0 + 16) of the panel (up to `lanes` of them stored), slots [g0, g0 + count).
+__attribute__((target(AITER_TARGET_AVX512))) void pack_block(const uint32_t *src, int64_t ld, int rows, int r0,
+                                                             int64_t g0, int count, int width, int lanes,
+                                                             uint32_t *panel) {
+  const __mmask16 load_mask = __mmask16((1u << count) - 1u), store_mask = __mmask16((1u << lanes) - 1u);
+  __m512i r[16];
+  if (count == 16 && r0 + 16 <= rows) {  // the common whole block: unmasked, every index a constant
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(src + (r0 + i) * ld + g0);
+  } else {
+    for (int i = 0; i < 16; ++i)
+      r[i] = r0 + i < rows ? _mm512_maskz_loadu_epi32(load_mask, src + (r0 + i) * ld + g0) : _mm512_setzero_si512();
+  }
+  transpose16(r);
+  if (count == 16 && lanes == 16) {
+#pragma GCC unroll 16
+    for (int g = 0; g < 16; ++g) _mm512_storeu_si512(panel + (g0 + g) * width + r0, r[g]);
+    return;
+  }
+  // A variable index would put r in memory: store every slot, masked to those that exist.
+#pragma GCC unroll 16
+  for (int g = 0; g < 16; ++g)
+    _mm512_mask_storeu_epi32(panel + (g0 + g) * width + r0, g < count ? store_mask : __mmask16(0), r[g]);
+}
+
+}  // namespace
+
+Kernel kernel(Slots slots, int rows, bool vnni) {
+  const size_t i = size_t(rows - 1);
+  switch (slots) {
+    case Slots::fp32: return panel_avx512_Fp32Fma[i];
+    case Slots::bf16_pairs: return panel_bf16_Bf16Dot[i];
+    case Slots::int16_pairs: return vnni ? panel_vnni_Int16Vnni[i] : panel_avx512_Int16Madd[i];
+  }
+  return nullptr;
+}
+
+void pack_panel(const uint32_t *src, int64_t ld, int rows, int64_t groups, int width, uint32_t *panel) {
+  for (int r0 = 0; r0 < width; r0 += 16) {
+    const int lanes = width - r0 < 16 ? width - r0 : 16;
+    for (int64_t g0 = 0; g0 < groups; g0 += 16)
+      pack_block(src, ld, rows, r0, g0, int(groups - g0 < 16 ? groups - g0 : 16), width, lanes, panel);
+  }
+}
+
+#else  // not x86-64: "cpu.avx512" never runs
+
+Kernel kernel(Slots, int, bool) { return nullptr; }
+void pack_panel(const uint32_t *, int64_t, int, int64_t, int, uint32_t *) {}
+
+#endif
+
+}  // namespace avx512
+}  // namespace cpu
+}  // namespace aiter

@@ -1,0 +1,46 @@
+// The AVX-512 register kernels of "cpu.avx512" (cpu/gemm_avx512.cpp): an
+// outer-product kernel on packed panels of 32-bit slots, and the transposing
+// packer that builds the panels.  A slot holds one fp32, or a pair of bf16
+// (vdpbf16ps) or int16 (vpdpwssd / vpmaddwd) from consecutive K: the dot
+// instructions multiply the two halves of a slot pairwise and add both
+// products into one 32-bit lane, so a K pair costs one instruction.
+// Everything here is compiled with target attributes and only runs after
+// cpu_isa() said the CPU has the instructions.
+#pragma once
+
+#include <cstdint>
+
+namespace aiter {
+namespace cpu {
+namespace avx512 {
+
+// What the slots hold, and the arithmetic that sums them.
+enum class Slots {
+  fp32,        // one fp32 per slot, vfmadd
+  bf16_pairs,  // two bf16, vdpbf16ps (AVX512_BF16), fp32 sums
+  int16_pairs, // two int16, vpdpwssd (AVX512_VNNI) or vpmaddwd + vpaddd, exact int32 sums
+};
+
+constexpr int kPanelW = 32;    // columns of W per panel: two zmm of 16 lanes
+constexpr int kMaxRowsA = 14;  // rows of A per kernel call: 28 accumulators + 2 W + 1 spare of 32 zmm
+
+// acc[i * ldc + j] (+)= sum over slot g < groups of a_panel[g * rows + i] . w_panel[g * kPanelW + j]
+// for i < rows (1..kMaxRowsA), j < kPanelW; 32-bit fp32 or int32 sums; with
+// `accumulate` false acc is overwritten.  ". " is the slot product: x*y for
+// fp32, x0*y0 + x1*y1 for pairs.
+using Kernel = void (*)(const uint32_t *a_panel, const uint32_t *w_panel, int64_t groups, void *acc, int64_t ldc,
+                        bool accumulate);
+
+// The kernel for `rows` rows of A and these slots (null off x86-64); `vnni`
+// picks vpdpwssd over vpmaddwd + vpaddd for int16 pairs.
+Kernel kernel(Slots slots, int rows, bool vnni);
+
+// panel[g * width + r] = src[r * ld + g] for r < rows, g < groups, and 0 for
+// rows <= r < width (width <= kPanelW): `rows` rows of slots, transposed so that
+// a kernel step reads one slot of every row with one load.  Reads no slot of
+// src past `groups` in any row.
+void pack_panel(const uint32_t *src, int64_t ld, int rows, int64_t groups, int width, uint32_t *panel);
+
+}  // namespace avx512
+}  // namespace cpu
+}  // namespace aiter
