@@ -12,6 +12,11 @@
 // while every panel of A streams past it from L2) and runs the kernel on each
 // pair.  Sums stay in a 32-bit scratch across K blocks; the store scales,
 // biases and rounds once.
+//
+// bf16 with at most kDotMaxM rows of A takes the dot-product form instead
+// (avx512::bf16_dot_kernel): strips of W rows meet every row of A straight
+// from memory, so W is read once and never packed: with so few rows of A,
+// packing W would cost as much as the products.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -33,6 +38,8 @@ using avx512::Slots;
 constexpr int64_t kSlotsK = 128;     // slots per K block: a W panel is 32 x 128 x 4 B = 16 KB
 constexpr int64_t kChunkN = 128;     // columns of W per work item
 constexpr int64_t kMaxRowsM = 770;   // rows of A per work item (55 panels of 14)
+constexpr int64_t kDotMaxM = 16;     // the dot-product form up to here
+constexpr int64_t kDotStripN = 16;   // rows of W per work item of the dot-product form
 constexpr int64_t kMaxExactInt8K = 131071;  // K * 128 * 128 < 2^31: int32 sums stay exact
 static_assert(kSlotsK % kScaleBlock == 0 || kScaleBlock % kSlotsK == 0, "K blocks hold whole scale groups");
 
@@ -190,8 +197,63 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, int64_t 
     store_tile(p, b, m0, rows, n0, cols, reinterpret_cast<const float *>(s.acc.data()), kChunkN);
 }
 
+// ---- the dot-product form ---------------------------------------------------------------
+bool use_dot_form(const Plan &p, const Layout &l) {
+  return l.slots == Slots::bf16_pairs && p.a.dtype == DType::bf16 && p.m <= kDotMaxM;
+}
+
+// Rows [n0, n0 + cols) of W against every row of A: groups of up to 4 rows of
+// A, as even as possible, meet blocks of 4 rows of W (the last row repeated
+// past the edge).
+// Per block of 4 rows of W, K goes in blocks of kDotBlockK, so that the rows of
+// A and W a block needs (16 x 1 KB + 4 x 1 KB) stay in L1 while every group
+// of A meets them; the 16-lane partial sums wait in `lanes` between blocks.
+constexpr int64_t kDotBlockK = 512;
+
+void run_dot_strip(const Plan &p, int64_t b, int64_t n0, int64_t cols) {
+  constexpr int64_t kPair = avx512::kDotRowsA * avx512::kDotRowsW * 16;  // lanes of one group's kernel call
+  float acc[kDotMaxM * kDotStripN];
+  float lanes[(kDotMaxM / avx512::kDotRowsA) * kPair];
+  const int64_t groups = (p.m + avx512::kDotRowsA - 1) / avx512::kDotRowsA;
+  const auto *a = reinterpret_cast<const uint16_t *>(p.a.row(b, 0));
+  const int64_t lda = p.a.row_bytes / 2;
+  for (int64_t j0 = 0; j0 < cols; j0 += avx512::kDotRowsW) {
+    const int64_t c = std::min<int64_t>(avx512::kDotRowsW, cols - j0);
+    const uint16_t *w[avx512::kDotRowsW];
+    for (int64_t k0 = 0; k0 < p.k; k0 += kDotBlockK) {
+      for (int64_t j = 0; j < avx512::kDotRowsW; ++j)
+        w[j] = reinterpret_cast<const uint16_t *>(p.w.row(b, n0 + j0 + std::min(j, c - 1))) + k0;
+      for (int64_t g = 0, i0 = 0; g < groups; ++g) {
+        const int64_t r = p.m / groups + (g < p.m % groups ? 1 : 0);
+        avx512::bf16_dot_kernel(int(r))(a + i0 * lda + k0, lda, w, std::min(kDotBlockK, p.k - k0), lanes + g * kPair,
+                                        k0 > 0);
+        i0 += r;
+      }
+    }
+    for (int64_t g = 0, i0 = 0; g < groups; ++g) {
+      const int64_t r = p.m / groups + (g < p.m % groups ? 1 : 0);
+      for (int64_t i = 0; i < r; ++i)
+        for (int64_t j = 0; j < c; ++j) {
+          const float *l = lanes + g * kPair + (i * avx512::kDotRowsW + j) * 16;
+          float s = 0.0f;
+          for (int t = 0; t < 16; ++t) s += l[t];
+          acc[(i0 + i) * kDotStripN + j0 + j] = p.k == 0 ? 0.0f : s;
+        }
+      i0 += r;
+    }
+  }
+  store_tile(p, b, 0, p.m, n0, cols, acc, kDotStripN);
+}
+
 void run(const Plan &p) {
   const Layout l = layout_for(p);
+  if (use_dot_form(p, l)) {
+    const int64_t strips = (p.n + kDotStripN - 1) / kDotStripN;
+    for_each_item(p, strips, [&](int64_t b, int64_t strip) {
+      run_dot_strip(p, b, strip * kDotStripN, std::min(kDotStripN, p.n - strip * kDotStripN));
+    });
+    return;
+  }
   // Kept from call to call: fresh pages every call cost more than small GEMMs.
   // (The workers reach it through `packed`: a lambda names its own thread's
   // thread_local, not the caller's.)

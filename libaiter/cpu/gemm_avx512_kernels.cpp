@@ -147,7 +147,40 @@ __attribute__((target(AITER_TARGET_AVX512))) void pack_block(const uint32_t *src
     _mm512_mask_storeu_epi32(panel + (g0 + g) * width + r0, g < count ? store_mask : __mmask16(0), r[g]);
 }
 
+// ---- the dot-product form ----------------------------------------------------------
+template <int R>
+__attribute__((target(AITER_TARGET_BF16))) void dot_bf16(const uint16_t *a, int64_t lda, const uint16_t *const *w,
+                                                         int64_t kc, float *lanes, bool accumulate) {
+  __m512 acc[R][kDotRowsW];
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < kDotRowsW; ++j)
+      acc[i][j] = accumulate ? _mm512_loadu_ps(lanes + (i * kDotRowsW + j) * 16) : _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; k += 32) {  // 32 bf16 a step; the last one masked
+    const __mmask32 mask = kc - k >= 32 ? __mmask32(~0u) : __mmask32((1u << (kc - k)) - 1u);
+    __m512i av[R];
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) av[i] = _mm512_maskz_loadu_epi16(mask, a + i * lda + k);
+#pragma GCC unroll 4
+    for (int j = 0; j < kDotRowsW; ++j) {
+      const __m512i wv = _mm512_maskz_loadu_epi16(mask, w[j] + k);
+#pragma GCC unroll 16
+      for (int i = 0; i < R; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)wv, (__m512bh)av[i]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < kDotRowsW; ++j) _mm512_storeu_ps(lanes + (i * kDotRowsW + j) * 16, acc[i][j]);
+}
+
 }  // namespace
+
+DotKernel bf16_dot_kernel(int rows) {
+  static const DotKernel table[kDotRowsA] = {dot_bf16<1>, dot_bf16<2>, dot_bf16<3>, dot_bf16<4>};
+  return table[rows - 1];
+}
 
 Kernel kernel(Slots slots, int rows, bool vnni) {
   const size_t i = size_t(rows - 1);
@@ -170,6 +203,7 @@ void pack_panel(const uint32_t *src, int64_t ld, int rows, int64_t groups, int w
 #else  // not x86-64: "cpu.avx512" never runs
 
 Kernel kernel(Slots, int, bool) { return nullptr; }
+DotKernel bf16_dot_kernel(int) { return nullptr; }
 void pack_panel(const uint32_t *, int64_t, int, int64_t, int, uint32_t *) {}
 
 #endif

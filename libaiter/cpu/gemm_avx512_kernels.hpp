@@ -35,6 +35,19 @@ using Kernel = void (*)(const uint32_t *a_panel, const uint32_t *w_panel, int64_
 // picks vpdpwssd over vpmaddwd + vpaddd for int16 pairs.
 Kernel kernel(Slots slots, int rows, bool vnni);
 
+// ---- the dot-product form, for a few rows of A -----------------------------------
+// lanes[(i * kDotRowsW + j) * 16 + l] (+)= lane l of dot(a row i, w_rows[j])
+// over kc bf16 elements, for `rows` (1..kDotRowsA) rows of A lda elements
+// apart: each pair summed in 16 fp32 lanes by vdpbf16ps straight from the bf16
+// rows (no packing: with few rows of A, packing W would cost more than the
+// products).  The lanes stay apart across calls (K blocks that fit L1) and are
+// added up by the caller at the end.  Null off x86-64.
+constexpr int kDotRowsA = 4;
+constexpr int kDotRowsW = 4;
+using DotKernel = void (*)(const uint16_t *a, int64_t lda, const uint16_t *const *w_rows, int64_t kc, float *lanes,
+                           bool accumulate);
+DotKernel bf16_dot_kernel(int rows);
+
 // panel[g * width + r] = src[r * ld + g] for r < rows, g < groups, and 0 for
 // rows <= r < width (width <= kPanelW): `rows` rows of slots, transposed so that
 // a kernel step reads one slot of every row with one load.  Reads no slot of

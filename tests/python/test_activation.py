@@ -273,3 +273,41 @@ def test_silu_and_mul_quant_rejects_bad_arguments(rng):
         aiter.silu_and_mul_quant(x, scale=np.zeros((4, 2), np.float32)[:, :1])
     with pytest.raises(aiter.InvalidArgumentError, match="x: expected unit stride"):
         aiter.silu_and_mul_quant(np.asfortranarray(x))
+
+
+# ---- every instruction-set level of the CPU kernels -----------------------------------
+# AITER_CPU_ISA is read once per process, so each level runs in its own: the
+# portable loops and the AVX-512 lanes (silu, tanh-gelu) on the same inputs,
+# with large, tiny and signed-zero gates where exp over- or underflows.
+ISA_SCRIPT = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import aiter
+from harness import FLOAT_DTYPES, TOLERANCE, assert_close, rand
+from test_activation import OPS, SHAPES, gated_ref, half
+assert aiter.library_info()["cpu_isa"].split()[0] == sys.argv[2]
+rng = np.random.default_rng(11)
+for name, (call, act) in OPS.items():
+    for dtype in FLOAT_DTYPES:
+        for shape in SHAPES:
+            x = rand(rng, shape, dtype)
+            x.reshape(-1)[:8] = np.array([90, -90, 200, -200, 1e-30, -0.0, 30, -30], np.float32)[:x.size]
+            rtol, atol = TOLERANCE[dtype]
+            assert_close(call(x), gated_ref(x, act), dtype, rtol=rtol, atol=atol)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("level", ["portable", "avx2", "avx512", "avx512_bf16"])
+def test_every_isa_level(level):
+    import os
+    import subprocess
+    import sys
+    from gemm_helpers import ISA_LEVELS, cpu_isa
+    if ISA_LEVELS.index(level) > ISA_LEVELS.index(cpu_isa()):
+        pytest.skip(f"the CPU kernels here stop at {cpu_isa()}")
+    env = dict(os.environ, AITER_CPU_ISA=level)
+    done = subprocess.run([sys.executable, "-c", ISA_SCRIPT, os.path.dirname(__file__), level], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

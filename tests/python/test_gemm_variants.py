@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import aiter
-from gemm_helpers import (CPU_VARIANTS, GEMM_OPS, ISA_LEVELS, VARIANT_ISA, forced, kernel_variants, last_variant,
-                          runnable)
+from gemm_helpers import (CPU_VARIANTS, GEMM_OPS, ISA_LEVELS, VARIANT_ISA, cpu_isa, forced, kernel_variants,
+                          last_variant, runnable)
 from harness import rand
 
 
@@ -40,7 +40,8 @@ def calls(rng, m, k, n=77):
 # (M, K) and the expected choice (blockscale's where it differs) on a CPU without
 # AVX-512: decode-sized M, and medium M with A small enough to stay in L2, go to
 # skinny; prefill-sized M to packed (to tiled for blockscale); medium M with long
-# K to tiled.  With AVX-512, cpu.avx512 takes every M above AVX512_FROM_M.
+# K to tiled.  With AVX-512, cpu.avx512 takes every M from AVX512_FROM_M on,
+# and bf16 at every M where the CPU has AVX512_BF16.
 HEURISTIC = [((1, 45), "cpu.skinny", None), ((16, 3001), "cpu.skinny", None), ((30, 1000), "cpu.skinny", None),
              ((64, 45), "cpu.packed", "cpu.tiled"), ((300, 700), "cpu.packed", "cpu.tiled"),
              ((40, 2001), "cpu.tiled", None)]
@@ -53,7 +54,8 @@ def test_heuristic_choice(rng, op, shape, expected, blockscale_expected):
     calls(rng, *shape)[op]()
     if op == "gemm_a8w8_blockscale" and blockscale_expected:
         expected = blockscale_expected
-    if runnable("cpu.avx512") and shape[0] >= AVX512_FROM_M:
+    bf16_dot = op in ("gemm_a16w16", "batched_gemm_a16w16") and cpu_isa() == "avx512_bf16"  # any M
+    if runnable("cpu.avx512") and (shape[0] >= AVX512_FROM_M or bf16_dot):
         expected = "cpu.avx512"
     assert last_variant() == (op, expected, 0)
 
