@@ -22,6 +22,7 @@ namespace {
 
 constexpr int64_t kBlock = 1024;      // columns per tile: two fp32 buffers stay in L1
 constexpr int64_t kGrain = 4;         // tiles per task, so a task is worth a thread hop
+constexpr int64_t kVectorGrain = 32;  // the same for AVX-512 tiles, 10x faster (one 28672-wide row: one thread)
 constexpr int64_t kTaskElems = 4096;  // the same for whole rows, in elements
 
 struct Silu {
@@ -86,7 +87,8 @@ template <class T, class Act>
 void gated_tiles(const ActivationArgs &a, Act act) {
   const int64_t d = a.out_rows.cols;
   const int64_t blocks = (d + kBlock - 1) / kBlock;
-  parallel_for(a.out_rows.rows * blocks, kGrain, [&](int64_t begin, int64_t end) {
+  const int64_t grain = Act::vectorized && isa_at_least(Isa::avx512) ? kVectorGrain : kGrain;
+  parallel_for(a.out_rows.rows * blocks, grain, [&](int64_t begin, int64_t end) {
     float gate[kBlock], up[kBlock];
     for (int64_t t = begin; t < end; ++t) {
       const int64_t r = t / blocks, c0 = (t % blocks) * kBlock, n = std::min(kBlock, d - c0);

@@ -3,6 +3,7 @@
 // 8-bit value (ties to even), saturating at +-qmax.  Per-tensor ops walk tiles
 // of up to kBlock columns of one row, so one long row spreads over the threads;
 // the per-token op walks whole rows, since each row needs its own amax first.
+// With AVX-512 the widening, amax and codes run 16 lanes at a time.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -22,8 +23,18 @@ constexpr int64_t kBlock = 1024;       // columns per tile: an fp32 buffer that 
 constexpr int64_t kGrain = 4;          // tiles per task, so a task is worth a thread hop
 constexpr int64_t kTaskElems = 4096;   // the same for whole rows, in elements
 
+#ifdef AITER_VEC512
+template <class T>
+__attribute__((target(AITER_TARGET_VEC512))) void load_avx512(const T *src, int64_t n, float *dst) {
+  for (int64_t i = 0; i < n; i += 16) vec512::store(dst + i, vec512::load(src + i, n - i), n - i);
+}
+#endif
+
 template <class T>
 void load(const T *src, int64_t n, float *dst) {
+#ifdef AITER_VEC512
+  if (isa_at_least(Isa::avx512)) return load_avx512(src, n, dst);
+#endif
   for (int64_t i = 0; i < n; ++i) dst[i] = to_f32(src[i]);
 }
 

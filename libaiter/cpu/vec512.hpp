@@ -71,6 +71,43 @@ AITER_VEC512_FN __m512 x_sigmoid(__m512 x, __m512 t) {
   return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp(_mm512_sub_ps(_mm512_setzero_ps(), t))));
 }
 
+// ---- 8-bit codes -------------------------------------------------------------------
+// The fp8 code of each lane, by the steps of core/dtype.cpp's encode(), so that
+// both agree bit for bit: saturate at max, round the mantissa at the value's
+// own exponent (or the smallest normal one) to nearest even, carry into the
+// exponent, NaN to the format's NaN code.
+template <int kMbits, int kBias, bool kFnuz>
+AITER_VEC512_FN __m512i fp8_codes(__m512 x, float max) {
+  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  const __m512i sign = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(x), 24), _mm512_set1_epi32(0x80));
+  const __m512 a = _mm512_min_ps(_mm512_abs_ps(x), _mm512_set1_ps(max));
+  __m512i e = _mm512_sub_epi32(_mm512_srli_epi32(_mm512_castps_si512(a), 23), _mm512_set1_epi32(127));
+  e = _mm512_max_epi32(e, _mm512_set1_epi32(1 - kBias));
+  const __m512 scale = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(127 + kMbits), e), 23));
+  __m512i m = _mm512_cvt_roundps_epi32(_mm512_mul_ps(a, scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __mmask16 carry = _mm512_cmpge_epi32_mask(m, _mm512_set1_epi32(2 << kMbits));
+  m = _mm512_mask_srli_epi32(m, carry, m, 1);
+  e = _mm512_mask_add_epi32(e, carry, e, _mm512_set1_epi32(1));
+  const __mmask16 normal = _mm512_cmpge_epi32_mask(m, _mm512_set1_epi32(1 << kMbits));
+  const __m512i packed = _mm512_or_si512(_mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(kBias)), kMbits),
+                                         _mm512_sub_epi32(m, _mm512_set1_epi32(1 << kMbits)));
+  __m512i code = _mm512_or_si512(sign, _mm512_mask_mov_epi32(m, normal, packed));
+  if (kFnuz) code = _mm512_maskz_mov_epi32(_mm512_cmpneq_epi32_mask(m, _mm512_setzero_si512()), code);  // no -0
+  return _mm512_mask_mov_epi32(code, nan, _mm512_set1_epi32(kFnuz ? 0x80 : 0x7f));
+}
+
+// int8: round to nearest even, saturate at +-127 (-128 unused), NaN to 0.
+AITER_VEC512_FN __m512i int8_codes(__m512 x) {
+  const __mmask16 number = _mm512_cmp_ps_mask(x, x, _CMP_ORD_Q);
+  const __m512 r = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+  return _mm512_maskz_cvt_roundps_epi32(number, r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+// The low byte of the first n <= 16 lanes to p.
+AITER_VEC512_FN void store_bytes(void *p, __m512i codes, int64_t n) {
+  _mm_mask_storeu_epi8(p, first(n), _mm512_cvtepi32_epi8(codes));
+}
+
 }  // namespace vec512
 }  // namespace cpu
 }  // namespace aiter

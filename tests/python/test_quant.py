@@ -350,3 +350,22 @@ def test_gpu_rounds_like_cpu(rng, dtype, qdtype):
         scale = np.array([s], np.float32)
         same(aiter.quant_per_tensor_static(x, scale, qdtype),
              aiter.quant_per_tensor_static(x_gpu, to_device(scale, "cuda"), qdtype))
+
+
+# ---- the portable path, where this run takes the AVX-512 one ---------------------------
+def test_portable_path_in_a_subprocess():
+    """The per-token and per-tensor tests above again with AITER_CPU_ISA=portable
+    (read once per process): the scalar widening, amax and rounding, which a
+    machine with AVX-512 would otherwise never run."""
+    import os
+    import subprocess
+    import sys
+    from gemm_helpers import ISA_LEVELS, cpu_isa
+    if ISA_LEVELS.index(cpu_isa()) < ISA_LEVELS.index("avx512"):
+        pytest.skip("this run already takes the portable path")
+    env = dict(os.environ, AITER_CPU_ISA="portable")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+                           "(per_token or per_tensor) and not portable and cpu"], env=env, capture_output=True,
+                          text=True, timeout=600, cwd=os.path.dirname(__file__))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert " passed" in done.stdout and " failed" not in done.stdout
