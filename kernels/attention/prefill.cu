@@ -39,16 +39,17 @@ __device__ __forceinline__ bool find_sequence(const PrefillParams &p, int t, int
   return true;
 }
 
-// Row r of the block: its query token (-1 if none), head and visible global key rows.
+// Row r of the block: its query token (-1 past the last), head and visible global key rows.
 template <int DK, int DV, int R>
 __device__ __forceinline__ void set_row(const PrefillParams &p, attn::Smem<DK, DV, R> &s, int r, int *token) {
   const int group = p.q_heads / p.kv_heads;
   const long long n = (long long)block_x() * R + r;
   int lo = 0, hi = 0;
   *token = -1;
+  if (n >= (long long)p.total_q * group) return s.lo[r] = s.hi[r] = 0, void();
+  *token = int(n / group);  // its row of out is written, with zeros if it has no valid sequence
   int q0, lq, k0, lk;
-  if (n < (long long)p.total_q * group && find_sequence(p, int(n / group), &q0, &lq, &k0, &lk)) {
-    *token = int(n / group);
+  if (find_sequence(p, *token, &q0, &lq, &k0, &lk)) {
     const long long pos = (*token - q0) + (long long)lk - lq;  // ends aligned
     const long long h = p.causal ? (pos + 1 < 0 ? 0 : pos + 1 > lk ? lk : pos + 1) : lk;
     long long l = 0;

@@ -14,6 +14,8 @@ def _parser():
                       help="activation/weight dtype (default: bfloat16 if ml_dtypes is installed, else float32)")
     demo.add_argument("--decode-steps", type=int, default=4)
     demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                      help="where the layer runs (default: cuda when torch sees a CUDA GPU, else cpu)")
     ops = ", ".join(OPS)
     bench = commands.add_parser("bench", help="time GEMM shapes with the kernel variants selected now")
     bench.add_argument("--gemm", action="append", required=True, metavar="OP[,OP]", help=f"{ops} or all")
@@ -38,7 +40,7 @@ def main(argv):
         return run()
     if args.command == "demo":
         from .demo import run
-        return run(dtype=args.dtype, decode_steps=args.decode_steps, seed=args.seed)
+        return run(dtype=args.dtype, decode_steps=args.decode_steps, seed=args.seed, device=args.device)
     from . import bench, tune
     try:
         return (bench if args.command == "bench" else tune).run(args)

@@ -4,7 +4,9 @@ RMSNorm -> QKV GEMM -> RoPE -> KV written into a paged cache -> attention
 (prefill of a batch of sequences, then decode steps over the paged cache) ->
 O-proj GEMM -> add + RMSNorm -> gate/up GEMM -> SiLU-and-mul -> down GEMM.
 Every phase is checked against a float64 NumPy version of the same layer
-(demo_reference.py), and the time of each op is printed.
+(demo_reference.py), and the time of each op is printed.  On a CUDA GPU (torch
+present) every op runs there, on torch tensors; results come back to NumPy only
+for the check.
 """
 import time
 from collections import defaultdict
@@ -25,15 +27,19 @@ TOLERANCE = {"float32": 1e-4, "float16": 2e-3, "bfloat16": 1e-2}
 
 
 class OpTimer:
-    """Calls an op and adds its wall time under a name (CPU ops are synchronous)."""
+    """Calls an op and adds its wall time under a name (GPU ops: synchronized
+    before and after, so the time is the op's own)."""
 
-    def __init__(self):
+    def __init__(self, sync=lambda: None):
         self.total = defaultdict(float)
         self.calls = defaultdict(int)
+        self.sync = sync
 
     def __call__(self, name, fn, *args, **kwargs):
+        self.sync()
         start = time.perf_counter()
         result = fn(*args, **kwargs)
+        self.sync()
         self.total[name] += time.perf_counter() - start
         self.calls[name] += 1
         return result
@@ -63,34 +69,78 @@ def make_weights(rng, c, dtype):
     }
 
 
+class Device:
+    """Where the layer's arrays live: NumPy for the CPU, torch tensors on a CUDA GPU."""
+
+    def __init__(self, name):
+        self.name = name
+        if name == "cuda":
+            import torch
+            self.torch = torch
+
+    def put(self, a):
+        if self.name == "cpu":
+            return a
+        a = np.ascontiguousarray(a)
+        if a.dtype.name == "bfloat16":  # torch cannot take ml_dtypes arrays directly
+            return self.torch.from_numpy(a.view(np.uint16)).view(self.torch.bfloat16).to("cuda")
+        return self.torch.from_numpy(a).to("cuda")
+
+    def host(self, a, dtype):
+        if self.name == "cpu":
+            return np.asarray(a)
+        a = a.detach().cpu()
+        if a.dtype == self.torch.bfloat16:
+            return a.view(self.torch.uint16).numpy().view(dtype)
+        return a.numpy()
+
+    def sync(self):
+        if self.name == "cuda":
+            self.torch.cuda.synchronize()
+
+
+def pick_device(requested):
+    if requested in ("cpu", "cuda"):
+        return requested
+    try:
+        import torch
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
 class PagedCache:
     """A paged KV cache whose blocks are handed out in a shuffled order, so that
     each sequence's blocks are scattered across the cache."""
 
-    def __init__(self, rng, c, dtype, max_len_per_seq):
+    def __init__(self, rng, c, dtype, max_len_per_seq, dev):
         self.page = c["page_size"]
         per_seq = -(-max_len_per_seq // self.page)
         n_seq = len(c["prompt_lens"])
         num_blocks = per_seq * n_seq + 3
         shape = (num_blocks, self.page, c["kv_heads"], c["head_dim"])
-        self.k = np.zeros(shape, dtype)
-        self.v = np.zeros(shape, dtype)
-        self.block_table = rng.permutation(num_blocks)[: n_seq * per_seq].reshape(n_seq, per_seq).astype(np.int32)
+        self.k = dev.put(np.zeros(shape, dtype))
+        self.v = dev.put(np.zeros(shape, dtype))
+        self.block_table_host = rng.permutation(num_blocks)[: n_seq * per_seq].reshape(n_seq, per_seq).astype(np.int32)
+        self.block_table = dev.put(self.block_table_host)
 
     def slots(self, seq_ids, positions):
-        blocks = self.block_table[seq_ids, positions // self.page].astype(np.int64)
+        blocks = self.block_table_host[seq_ids, positions // self.page].astype(np.int64)
         return blocks * self.page + positions % self.page
 
 
 class AiterLayer:
-    def __init__(self, weights, c, cache, timer):
-        self.w, self.c, self.cache, self.t = weights, c, cache, timer
-        self.cos_sin = aiter.rope_cos_sin_cache(8192, c["head_dim"], c["rope_base"])
+    def __init__(self, weights, c, cache, timer, dev):
+        self.w = {name: dev.put(w) for name, w in weights.items()}
+        self.c, self.cache, self.t, self.dev = c, cache, timer, dev
+        self.cos_sin = dev.put(aiter.rope_cos_sin_cache(8192, c["head_dim"], c["rope_base"]))
 
     def forward(self, x, positions, slots, attend):
         c, w, t = self.c, self.w, self.t
         hq, hkv, d = c["heads"], c["kv_heads"], c["head_dim"]
         n = x.shape[0]
+        dtype = x.dtype
+        x, positions, slots = (self.dev.put(a) for a in (x, positions, slots))
         h = t("rmsnorm", aiter.rmsnorm, x, w["ln1"], c["eps"])
         qkv = t("gemm_a16w16 qkv", aiter.gemm_a16w16, h, w["qkv"]).reshape(n, hq + 2 * hkv, d)
         q, k, v = qkv[:, :hq], qkv[:, hq:hq + hkv], qkv[:, hq + hkv:]  # strided views, no copies
@@ -102,7 +152,7 @@ class AiterLayer:
         gate_up = t("gemm_a16w16 gate_up", aiter.gemm_a16w16, h2, w["gate_up"])
         act = t("silu_and_mul", aiter.silu_and_mul, gate_up)
         down = t("gemm_a16w16 down", aiter.gemm_a16w16, act, w["down"])
-        return resid.astype(np.float64) + down.astype(np.float64)
+        return self.dev.host(resid, dtype).astype(np.float64) + self.dev.host(down, dtype).astype(np.float64)
 
 
 def relative_error(got, ref):
@@ -124,26 +174,25 @@ def numpy_dtype(name):
     return np.dtype(name)
 
 
-def run(dtype=None, decode_steps=4, seed=0):
+def run(dtype=None, decode_steps=4, seed=0, device="auto"):
     name, dt = default_dtype() if dtype is None else (dtype, numpy_dtype(dtype))
+    dev = Device(pick_device(device))
     c = CONFIG
     rng = np.random.default_rng(seed)
     lens = np.array(c["prompt_lens"])
     n_seq, total = len(lens), int(lens.sum())
     info = aiter.library_info()
-    print(f"libaiter {aiter.__version__} demo: one Llama-style decoder layer on the CPU "
-          f"({info['cpu_threads']} threads), {name}")
+    where = (f"the GPU ({dev.torch.cuda.get_device_name()})" if dev.name == "cuda"
+             else f"the CPU ({info['cpu_threads']} threads)")
+    print(f"libaiter {aiter.__version__} demo: one Llama-style decoder layer on {where}, {name}")
     print(f"  hidden {c['hidden']}, {c['heads']} query / {c['kv_heads']} kv heads of {c['head_dim']}, "
           f"intermediate {c['intermediate']}, KV page size {c['page_size']}")
     print(f"  prefill of {n_seq} sequences ({', '.join(map(str, lens))} tokens), then {decode_steps} decode steps")
-    if info["gpu_targets"]:
-        print("  (GPU code objects are built, but GEMM and attention have no GPU kernels yet, so the whole "
-              "layer runs on the CPU)")
 
     weights = make_weights(rng, c, dt)
-    timer = OpTimer()
-    cache = PagedCache(rng, c, dt, int(lens.max()) + decode_steps)
-    layer = AiterLayer(weights, c, cache, timer)
+    timer = OpTimer(dev.sync)
+    cache = PagedCache(rng, c, dt, int(lens.max()) + decode_steps, dev)
+    layer = AiterLayer(weights, c, cache, timer, dev)
     reference = ReferenceLayer(weights, c)
     errors = []
 
@@ -152,8 +201,9 @@ def run(dtype=None, decode_steps=4, seed=0):
     seq_of_token = np.repeat(np.arange(n_seq), lens)
     positions = np.concatenate([np.arange(n) for n in lens]).astype(np.int32)
     cu_seqlens = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    cu_seqlens_dev = dev.put(cu_seqlens)
     out = layer.forward(x, positions, cache.slots(seq_of_token, positions),
-                        lambda q, k, v: timer("prefill_attention", aiter.prefill_attention, q, k, v, cu_seqlens))
+                        lambda q, k, v: timer("prefill_attention", aiter.prefill_attention, q, k, v, cu_seqlens_dev))
     ref = np.concatenate([reference.forward(s, x[cu_seqlens[s]:cu_seqlens[s + 1]].astype(np.float64),
                                             positions[cu_seqlens[s]:cu_seqlens[s + 1]]) for s in range(n_seq)])
     errors.append(("prefill", relative_error(out, ref)))
@@ -164,7 +214,7 @@ def run(dtype=None, decode_steps=4, seed=0):
     for step in range(decode_steps):
         x = rng.standard_normal((n_seq, c["hidden"])).astype(dt)
         pos = context.astype(np.int32)
-        lens_after = (context + 1).astype(np.int32)
+        lens_after = dev.put((context + 1).astype(np.int32))
         out = layer.forward(x, pos, cache.slots(seqs, pos), lambda q, k, v: timer(
             "paged_decode_attention", aiter.paged_decode_attention, q, cache.k, cache.v, cache.block_table,
             lens_after))

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Attention on the GPU against F.scaled_dot_product_attention, in one run.
+
+usage: python3 benchmarks/bench_attention.py [--only prefill|decode] [--quick] [--json results.json]
+
+Times (triton.testing.do_bench: median, L2 flushed between runs) libaiter's
+prefill_attention on packed sequences and paged_decode_attention on a paged
+cache, and the peers a PyTorch user has: SDPA with the cuDNN and the flash back
+ends on contiguous tensors (for decode, the KV gathered into contiguous form
+outside the timing), and a device-to-device copy of the decode's KV bytes for
+bandwidth.  Prints ms, TFLOP/s (prefill: the useful work of the causal mask) or
+TB/s of KV bytes (decode), and each peer's time over libaiter's (> 1: libaiter
+faster).
+"""
+import argparse
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+import triton.testing
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import aiter
+
+BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
+
+
+def bench(fn):
+    return triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median")
+
+
+def sdpa_time(backend, q, k, v, causal, gqa):
+    try:
+        with sdpa_kernel([BACKENDS[backend]]):
+            F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+            torch.cuda.synchronize()
+            return bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa))
+    except RuntimeError as e:  # the back end does not take this shape
+        print(f"  ({backend}: {str(e).splitlines()[0][:80]})", file=sys.stderr)
+        return None
+
+
+def prefill_case(b, hq, hkv, s, d, dtype=torch.bfloat16):
+    q = torch.randn(b * s, hq, d, dtype=dtype, device="cuda")
+    k = torch.randn(b * s, hkv, d, dtype=dtype, device="cuda")
+    v = torch.randn(b * s, hkv, d, dtype=dtype, device="cuda")
+    cu = torch.arange(0, b * s + 1, s, dtype=torch.int32, device="cuda")
+    out = torch.empty_like(q)
+    ours = bench(lambda: aiter.prefill_attention(q, k, v, cu, out=out))
+    qs, ks, vs = (t.view(b, s, -1, d).transpose(1, 2) for t in (q, k, v))
+    flops = 4 * b * hq * s * s * d / 2  # causal: half the score matrix
+    row = {"op": "prefill", "case": f"B{b} H{hq}/{hkv} S{s} D{d}", "ours_ms": ours, "ours_tflops": flops / ours / 1e9}
+    for name in BACKENDS:
+        t = sdpa_time(name, qs, ks, vs, True, hq != hkv)
+        row[f"{name}_ms"] = t
+        row[f"{name}_ratio"] = None if t is None else t / ours
+    return row
+
+
+def decode_case(b, ctx, hq, hkv, d, page, cache_dtype=torch.bfloat16):
+    blocks_per_seq = ctx // page
+    num_blocks = b * blocks_per_seq
+    table = torch.randperm(num_blocks, device="cuda", dtype=torch.int32).view(b, blocks_per_seq)
+    lens = torch.full((b,), ctx, dtype=torch.int32, device="cuda")
+    k_cache = torch.randn(num_blocks, page, hkv, d, device="cuda").to(cache_dtype)
+    v_cache = torch.randn(num_blocks, page, hkv, d, device="cuda").to(cache_dtype)
+    q = torch.randn(b, hq, d, dtype=torch.bfloat16, device="cuda")
+    workspace = torch.empty(max(aiter.paged_decode_workspace_size(q, k_cache, table) // 4, 1), device="cuda")
+    out = torch.empty_like(q)
+    ours = bench(lambda: aiter.paged_decode_attention(q, k_cache, v_cache, table, lens, workspace=workspace,
+                                                      k_scale=1.0, v_scale=1.0, out=out))
+    kv_bytes = 2 * k_cache.numel() * k_cache.element_size()
+    row = {"op": "decode", "case": f"B{b} ctx{ctx} H{hq}/{hkv} D{d} p{page} {str(cache_dtype)[6:]}",
+           "ours_ms": ours, "ours_tbps": kv_bytes / ours / 1e9}
+    a = torch.empty(kv_bytes // 2, dtype=torch.uint8, device="cuda")
+    c = torch.empty_like(a)
+    copy = bench(lambda: c.copy_(a))
+    row["copy_tbps"] = 2 * a.numel() / copy / 1e9
+    row["pct_of_copy"] = 100 * row["ours_tbps"] / row["copy_tbps"]
+    if cache_dtype == torch.bfloat16:  # the peers read contiguous KV of the same bytes
+        kc = k_cache[table.flatten().long()].view(b, ctx, hkv, d).transpose(1, 2).contiguous()
+        vc = v_cache[table.flatten().long()].view(b, ctx, hkv, d).transpose(1, 2).contiguous()
+        for name in BACKENDS:
+            t = sdpa_time(name, q.view(b, hq, 1, d), kc, vc, False, hq != hkv)
+            row[f"{name}_ms"] = t
+            row[f"{name}_ratio"] = None if t is None else t / ours
+    return row
+
+
+def show(row):
+    parts = [f"{row['op']:8s} {row['case']:38s} ours {row['ours_ms']:8.3f} ms"]
+    if "ours_tflops" in row:
+        parts.append(f"{row['ours_tflops']:6.1f} TFLOP/s")
+    if "ours_tbps" in row:
+        parts.append(f"{row['ours_tbps']:5.2f} TB/s ({row['pct_of_copy']:.0f}% of copy {row['copy_tbps']:.2f})")
+    for name in BACKENDS:
+        if row.get(f"{name}_ms") is not None:
+            parts.append(f"{name} {row[f'{name}_ms']:.3f} ms (x{row[f'{name}_ratio']:.2f})")
+    print(" | ".join(parts), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", choices=["prefill", "decode"])
+    ap.add_argument("--quick", action="store_true", help="fewer cases")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    print(torch.cuda.get_device_name(), torch.__version__, flush=True)
+    rows = []
+    if args.only != "prefill":
+        cases = [(64, 4096, 32, 8, 128, 16, torch.bfloat16), (64, 4096, 32, 8, 128, 16, torch.float8_e4m3fn),
+                 (1, 32768, 32, 8, 128, 16, torch.bfloat16), (1, 131072, 32, 8, 128, 16, torch.bfloat16)]
+        for c in cases[:2] if args.quick else cases:
+            rows.append(decode_case(*c))
+            show(rows[-1])
+    if args.only != "decode":
+        cases = [(4, 32, 32, 1024, 128), (4, 32, 32, 4096, 128), (4, 32, 8, 4096, 128), (4, 32, 32, 4096, 64),
+                 (4, 32, 32, 2048, 128), (4, 32, 32, 8192, 128), (4, 32, 32, 4096, 256)]
+        for c in cases[:2] if args.quick else cases:
+            rows.append(prefill_case(*c))
+            show(rows[-1])
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
