@@ -72,27 +72,31 @@ AITER_VEC512_FN __m512 x_sigmoid(__m512 x, __m512 t) {
 }
 
 // ---- 8-bit codes -------------------------------------------------------------------
-// The fp8 code of each lane, by the steps of core/dtype.cpp's encode(), so that
-// both agree bit for bit: saturate at max, round the mantissa at the value's
-// own exponent (or the smallest normal one) to nearest even, carry into the
-// exponent, NaN to the format's NaN code.
+// The fp8 code of each lane, the same as core/dtype.cpp's encode() gives, bit
+// for bit: saturate at max; a normal value's mantissa rounds to nearest even
+// in its fp32 bits (adding just under half a step plus the kept lowest bit,
+// then cutting; a carry moves into the exponent on its own), and the exponent
+// is rebiased by one subtraction on the bits shifted down; a subnormal one is
+// a * 2^(mbits + bias - 1) rounded to an integer, which is its code (8 for
+// e4m3 being the smallest normal's code as well).  NaN gives the NaN code;
+// fnuz has no negative zero.
 template <int kMbits, int kBias, bool kFnuz>
 AITER_VEC512_FN __m512i fp8_codes(__m512 x, float max) {
+  constexpr int kShift = 23 - kMbits;
   const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
   const __m512i sign = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(x), 24), _mm512_set1_epi32(0x80));
   const __m512 a = _mm512_min_ps(_mm512_abs_ps(x), _mm512_set1_ps(max));
-  __m512i e = _mm512_sub_epi32(_mm512_srli_epi32(_mm512_castps_si512(a), 23), _mm512_set1_epi32(127));
-  e = _mm512_max_epi32(e, _mm512_set1_epi32(1 - kBias));
-  const __m512 scale = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(127 + kMbits), e), 23));
-  __m512i m = _mm512_cvt_roundps_epi32(_mm512_mul_ps(a, scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __mmask16 carry = _mm512_cmpge_epi32_mask(m, _mm512_set1_epi32(2 << kMbits));
-  m = _mm512_mask_srli_epi32(m, carry, m, 1);
-  e = _mm512_mask_add_epi32(e, carry, e, _mm512_set1_epi32(1));
-  const __mmask16 normal = _mm512_cmpge_epi32_mask(m, _mm512_set1_epi32(1 << kMbits));
-  const __m512i packed = _mm512_or_si512(_mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(kBias)), kMbits),
-                                         _mm512_sub_epi32(m, _mm512_set1_epi32(1 << kMbits)));
-  __m512i code = _mm512_or_si512(sign, _mm512_mask_mov_epi32(m, normal, packed));
-  if (kFnuz) code = _mm512_maskz_mov_epi32(_mm512_cmpneq_epi32_mask(m, _mm512_setzero_si512()), code);  // no -0
+  const __m512i bits = _mm512_castps_si512(a);
+  const __m512i lowest_kept = _mm512_and_si512(_mm512_srli_epi32(bits, kShift), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_add_epi32(bits, _mm512_add_epi32(lowest_kept, _mm512_set1_epi32((1 << (kShift - 1)) - 1)));
+  const __m512i normal_code =
+      _mm512_sub_epi32(_mm512_srli_epi32(rounded, kShift), _mm512_set1_epi32((127 - kBias) << kMbits));
+  const __mmask16 subnormal = _mm512_cmp_ps_mask(a, _mm512_set1_ps(1.0f / float(1 << (kBias - 1))), _CMP_LT_OQ);
+  const __m512i subnormal_code = _mm512_cvt_roundps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(float(1 << (kBias - 1 + kMbits)))),
+                                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512i magnitude = _mm512_mask_mov_epi32(normal_code, subnormal, subnormal_code);
+  __m512i code = _mm512_or_si512(sign, magnitude);
+  if (kFnuz) code = _mm512_maskz_mov_epi32(_mm512_cmpneq_epi32_mask(magnitude, _mm512_setzero_si512()), code);
   return _mm512_mask_mov_epi32(code, nan, _mm512_set1_epi32(kFnuz ? 0x80 : 0x7f));
 }
 
