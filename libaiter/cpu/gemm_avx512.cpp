@@ -161,6 +161,29 @@ void pack_a(const Plan &p, const Layout &l, uint32_t *packed) {
 }
 
 // ---- one work item -------------------------------------------------------------------
+// Brings the next K block of the item's W rows towards L2, a few cache lines
+// per kernel call, while this block computes: reading W is the one stream
+// from memory, and packing it on demand would stall on every row.
+class WPrefetch {
+ public:
+  WPrefetch(const Operand &w, int64_t b, int64_t n0, int64_t cols, int64_t k0, int64_t kc, int64_t calls)
+      : w_(w), b_(b), n0_(n0), line_bytes_(64), lines_per_row_((kc * w.elem_bytes + 63) / 64), k_byte_(k0 * w.elem_bytes) {
+    total_ = kc > 0 ? cols * lines_per_row_ : 0;
+    per_call_ = calls > 0 ? (total_ + calls - 1) / calls : total_;
+  }
+  void step() {
+    for (int64_t end = std::min(total_, next_ + per_call_); next_ < end; ++next_) {
+      const int64_t row = next_ / lines_per_row_, line = next_ % lines_per_row_;
+      __builtin_prefetch(w_.row(b_, n0_ + row) + k_byte_ + line * line_bytes_, 0, 2);
+    }
+  }
+
+ private:
+  const Operand &w_;
+  int64_t b_, n0_, line_bytes_, lines_per_row_, k_byte_;
+  int64_t total_ = 0, per_call_ = 0, next_ = 0;
+};
+
 struct Scratch {
   std::vector<uint32_t> staged = std::vector<uint32_t>(size_t(kPanelW * kSlotsK));
   std::vector<uint32_t> w = std::vector<uint32_t>(size_t(kChunkN * kSlotsK));
@@ -181,8 +204,12 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, int64_t 
       const uint32_t *src = slot_rows(p.w, l.slots, b, n0 + j * kPanelW, rows, k0, kc, s.staged.data(), &ld);
       avx512::pack_panel(src, ld, int(rows), groups, kPanelW, s.w.data() + j * kSlotsK * kPanelW);
     }
+    const int64_t next_k0 = k0 + k_elems;
+    WPrefetch prefetch(p.w, b, n0, cols, next_k0, std::max<int64_t>(0, std::min(k_elems, p.k - next_k0)),
+                       panels_w * (q1 - q0));
     for (int64_t j = 0; j < panels_w; ++j)
       for (int64_t q = q0; q < q1; ++q) {
+        prefetch.step();
         const int64_t rows = l.panels.rows(q);
         const avx512::Kernel kernel = avx512::kernel(l.slots, int(rows), l.vnni);
         kernel(packed_a + a_panel(l, p.m, b, q) + kb * kSlotsK * rows,
