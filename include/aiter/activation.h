@@ -2,6 +2,7 @@
  * Gated activations of feed-forward layers.
  * x [..., 2*d] holds the gate in its first half and the up projection in its
  * second; out [..., d].  dtypes: fp32, fp16, bf16 (x and out the same).
+ * Aliasing: out and scale overlap neither x nor each other (aiter.h).
  */
 #ifndef AITER_ACTIVATION_H
 #define AITER_ACTIVATION_H

@@ -12,8 +12,23 @@
  *    tensors of one call live on one device.
  *  - `stream` is a cudaStream_t / hipStream_t for GPU tensors (NULL = default
  *    stream) and is ignored on the CPU.  Ops never synchronize.
+ *  - Memory: a tensor's first element (data + byte_offset) must be aligned to its
+ *    element size, and the bytes its extents and strides span must be
+ *    representable: no int64 overflow of element or byte offsets, and no
+ *    wrap-around of data + byte_offset + those bytes.  Strides of a tensor with
+ *    no elements are never used.  Anything else is AITER_ERR_INVALID_ARGUMENT.
+ *  - Aliasing: an output may share memory with an input only where its op says
+ *    so (e.g. "out may be x": the same data, shape and strides).  Index tensors
+ *    (positions, cu_seqlens, block tables, context lengths, slot mappings) must
+ *    share no byte with any output of the call, on every device: they are read
+ *    while the op writes, so such a call is refused.  Other overlaps of outputs
+ *    with inputs or with each other give unspecified values, yet never an access
+ *    outside the tensors' elements.
  *  - Every op returns an aiter_status; on failure aiter_last_error() says which
- *    argument was wrong and what was expected.  Nothing is written to an output
+ *    argument was wrong and what was expected, after the op's name
+ *    ("aiter_rmsnorm: weight: ...").  Enum arguments and DLDevice types are read
+ *    as the ints a C caller may pass: a value that names no enumerator is
+ *    AITER_ERR_INVALID_ARGUMENT.  Nothing is written to an output
  *    when argument checks fail.  The library never aborts and never prints unless
  *    AITER_LOG_LEVEL asks it to.
  */

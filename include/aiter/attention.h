@@ -12,6 +12,10 @@
  * t of sequence b lives in block block_table[b, t / page_size], row t % page_size.
  * The cache dtype is q's dtype, or fp8 (e4m3fn, e4m3fnuz, e5m2) holding
  * value / scale with the scales given in the params.
+ *
+ * Aliasing: the index tensors (cu_seqlens_q/k, block_table, context_lens,
+ * slot_mapping) share no byte with an output (out, k_cache, v_cache): such a
+ * call is refused on every device.  out overlaps no input (aiter.h).
  */
 #ifndef AITER_ATTENTION_H
 #define AITER_ATTENTION_H

@@ -6,6 +6,8 @@
  *
  * Each op has several CPU (and GPU) kernel variants; aiter/tuning.h lists them,
  * forces one, and reports which one a call ran.
+ *
+ * Aliasing: out overlaps no input (aiter.h).
  */
 #ifndef AITER_GEMM_H
 #define AITER_GEMM_H

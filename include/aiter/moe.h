@@ -1,5 +1,6 @@
 /*
  * Mixture-of-experts routing.
+ * Aliasing: topk_weights and topk_ids overlap neither gating nor each other (aiter.h).
  */
 #ifndef AITER_MOE_H
 #define AITER_MOE_H

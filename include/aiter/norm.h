@@ -3,6 +3,8 @@
  * dtypes: x, out, residual: fp32, fp16 or bf16 (all the same); weight and bias:
  * the same dtype as x, or fp32.  Statistics are computed in fp32.
  * x [..., H]; out and residual have x's shape; weight and bias are [H].
+ * Aliasing: out may be x; add_rmsnorm's residual_out may be residual; nothing
+ * else may overlap (aiter.h).
  */
 #ifndef AITER_NORM_H
 #define AITER_NORM_H

@@ -15,6 +15,8 @@
  * same bits as on the CPU, asynchronously on `stream`, with no allocation and no
  * host synchronization (so the calls can be captured into CUDA graphs).  Data must
  * be aligned to its element size there.
+ *
+ * Aliasing: out and scale overlap neither x, a static scale, nor each other (aiter.h).
  */
 #ifndef AITER_QUANT_H
 #define AITER_QUANT_H

@@ -11,6 +11,9 @@
  * cos_sin_cache [max_position, R]: cos in columns [0, R/2), sin in [R/2, R);
  * R is the rotary dimension (even, <= D); elements D >= R pass through.
  * The cache is fp32 or q's dtype.
+ * Aliasing: q and k (both written) may be views of one buffer but share no
+ * element; positions may overlap neither (the call is refused: its values are
+ * read while q and k are written), nor may cos_sin_cache.
  */
 #ifndef AITER_ROPE_H
 #define AITER_ROPE_H

@@ -2,7 +2,9 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
+#include "core/caller_values.hpp"
 #include "core/log.hpp"
 
 namespace {
@@ -22,12 +24,22 @@ aiter_status fail(aiter_status status, const char *fmt, ...) {
 
 void clear_error() { last_error[0] = '\0'; }
 
+void name_op_in_error(const char *op, aiter_status status) {
+  const size_t n = std::strlen(op);
+  if (std::strncmp(last_error, op, n) == 0 && last_error[n] == ':') return;
+  char message[sizeof last_error];
+  const int room = int(sizeof message) - int(n) - 3;  // the message is cut where it would not fit
+  std::snprintf(message, sizeof message, "%s: %.*s", op, room > 0 ? room : 0,
+                last_error[0] ? last_error : aiter_status_string(status));
+  std::memcpy(last_error, message, sizeof last_error);
+}
+
 }  // namespace aiter
 
 extern "C" {
 
 AITER_API const char *aiter_status_string(aiter_status status) {
-  switch (status) {
+  switch (aiter::enum_value(status)) {  // any int may arrive from C
     case AITER_OK: return "success";
     case AITER_ERR_INVALID_ARGUMENT: return "invalid argument";
     case AITER_ERR_UNSUPPORTED_DTYPE: return "unsupported dtype";

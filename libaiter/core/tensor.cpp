@@ -1,8 +1,10 @@
 #include "core/tensor.hpp"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 
+#include "core/caller_values.hpp"
 #include "core/error.hpp"
 
 namespace aiter {
@@ -16,7 +18,11 @@ int64_t numel(const DLTensor *t) {
 int64_t stride(const DLTensor *t, int dim) {
   if (t->strides != nullptr) return t->strides[dim];
   int64_t s = 1;
-  for (int i = t->ndim - 1; i > dim; --i) s *= t->shape[i];
+  // Compact strides of a checked non-empty tensor never overflow (they divide its
+  // element count); those of an empty one, e.g. [0, 2^40, 2^40], may, and then
+  // address nothing: 0 stands for them.
+  for (int i = t->ndim - 1; i > dim; --i)
+    if (__builtin_mul_overflow(s, t->shape[i], &s)) return 0;
   return s;
 }
 
@@ -29,7 +35,7 @@ std::string shape_string(const DLTensor *t) {
   return s + "]";
 }
 
-static const char *device_name(DLDeviceType type) {
+static const char *device_name(int32_t type) {
   switch (type) {
     case kDLCPU: return "cpu";
     case kDLCUDA: return "cuda";
@@ -58,7 +64,9 @@ ArgCheck &ArgCheck::require(bool condition, aiter_status status, const char *fmt
   return failed(status, "%s", message);
 }
 
-// Checks extents, strides and the byte size of the memory the tensor spans.
+// Checks extents, strides and the bytes the tensor spans: every offset an op can
+// form from them (element offsets, times the element size, plus the data address)
+// must be representable, so that no computation in a kernel wraps around.
 static const char *layout_problem(const DLTensor *t, int64_t *bad_dim) {
   int64_t elems = 1, span = 0;
   for (int i = 0; i < t->ndim; ++i) {
@@ -74,10 +82,29 @@ static const char *layout_problem(const DLTensor *t, int64_t *bad_dim) {
     if (__builtin_mul_overflow(t->shape[i] - 1, s, &reach) || __builtin_add_overflow(span, reach, &span))
       return "strides overflow int64";
   }
+  *bad_dim = t->ndim > 0 ? t->ndim - 1 : 0;
+  if (elems == 0) return nullptr;
   const int size = dtype_size(dtype_of(t->dtype));
-  int64_t bytes;
-  if (__builtin_mul_overflow(span + 1, int64_t(size), &bytes)) return "byte size overflows int64";
+  int64_t count, bytes;
+  uintptr_t end;
+  if (__builtin_add_overflow(span, int64_t(1), &count) || __builtin_mul_overflow(count, int64_t(size), &bytes))
+    return "byte size overflows int64";
+  if (t->byte_offset > uint64_t(INT64_MAX) ||
+      __builtin_add_overflow(reinterpret_cast<uintptr_t>(t->data), t->byte_offset, &end) ||
+      __builtin_add_overflow(end, uintptr_t(bytes), &end))
+    return "data + byte_offset + the bytes spanned overflow the address space";
   return nullptr;
+}
+
+// Where the tensor's elements lie: [*begin, *end) in bytes of its device's
+// address space; empty for a tensor with no elements.  For checked tensors.
+static void byte_range(const DLTensor *t, uintptr_t *begin, uintptr_t *end) {
+  *begin = *end = 0;
+  if (numel(t) == 0) return;
+  int64_t span = 0;
+  for (int i = 0; i < t->ndim; ++i) span += (t->shape[i] - 1) * stride(t, i);
+  *begin = reinterpret_cast<uintptr_t>(t->data) + uintptr_t(t->byte_offset);
+  *end = *begin + uintptr_t(span + 1) * uintptr_t(dtype_size(dtype_of(t->dtype)));
 }
 
 ArgCheck &ArgCheck::tensor(const DLTensor *t, const char *name) {
@@ -96,8 +123,14 @@ ArgCheck &ArgCheck::tensor(const DLTensor *t, const char *name) {
                   (long long)bad_dim, shape_string(t).c_str());
   if (t->data == nullptr && numel(t) > 0)
     return failed(AITER_ERR_INVALID_ARGUMENT, "%s: data is NULL for a non-empty tensor", name);
-  const DLDeviceType dev = t->device.device_type;
-  if (dev != kDLCPU && dev != kDLCUDA && dev != kDLROCM)
+  const int size = dtype_size(dtype_of(t->dtype));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(t->data) + uintptr_t(t->byte_offset);
+  if (numel(t) > 0 && first % uintptr_t(size) != 0)
+    return failed(AITER_ERR_INVALID_ARGUMENT,
+                  "%s: data + byte_offset (%llu) must be aligned to the %d bytes of a %s element", name,
+                  (unsigned long long)t->byte_offset, size, dtype_name(dtype_of(t->dtype)));
+  const int32_t dev = device_type_code(t->device);
+  if (!runnable_device_type(dev))
     return failed(AITER_ERR_INVALID_ARGUMENT, "%s: device type %d is not supported (expected cpu, cuda or rocm)",
                   name, int(dev));
   return *this;
@@ -122,10 +155,11 @@ ArgCheck &ArgCheck::dtype(const DLTensor *t, const char *name, std::initializer_
   if (!ok()) return *this;
   const DType dt = dtype_of(t->dtype);
   std::string names;
-  for (DType a : allowed) {
-    if (a == dt) return *this;
+  for (const DType *a = allowed.begin(); a != allowed.end(); ++a) {
+    if (*a == dt) return *this;
+    if (std::find(allowed.begin(), a, *a) != a) continue;  // {x's dtype, f32} may name one twice
     if (!names.empty()) names += ", ";
-    names += dtype_name(a);
+    names += dtype_name(*a);
   }
   return failed(AITER_ERR_UNSUPPORTED_DTYPE, "%s: expected dtype %s, got %s", name, names.c_str(), dtype_name(dt));
 }
@@ -155,10 +189,23 @@ ArgCheck &ArgCheck::same_shape(const DLTensor *t, const char *name, const DLTens
 
 ArgCheck &ArgCheck::same_device(const DLTensor *t, const char *name, const DLTensor *ref, const char *ref_name) {
   if (!ok() || t == nullptr) return *this;
-  if (t->device.device_type == ref->device.device_type && t->device.device_id == ref->device.device_id) return *this;
+  const int32_t type = device_type_code(t->device), ref_type = device_type_code(ref->device);
+  if (type == ref_type && t->device.device_id == ref->device.device_id) return *this;
   return failed(AITER_ERR_INVALID_ARGUMENT, "%s: expected the device of %s (%s:%d), got %s:%d", name, ref_name,
-                device_name(ref->device.device_type), int(ref->device.device_id),
-                device_name(t->device.device_type), int(t->device.device_id));
+                device_name(ref_type), int(ref->device.device_id), device_name(type), int(t->device.device_id));
+}
+
+ArgCheck &ArgCheck::disjoint(const DLTensor *index, const char *index_name, const DLTensor *output,
+                             const char *output_name) {
+  if (!ok() || index == nullptr || output == nullptr) return *this;
+  uintptr_t index_begin, index_end, output_begin, output_end;
+  byte_range(index, &index_begin, &index_end);
+  byte_range(output, &output_begin, &output_end);
+  if (index_begin == index_end || output_begin == output_end) return *this;
+  if (index_end <= output_begin || output_end <= index_begin) return *this;
+  return failed(AITER_ERR_INVALID_ARGUMENT,
+                "%s: overlaps the memory of %s, which this op writes; index tensors must not alias an output", index_name,
+                output_name);
 }
 
 ArgCheck &ArgCheck::contiguous(const DLTensor *t, const char *name) {

@@ -60,6 +60,11 @@ class ArgCheck {
   ArgCheck &rows(const DLTensor *t, const char *name, RowView *view);
   // Unit stride along the last dim (the other strides may be anything).
   ArgCheck &unit_last_stride(const DLTensor *t, const char *name);
+  // An index tensor (positions, block table, cu_seqlens, context lengths, slots)
+  // and an output of the same op share no byte: its values were checked before
+  // the op, and the op's own writes must not change them while it reads them.
+  ArgCheck &disjoint(const DLTensor *index, const char *index_name, const DLTensor *output,
+                     const char *output_name);
   // A free-form condition; the message should name the argument.
   ArgCheck &require(bool condition, aiter_status status, const char *fmt, ...)
       __attribute__((format(printf, 4, 5)));

@@ -90,11 +90,12 @@ void norm_rows(const NormArgs &a, Kind kind, const std::vector<float> &weight, c
 }
 
 aiter_status run_norm(const NormArgs &a, Kind kind) {
-  if (a.x_rows.rows == 0) return AITER_OK;
   if (a.x_rows.cols == 0) {  // empty rows: nothing to normalize, but each still gets a scale
-    for (int64_t r = 0; a.scale != nullptr && r < a.x_rows.rows; ++r) a.scale[r] = 1.0f;
+    // (the row view of an empty x counts no rows, so the scale's own size says how many)
+    for (int64_t r = 0; a.scale != nullptr && r < a.scale_count; ++r) a.scale[r] = 1.0f;
     return AITER_OK;
   }
+  if (a.x_rows.rows == 0) return AITER_OK;
   std::vector<float> weight, bias;
   params_f32(a, weight, bias);
   visit_float(a.dtype, [&](auto tag) { norm_rows<decltype(tag)>(a, kind, weight, bias); });

@@ -1,6 +1,7 @@
 // Which driver serves which tensors.
 #include "gpu/launch.hpp"
 
+#include "core/caller_values.hpp"
 #include "core/error.hpp"
 
 namespace aiter {
@@ -36,7 +37,12 @@ aiter_status driver_for(DLDeviceType type, Driver **driver) {
 
 extern "C" AITER_API aiter_status aiter_synchronize(DLDevice device, void *stream) {
   return aiter::guard("aiter_synchronize", [&] {
-    if (device.device_type == kDLCPU) return AITER_OK;
+    const int32_t type = aiter::device_type_code(device);  // any int may arrive from C
+    if (type == kDLCPU) return AITER_OK;
+    if (!aiter::runnable_device_type(type))
+      return aiter::fail(AITER_ERR_INVALID_ARGUMENT,
+                         "aiter_synchronize: device: device type %d is not supported (expected cpu, cuda or rocm)",
+                         int(type));
     aiter::gpu::DeviceScope scope(device);
     return scope.status() != AITER_OK ? scope.status() : scope.driver()->synchronize(stream);
   });

@@ -109,7 +109,7 @@ aiter_status launch_norm(const NormArgs &a, NormKind kind, const GpuCall &call) 
   p.quant = quant_kind(a.quant_dtype);
   p.scale_out = a.scale;
   p.scale_stride = 1;
-  if (p.rows == 0 || p.cols == 0) return p.cols == 0 && a.scale ? fill_scales(a, p.rows, call) : AITER_OK;
+  if (p.rows == 0 || p.cols == 0) return p.cols == 0 && a.scale ? fill_scales(a, a.scale_count, call) : AITER_OK;
   p.inv_cols = 1.0f / float(p.cols);
 
   const int per_vector = 16 / dtype_size(a.dtype);

@@ -3,6 +3,7 @@
 #include "ops/activation.hpp"
 
 #include "core/backend.hpp"
+#include "core/caller_values.hpp"
 #include "core/error.hpp"
 
 namespace aiter {
@@ -74,9 +75,10 @@ AITER_API aiter_status aiter_gelu_and_mul(DLTensor *out, const DLTensor *x, aite
     ActivationArgs a{};
     check_gated(c, a, out, x);
     // The enum arrives from C as any int; only the two declared values mean something.
-    c.require(approx == AITER_GELU_EXACT || approx == AITER_GELU_TANH, AITER_ERR_INVALID_ARGUMENT,
-              "approx: expected AITER_GELU_EXACT (0) or AITER_GELU_TANH (1), got %d", int(approx));
-    a.approx = approx;
+    const int32_t approx_value = enum_value(approx);
+    c.require(approx_value == AITER_GELU_EXACT || approx_value == AITER_GELU_TANH, AITER_ERR_INVALID_ARGUMENT,
+              "approx: expected AITER_GELU_EXACT (0) or AITER_GELU_TANH (1), got %d", int(approx_value));
+    a.approx = approx_value == AITER_GELU_TANH ? AITER_GELU_TANH : AITER_GELU_EXACT;
     return c.ok() ? run(kGeluAndMul, x, a, stream) : c.status();
   });
 }

@@ -223,6 +223,7 @@ void check_prefill(ArgCheck &c, PrefillArgs &a, DLTensor *out, const DLTensor *q
   c.unit_last_stride(q, "q").unit_last_stride(k, "k").unit_last_stride(v, "v").unit_last_stride(out, "out");
   c.ndim(cu_q, "cu_seqlens_q", 1).dtype(cu_q, "cu_seqlens_q", {DType::i32}).contiguous(cu_q, "cu_seqlens_q");
   c.ndim(cu_k, "cu_seqlens_k", 1).dtype(cu_k, "cu_seqlens_k", {DType::i32}).contiguous(cu_k, "cu_seqlens_k");
+  c.disjoint(cu_q, "cu_seqlens_q", out, "out").disjoint(cu_k, "cu_seqlens_k", out, "out");
   if (!c.ok()) return;
   c.dim(cu_k, "cu_seqlens_k", 0, cu_q->shape[0], "the length of cu_seqlens_q");
   a.shape = check_heads(c, q, k, "k", 1, p, true);
@@ -270,6 +271,7 @@ void check_decode(ArgCheck &c, DecodeArgs &a, DLTensor *out, const DLTensor *q, 
   c.dim(block_table, "block_table", 0, batch, "the batch of q").unit_last_stride(block_table, "block_table");
   c.ndim(context_lens, "context_lens", 1).dtype(context_lens, "context_lens", {DType::i32});
   c.dim(context_lens, "context_lens", 0, batch, "the batch of q").contiguous(context_lens, "context_lens");
+  c.disjoint(block_table, "block_table", out, "out").disjoint(context_lens, "context_lens", out, "out");
   a.shape = check_heads(c, q, k_cache, "k_cache", 2, p);
   const DType cache_dtype = c.ok() ? dtype_of(k_cache->dtype) : DType::unknown;
   if (is_fp8(cache_dtype)) {
@@ -353,6 +355,7 @@ void check_cache_write(ArgCheck &c, CacheWriteArgs &a, DLTensor *k_cache, DLTens
             "key: head dim %" PRId64 " is not supported (expected 64 or 128)", key->shape[2]);
   c.ndim(slot_mapping, "slot_mapping", 1).dtype(slot_mapping, "slot_mapping", {DType::i32, DType::i64});
   c.dim(slot_mapping, "slot_mapping", 0, key->shape[0], "the tokens of key").contiguous(slot_mapping, "slot_mapping");
+  c.disjoint(slot_mapping, "slot_mapping", k_cache, "k_cache").disjoint(slot_mapping, "slot_mapping", v_cache, "v_cache");
   const DType cache_dtype = c.ok() ? dtype_of(k_cache->dtype) : DType::unknown;
   if (is_fp8(cache_dtype)) {
     check_scale(c, k_scale, "k_scale");

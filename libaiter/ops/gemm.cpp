@@ -72,14 +72,18 @@ void contiguous(ArgCheck &c, const DLTensor *t, const char *name) {
 }
 
 // The matrices of `t` have their rows along dim `row_dim`, `row_stride`
-// elements apart; a single row has no stride to speak of.
+// elements apart; a single row, or an empty tensor, has no stride to speak of
+// (and an empty one's may be anything, INT64_MAX too: kernels never see it).
 MatrixRef matrix_ref(const DLTensor *t, int row_dim) {
-  return MatrixRef{data_ptr<const void>(t), t->shape[row_dim] > 1 ? stride(t, row_dim) : t->shape[row_dim + 1]};
+  const bool strided = numel(t) > 0 && t->shape[row_dim] > 1;
+  return MatrixRef{data_ptr<const void>(t), strided ? stride(t, row_dim) : t->shape[row_dim + 1]};
 }
 
 // Matrix b starts b * batch_stride elements after matrix 0; with one matrix
-// the stride means nothing (and may be anything).
-int64_t batch_stride(const DLTensor *t, bool batched) { return batched && t->shape[0] > 1 ? stride(t, 0) : 0; }
+// (or none) the stride means nothing (and may be anything).
+int64_t batch_stride(const DLTensor *t, bool batched) {
+  return batched && numel(t) > 0 && t->shape[0] > 1 ? stride(t, 0) : 0;
+}
 
 // A sufficient test that no two indices of `t` name the same element: taken in
 // order of stride, each dim steps past everything the smaller ones span.  It
@@ -140,7 +144,7 @@ void check_operands(ArgCheck &c, GemmArgs &g, DLTensor *out, const DLTensor *a, 
   c.dtype(out, "out", kOutDtypes);
   if (!c.ok()) return;
   g.out_dtype = dtype_of(out->dtype);
-  g.out_row_stride = g.m > 1 ? stride(out, lead) : g.n;
+  g.out_row_stride = g.m > 1 && numel(out) > 0 ? stride(out, lead) : g.n;
   check_out_layout(c, out, g, batched);
   check_bias(c, bias, g);
   if (!c.ok()) return;

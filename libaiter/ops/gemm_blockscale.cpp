@@ -7,7 +7,8 @@
 using namespace aiter;
 
 namespace {
-int64_t blocks_of(int64_t extent) { return (extent + kScaleBlock - 1) / kScaleBlock; }
+// ceil(extent / 128), free of overflow for any extent (an empty A may have K near INT64_MAX).
+int64_t blocks_of(int64_t extent) { return extent / kScaleBlock + (extent % kScaleBlock != 0); }
 }  // namespace
 
 extern "C" {

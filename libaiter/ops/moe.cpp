@@ -12,6 +12,7 @@ const OpImpl<TopkSoftmaxArgs> kTopkSoftmax{"aiter_topk_softmax", cpu::topk_softm
 // A row view of a [rows, cols] tensor.  An empty tensor's strides say nothing
 // (NumPy gives it zero strides), so its layout is not checked.
 void rows_of(ArgCheck &c, const DLTensor *t, const char *name, RowView *view) {
+  if (!c.ok()) return;  // t's shape may not be [rows, cols] then
   if (numel(t) == 0)
     *view = RowView{0, t->shape[1], t->shape[1]};
   else

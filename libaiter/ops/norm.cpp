@@ -58,6 +58,7 @@ void check_scale(ArgCheck &c, NormArgs &a, DLTensor *out, DLTensor *scale, const
   if (!c.ok()) return;
   a.quant_dtype = dtype_of(out->dtype);
   a.scale = data_ptr<float>(scale);
+  a.scale_count = numel(scale);
 }
 
 // residual [x's shape, x's dtype] read, residual_out written.

@@ -23,6 +23,7 @@ struct NormArgs {
   float epsilon;
   DType quant_dtype;    // the fused *_quant ops: out's 8-bit dtype; unknown otherwise
   float *scale;         // the fused *_quant ops: one fp32 scale per row, compact
+  int64_t scale_count;  // its elements: the rows of x, also where rows hold no element
 };
 
 namespace cpu {

@@ -2,9 +2,9 @@
 #include "ops/rope.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/backend.hpp"
+#include "core/caller_values.hpp"
 #include "core/error.hpp"
 
 namespace aiter {
@@ -81,15 +81,6 @@ void check_positions(ArgCheck &c, const RopeArgs &a, const DLTensor *positions) 
     check_position_values(c, static_cast<const int64_t *>(a.positions), a.tokens, a.pos_stride, a.max_position);
 }
 
-// A C caller may pass any int as the style, and loading a C++ enum that holds
-// no enumerator's value is undefined, so the style is read through its bytes.
-int32_t style_as_int(const aiter_rope_style &style) {
-  static_assert(sizeof(aiter_rope_style) == sizeof(int32_t), "aiter_rope_style is int-sized");
-  int32_t value;
-  std::memcpy(&value, &style, sizeof value);
-  return value;
-}
-
 RopeHeads heads_of(const DLTensor *t) {
   if (t == nullptr) return RopeHeads{};
   return RopeHeads{data_ptr<void>(t), t->shape[1], stride(t, 0), stride(t, 1)};
@@ -108,6 +99,7 @@ void check_rope(ArgCheck &c, RopeArgs &a, DLTensor *q, DLTensor *k, const DLTens
             "style: expected AITER_ROPE_NEOX (0) or AITER_ROPE_GPTJ (1), got %d", int(style));
   check_rows_disjoint(c, q, "q");
   if (k != nullptr) check_rows_disjoint(c, k, "k");
+  c.disjoint(positions, "positions", q, "q").disjoint(positions, "positions", k, "k");
   if (!c.ok()) return;
   a.dtype = dtype_of(q->dtype);
   a.cache_dtype = dtype_of(cache->dtype);
@@ -137,7 +129,7 @@ AITER_API aiter_status aiter_rope(DLTensor *q, DLTensor *k, const DLTensor *posi
   return guard(kRope.name, [&] {
     ArgCheck c(kRope.name);
     RopeArgs a{};
-    check_rope(c, a, q, k, positions, cos_sin_cache, style_as_int(style));
+    check_rope(c, a, q, k, positions, cos_sin_cache, enum_value(style));
     return c.ok() ? run(kRope, q, a, stream) : c.status();
   });
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "aiter/tuning.h"
+#include "core/caller_values.hpp"
 #include "core/parallel.hpp"
 #include "gpu/launch.hpp"
 #include "ops/gemm.hpp"
@@ -88,7 +89,7 @@ AITER_API aiter_status aiter_kernel_variants(const char *op, DLDevice device, co
     if (t == nullptr)
       return fail(AITER_ERR_INVALID_ARGUMENT, "aiter_kernel_variants: op: unknown op '%s' (known: %s)", op,
                   op_list().c_str());
-    if (device.device_type != kDLCPU && device.device_type != kDLCUDA && device.device_type != kDLROCM)
+    if (!runnable_device_type(device_type_code(device)))  // any int may arrive from C
       return fail(AITER_ERR_INVALID_ARGUMENT, "aiter_kernel_variants: device: expected kDLCPU, kDLCUDA or kDLROCM");
     const std::vector<const char *> all = t->names(device.device_type == kDLCPU ? kDLCPU : kDLCUDA);
     *count = int(all.size());
@@ -135,7 +136,7 @@ AITER_API aiter_status aiter_tuned_config_device(DLDevice device, const char **t
   return guard("aiter_tuned_config_device", [&] {
     if (target == nullptr || compute_units == nullptr)
       return fail(AITER_ERR_INVALID_ARGUMENT, "aiter_tuned_config_device: target and compute_units must not be NULL");
-    if (device.device_type != kDLCPU && device.device_type != kDLCUDA && device.device_type != kDLROCM)
+    if (!runnable_device_type(device_type_code(device)))  // any int may arrive from C
       return fail(AITER_ERR_INVALID_ARGUMENT,
                   "aiter_tuned_config_device: device: expected kDLCPU, kDLCUDA or kDLROCM");
     const GpuCall call{device, nullptr};

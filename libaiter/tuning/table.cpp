@@ -113,7 +113,12 @@ void parse_row(const std::vector<std::string> &f, const std::vector<size_t> &at,
 
 int64_t m_bucket(int64_t m) {
   if (m <= 1) return 1;
-  if (m > kLargestPowerBucket) return (m + kLargestPowerBucket - 1) / kLargestPowerBucket * kLargestPowerBucket;
+  // Rounded up to a multiple of the largest power bucket; an M within one bucket of
+  // INT64_MAX (an empty GEMM can have any M) keeps the last whole multiple instead.
+  if (m > kLargestPowerBucket) {
+    const int64_t whole = m / kLargestPowerBucket * kLargestPowerBucket;
+    return whole == m || whole > INT64_MAX - kLargestPowerBucket ? whole : whole + kLargestPowerBucket;
+  }
   int64_t b = 1;
   while (b < m) b *= 2;
   return b;
