@@ -6,6 +6,7 @@
 #include "core/backend.hpp"
 #include "core/parallel.hpp"
 #include "cpu/isa.hpp"
+#include "cpu/vendor.hpp"
 #include "gpu/registry.hpp"
 
 namespace aiter {
@@ -69,6 +70,11 @@ AITER_API aiter_status aiter_get_library_info(aiter_library_info *info) {
     static const std::string kernel_dir = aiter::gpu::kernel_directory();
     full.kernel_dir = kernel_dir.c_str();
     full.cpu_isa = aiter::cpu::cpu_isa_description();
+    static const std::string libraries = [] {
+      const std::string openblas = aiter::cpu::openblas_location();
+      return openblas.empty() ? std::string() : "openblas=" + openblas;
+    }();
+    full.cpu_libraries = libraries.c_str();
     // Copy only what the caller's (possibly older, smaller) struct has room for.
     std::memcpy(info, &full, info->struct_size < sizeof full ? info->struct_size : sizeof full);
     return AITER_OK;

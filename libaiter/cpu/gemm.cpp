@@ -4,6 +4,9 @@
 //   cpu.avx512  packed panels of 32-bit slots on AVX-512: vdpbf16ps for bf16
 //               and fp8, vpdpwssd for int8 (cpu/gemm_avx512.cpp); only where
 //               the CPU has AVX-512 (and AITER_CPU_ISA does not cap it)
+//   cpu.openblas  OpenBLAS's cblas_sgemm, dlopen-ed when present
+//               (cpu/gemm_openblas.cpp); gemm_a16w16 and batched_gemm_a16w16
+//               only, for tuned tables: the heuristic never picks it
 //   cpu.skinny  few rows of A: parallel over N only, A converted once
 //               (cpu/gemm_skinny.cpp)
 //   cpu.packed  packed panels and an outer-product kernel (cpu/gemm_packed.cpp)
@@ -22,6 +25,8 @@ namespace {
 
 bool any_call(const GemmArgs &, const GpuCall *) { return true; }
 bool avx512_call(const GemmArgs &g, const GpuCall *) { return gemm_avx512_supports(g); }
+bool openblas_call(const GemmArgs &g, const GpuCall *) { return gemm_openblas_supports(g); }
+bool never_fit(const GemmArgs &) { return false; }
 
 // The heuristic, from timings on a 2-core AVX2 machine (Zen 1, bf16, 2
 // threads): skinny for decode-sized M (M = 1, N = K = 4096: 2.2 ms against
@@ -51,11 +56,16 @@ const Variant<GemmArgs> kVariants[] = {
     {"cpu.skinny", any_call, skinny_fit, gemm_skinny},
     {"cpu.packed", any_call, packed_fit, gemm_packed},
     {"cpu.tiled", any_call, nullptr, gemm_tiled},
+    {"cpu.openblas", openblas_call, never_fit, gemm_openblas},  // last: the float ops' list only
 };
+constexpr size_t kEveryOpVariants = std::size(kVariants) - 1;
 
 }  // namespace
 
-VariantList<GemmArgs> gemm_variants(GemmOp) { return {kVariants, std::size(kVariants)}; }
+VariantList<GemmArgs> gemm_variants(GemmOp op) {
+  const bool float_op = op == GemmOp::a16w16 || op == GemmOp::batched_a16w16;
+  return {kVariants, float_op ? std::size(kVariants) : kEveryOpVariants};
+}
 
 }  // namespace cpu
 }  // namespace aiter

@@ -109,6 +109,9 @@ aiter_status gemm_packed(const GemmArgs &g, const GpuCall *);
 // cpu/gemm_avx512.cpp: runs where the CPU (and AITER_CPU_ISA) allow AVX-512.
 aiter_status gemm_avx512(const GemmArgs &g, const GpuCall *);
 bool gemm_avx512_supports(const GemmArgs &g);
+// cpu/gemm_openblas.cpp: fp32 / bf16 / fp16 operands, where libopenblas.so.0 opens.
+aiter_status gemm_openblas(const GemmArgs &g, const GpuCall *);
+bool gemm_openblas_supports(const GemmArgs &g);
 
 }  // namespace cpu
 }  // namespace aiter

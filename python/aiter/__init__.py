@@ -31,6 +31,7 @@ def library_info():
         "cpu_threads": info.cpu_threads,
         "kernel_dir": _ffi.string(info.kernel_dir).decode(),
         "cpu_isa": _ffi.string(info.cpu_isa).decode(),
+        "cpu_libraries": [s for s in _ffi.string(info.cpu_libraries).decode().split(",") if s],
         "library_path": library_path,
     }
 

@@ -14,6 +14,10 @@ from harness import TOLERANCE, assert_close, f64
 # The CPU variants of every GEMM op; test_gemm_variants.py checks that the
 # library lists exactly these, so that a new variant cannot go untested.
 CPU_VARIANTS = ["cpu.avx512", "cpu.skinny", "cpu.packed", "cpu.tiled"]
+# gemm_a16w16 and batched_gemm_a16w16 also have the vendor libraries' variants,
+# which run where the library found the vendor's library (aiter.library_info()).
+FLOAT_OP_VARIANTS = CPU_VARIANTS + ["cpu.openblas"]
+VENDOR_LIBRARY = {"cpu.openblas": "openblas"}
 # The instruction-set levels of the CPU kernels, lowest first (cpu/isa.hpp), and
 # the level a variant needs to run at all (the others run everywhere).
 ISA_LEVELS = ["portable", "avx2", "avx512", "avx512_bf16"]
@@ -26,6 +30,9 @@ def cpu_isa():
 
 
 def runnable(variant):
+    if variant in VENDOR_LIBRARY:
+        found = [entry.split("=")[0] for entry in aiter.library_info()["cpu_libraries"]]
+        return VENDOR_LIBRARY[variant] in found
     need = VARIANT_ISA.get(variant)
     return need is None or ISA_LEVELS.index(cpu_isa()) >= ISA_LEVELS.index(need)
 GEMM_OPS = ["gemm_a16w16", "gemm_a8w8", "gemm_a8w8_blockscale", "batched_gemm_a16w16", "batched_gemm_a8w8"]
@@ -70,7 +77,8 @@ def forced(op, variant):
     way out that the last call ran it (so a test cannot pass on another one).
     Skips the test where this CPU cannot run the variant."""
     if not runnable(variant):
-        pytest.skip(f"{variant} needs {VARIANT_ISA[variant]}; the CPU kernels here use {cpu_isa()}")
+        need = VENDOR_LIBRARY.get(variant) or VARIANT_ISA[variant]
+        pytest.skip(f"{variant} needs {need}, which this machine lacks (aiter.library_info())")
     check_status(lib.aiter_force_kernel_variant(op.encode(), variant.encode()))
     try:
         yield

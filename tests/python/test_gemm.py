@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import aiter
-from gemm_helpers import CPU_VARIANTS, check, cpu_isa, forced, rand_int8, reference, scaled_magnitude
+from gemm_helpers import (CPU_VARIANTS, FLOAT_OP_VARIANTS, check, cpu_isa, forced, rand_int8, reference,
+                          scaled_magnitude)
 from harness import FLOAT_DTYPES, FP8_DTYPES, TOLERANCE, assert_close, f64, np_dtype, poisoned, rand
 
 # M, N, K: single rows and columns; sizes that are not multiples of any
@@ -30,7 +31,7 @@ def test_a16w16_dtypes(rng, dtype, out_dtype, bias_dtype):
     check(out, reference(a, w, bias), out_dtype, k)
 
 
-@pytest.mark.parametrize("variant", CPU_VARIANTS)
+@pytest.mark.parametrize("variant", FLOAT_OP_VARIANTS)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_a16w16_shapes(rng, variant, dtype, shape):
@@ -42,7 +43,7 @@ def test_a16w16_shapes(rng, variant, dtype, shape):
     check(got, reference(a, w, bias), dtype, k)
 
 
-@pytest.mark.parametrize("variant", CPU_VARIANTS)
+@pytest.mark.parametrize("variant", FLOAT_OP_VARIANTS)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("m", [2, 45])
 def test_a16w16_strided_rows(rng, variant, dtype, m):
@@ -58,7 +59,7 @@ def test_a16w16_strided_rows(rng, variant, dtype, m):
     assert np.isnan(out_big[:, :10]).all() and np.isnan(out_big[:, 10 + n:]).all()
 
 
-@pytest.mark.parametrize("variant", CPU_VARIANTS)
+@pytest.mark.parametrize("variant", FLOAT_OP_VARIANTS)
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_a16w16_subnormal_and_special_values(variant, dtype):
     # Subnormals (fp16: below 2^-14), the largest finite value, inf and NaN all
@@ -83,7 +84,7 @@ def test_a16w16_subnormal_and_special_values(variant, dtype):
         assert got[0, 0] == np.inf and np.isnan(got[0, 1])
 
 
-@pytest.mark.parametrize("variant", CPU_VARIANTS)
+@pytest.mark.parametrize("variant", FLOAT_OP_VARIANTS)
 def test_a16w16_empty_and_k0(rng, variant):
     with forced("gemm_a16w16", variant):
         a16w16_empty_and_k0(rng)

@@ -6,7 +6,7 @@ import pytest
 from numpy.lib.stride_tricks import as_strided
 
 import aiter
-from gemm_helpers import CPU_VARIANTS, check, forced, rand_int8, scaled_magnitude
+from gemm_helpers import CPU_VARIANTS, FLOAT_OP_VARIANTS, check, forced, rand_int8, scaled_magnitude
 from harness import FLOAT_DTYPES, FP8_DTYPES, assert_close, f64, np_dtype, poisoned, rand
 
 
@@ -25,7 +25,7 @@ def reference(a, w, bias=None, a_scale=None, w_scale=None):
 SHAPES = [(1, 1, 1, 1), (3, 1, 7, 33), (2, 4, 130, 70), (4, 37, 20, 300), (2, 100, 129, 513)]
 
 
-@pytest.mark.parametrize("variant", CPU_VARIANTS)
+@pytest.mark.parametrize("variant", FLOAT_OP_VARIANTS)
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_batched_a16w16_variants(rng, variant, dtype, shape):
@@ -49,7 +49,7 @@ def test_batched_a16w16_dtypes(rng, dtype, out_dtype):
     check(got, reference(a, w, bias), out_dtype, k)
 
 
-@pytest.mark.parametrize("variant", CPU_VARIANTS)
+@pytest.mark.parametrize("variant", FLOAT_OP_VARIANTS)
 def test_batched_strides(rng, variant):
     b, m, n, k = 3, 6, 40, 50
     # a: rows 2 apart, matrices one padded row block apart; w: one matrix shared

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""The CPU backend against PyTorch's CPU ops, in one run.
+
+usage: python3 benchmarks/bench_cpu.py [--ops gemm,memory] [--m 1,16,256] [--rounds 3] [--reps 5]
+                                      [--variants cpu.openblas,...]
+
+Every case times libaiter and what a PyTorch user would write on the same
+tensors (F.linear for the GEMMs, torch._int_mm where it exists, else an fp32
+F.linear of the same shape, for int8; eager expressions for the fused ops) in
+blocks: `reps` calls of ours, then `reps` of the peer, `rounds` times, and
+takes each side's median.  Blocks rather than alternating single calls,
+because PyTorch's OpenMP workers spin for a while after each call and take a
+core from whatever runs next.  Both use every CPU thread (torch.set_num_threads
+= AITER_NUM_THREADS = the CPU's).  Printed: ms, GFLOP/s (GEMMs) or GB/s (bytes
+an ideal kernel reads + writes), and the ratio peer time / ours (> 1: libaiter
+faster), with the CPU model, the instruction-set level the CPU kernels use and
+the GEMM variant each case ran.  --variants adds, for gemm_a16w16, a row per
+named variant forced (aiter/tuning.h), e.g. the vendor library cpu.openblas.
+"""
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+import aiter
+from aiter._lib import check as check_status, ffi, lib
+
+FP8 = torch.float8_e4m3fn
+GEMM_N = GEMM_K = 4096
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def last_variant():
+    op, variant, how = ffi.new("const char **"), ffi.new("const char **"), ffi.new("int *")
+    check_status(lib.aiter_last_kernel_variant(op, variant, how))
+    return ffi.string(variant[0]).decode()
+
+
+def timed(fn, reps):
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def compare(ours, peer, rounds, reps):
+    ours(), peer()  # warm up: first-touch pages, one-time setup on both sides
+    t_ours, t_peer = [], []
+    for _ in range(rounds):
+        t_ours += timed(ours, reps)
+        t_peer += timed(peer, reps)
+    return statistics.median(t_ours), statistics.median(t_peer)
+
+
+# ---- the cases: (name, work, unit, ours, peer, peer name) ------------------------------
+def forcing(op, variant, fn):
+    """fn with `variant` forced for `op` on this thread."""
+    def run():
+        check_status(lib.aiter_force_kernel_variant(op.encode(), variant.encode()))
+        try:
+            fn()
+        finally:
+            check_status(lib.aiter_force_kernel_variant(op.encode(), ffi.NULL))
+    return run
+
+
+def gemm_cases(ms, variants=()):
+    for dtype in (torch.bfloat16, torch.float32):
+        for m in ms:
+            a, w = torch.randn(m, GEMM_K, dtype=dtype), torch.randn(GEMM_N, GEMM_K, dtype=dtype)
+            out = torch.empty(m, GEMM_N, dtype=dtype)
+            ours = lambda a=a, w=w, out=out: aiter.gemm_a16w16(a, w, out=out)
+            name = f"gemm_a16w16 {str(dtype)[6:]} M{m}"
+            yield (name, 2 * m * GEMM_N * GEMM_K, "GFLOP/s", ours, lambda a=a, w=w: F.linear(a, w), "F.linear", True)
+            for variant in variants:
+                yield (name, 2 * m * GEMM_N * GEMM_K, "GFLOP/s", forcing("gemm_a16w16", variant, ours),
+                       lambda a=a, w=w: F.linear(a, w), "F.linear", True)
+    for m in ms:
+        a = torch.randint(-128, 128, (m, GEMM_K), dtype=torch.int8)
+        w = torch.randint(-128, 128, (GEMM_N, GEMM_K), dtype=torch.int8)
+        a_scale, w_scale = torch.rand(m, 1) + 0.5, torch.rand(1, GEMM_N) + 0.5
+        out = torch.empty(m, GEMM_N, dtype=torch.bfloat16)
+        af, wf = a.float(), w.float()
+        ours = lambda a=a, w=w, s=a_scale, t=w_scale, out=out: aiter.gemm_a8w8(a, w, s, t, out=out)
+        name = f"gemm_a8w8 int8 M{m}"
+        yield (name, 2 * m * GEMM_N * GEMM_K, "GFLOP/s", ours, lambda af=af, wf=wf: F.linear(af, wf),
+               "F.linear fp32", True)
+        wt = w.t().contiguous()
+        try:
+            torch._int_mm(a, wt)
+            yield (name, 2 * m * GEMM_N * GEMM_K, "GFLOP/s", ours, lambda a=a, wt=wt: torch._int_mm(a, wt),
+                   "torch._int_mm", True)
+        except RuntimeError:
+            pass  # not for this M on this build of PyTorch
+    for m in ms:
+        a, w = torch.randn(m, GEMM_K).to(FP8), torch.randn(GEMM_N, GEMM_K).to(FP8)
+        one = torch.ones(1)
+        out = torch.empty(m, GEMM_N, dtype=torch.bfloat16)
+        # PyTorch has no fp8 GEMM on the CPU: the peer is its bf16 F.linear of the same shape.
+        ab, wb = a.to(torch.bfloat16), w.to(torch.bfloat16)
+        yield (f"gemm_a8w8 fp8 M{m}", 2 * m * GEMM_N * GEMM_K, "GFLOP/s",
+               lambda a=a, w=w, one=one, out=out: aiter.gemm_a8w8(a, w, one, one, out=out),
+               lambda ab=ab, wb=wb: F.linear(ab, wb), "F.linear bf16", True)
+
+
+def t_gated(x, act):
+    d = x.shape[-1] // 2
+    return act(x[..., :d]) * x[..., d:]
+
+
+def t_quant_per_token(y):
+    y = y.float()
+    scale = (y.abs().amax(-1, keepdim=True) / 448.0).clamp(min=torch.finfo(torch.float32).tiny)
+    return (y / scale).clamp(-448.0, 448.0).to(FP8), scale
+
+
+def t_rope_neox(q, k, cos, sin):
+    out = []
+    for t in (q, k):
+        half = t.shape[-1] // 2
+        a, b = t[..., :half].float(), t[..., half:].float()
+        out.append(torch.cat([a * cos - b * sin, b * cos + a * sin], -1).to(t.dtype))
+    return out
+
+
+def memory_cases(ms):
+    bf = torch.bfloat16
+    for m in ms:
+        d = 28672
+        x, out = torch.randn(m, 2 * d, dtype=bf), torch.empty(m, d, dtype=bf)
+        moved = (x.numel() + out.numel()) * 2
+        yield (f"silu_and_mul bf16 {m}x{d}", moved, "GB/s", lambda x=x, out=out: aiter.silu_and_mul(x, out=out),
+               lambda x=x: t_gated(x, F.silu), "F.silu(g) * u", False)
+        yield (f"gelu_and_mul tanh bf16 {m}x{d}", moved, "GB/s",
+               lambda x=x, out=out: aiter.gelu_and_mul(x, "tanh", out=out),
+               lambda x=x: t_gated(x, lambda g: F.gelu(g, approximate="tanh")), "F.gelu(g) * u", False)
+    for m in ms:
+        h, w = torch.randn(m, 4096, dtype=bf), torch.randn(4096, dtype=bf)
+        out = torch.empty_like(h)
+        yield (f"rmsnorm bf16 {m}x4096", h.numel() * 4, "GB/s", lambda h=h, w=w, out=out: aiter.rmsnorm(h, w, out=out),
+               lambda h=h, w=w: F.rms_norm(h, (4096,), w, 1e-6), "F.rms_norm", False)
+        yield (f"quant_per_token fp8 {m}x4096", h.numel() * 3 + m * 4, "GB/s",
+               lambda h=h: aiter.quant_per_token(h), lambda h=h: t_quant_per_token(h), "eager amax/scale/cast", False)
+    for m in ms:
+        q, k = torch.randn(m, 32, 128, dtype=bf), torch.randn(m, 8, 128, dtype=bf)
+        positions = torch.arange(m) * 7 % 4096
+        cache = torch.as_tensor(aiter.rope_cos_sin_cache(4096, 128))
+        cs = cache[positions]
+        cos, sin = cs[:, :64].unsqueeze(1), cs[:, 64:].unsqueeze(1)
+        yield (f"rope neox bf16 {m} tok 32+8 heads", (q.numel() + k.numel()) * 4, "GB/s",
+               lambda q=q, k=k, p=positions, c=cache: aiter.rope(q, k, p, c),
+               lambda q=q, k=k, cos=cos, sin=sin: t_rope_neox(q, k, cos, sin), "eager rotate + cat", False)
+
+
+FAMILIES = {"gemm": gemm_cases, "memory": memory_cases}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", default="gemm,memory", help="families: gemm, memory")
+    parser.add_argument("--m", default="1,16,256", help="rows (tokens) per case")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--variants", default="", help="gemm_a16w16 variants to time forced as well")
+    args = parser.parse_args(argv)
+    ms = [int(x) for x in args.m.split(",")]
+    threads = aiter.library_info()["cpu_threads"]
+    torch.set_num_threads(threads)
+    info = aiter.library_info()
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs; libaiter and PyTorch {torch.__version__} "
+          f"with {threads} threads")
+    print(f"libaiter CPU kernels: {info['cpu_isa']}; vendor libraries: {', '.join(info['cpu_libraries']) or 'none'}; "
+          f"library {info['library_path']}")
+    print(f"{'case':40} {'variant':11} {'ours ms':>9} {'rate':>15} {'peer':>22} {'peer ms':>9} {'rate':>9} "
+          f"{'ratio':>6}")
+    for family in args.ops.split(","):
+        cases = gemm_cases(ms, [v for v in args.variants.split(",") if v]) if family == "gemm" else FAMILIES[family](ms)
+        for name, work, unit, ours, peer, peer_name, is_gemm in cases:
+            t_ours, t_peer = compare(ours, peer, args.rounds, args.reps)
+            variant = last_variant() if is_gemm else "-"
+            scale = 1e-9
+            print(f"{name:40} {variant:11} {t_ours * 1e3:9.3f} {work * scale / t_ours:9.1f} {unit:7} "
+                  f"{peer_name:>22} {t_peer * 1e3:9.3f} {work * scale / t_peer:9.1f} {t_peer / t_ours:6.2f}",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,13 @@
+// Vendor libraries the CPU backend dlopens when present (never links): where
+// each was found, for aiter_library_info.
+#pragma once
+
+namespace aiter {
+namespace cpu {
+
+// The file OpenBLAS's cblas_sgemm came from, or "" (cpu/gemm_openblas.cpp).
+// Calling it opens the library, once per process.
+const char *openblas_location();
+
+}  // namespace cpu
+}  // namespace aiter
