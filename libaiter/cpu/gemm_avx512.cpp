@@ -13,8 +13,8 @@
 // pair.  Sums stay in a 32-bit scratch across K blocks; the store scales,
 // biases and rounds once.
 //
-// bf16 with at most kDotMaxM rows of A takes the dot-product form instead
-// (avx512::bf16_dot_kernel): strips of W rows meet every row of A straight
+// bf16 and int8 with at most kDotMaxM rows of A take the dot-product form
+// instead (avx512::dot_kernel): strips of W rows meet every row of A straight
 // from memory, so W is read once and never packed: with so few rows of A,
 // packing W would cost as much as the products.
 #include <algorithm>
@@ -226,34 +226,61 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, int64_t 
 
 // ---- the dot-product form ---------------------------------------------------------------
 bool use_dot_form(const Plan &p, const Layout &l) {
-  return l.slots == Slots::bf16_pairs && p.a.dtype == DType::bf16 && p.m <= kDotMaxM;
+  const bool bf16 = l.slots == Slots::bf16_pairs && p.a.dtype == DType::bf16;
+  return (bf16 || l.slots == Slots::int16_pairs) && p.m <= kDotMaxM;
+}
+
+// A as the dot kernels read it: bf16 rows in place, int8 rows widened to int16 once.
+struct DotA {
+  std::vector<int16_t> widened;
+  const char *data;
+  int64_t ld, batch_bytes, elem_bytes;  // ld in elements
+  const void *row(int64_t b, int64_t r) const { return data + b * batch_bytes + r * ld * elem_bytes; }
+};
+
+DotA dot_a(const Plan &p) {
+  DotA a;
+  if (p.a.dtype == DType::bf16) {
+    a.data = p.a.data, a.ld = p.a.row_bytes / 2, a.batch_bytes = p.a.batch_bytes, a.elem_bytes = 2;
+    return a;
+  }
+  a.widened.resize(size_t(p.batch * p.m * p.k));
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t r = 0; r < p.m; ++r) {
+      const auto *src = reinterpret_cast<const int8_t *>(p.a.row(b, r));
+      int16_t *dst = a.widened.data() + (b * p.m + r) * p.k;
+      for (int64_t k = 0; k < p.k; ++k) dst[k] = src[k];
+    }
+  a.data = reinterpret_cast<const char *>(a.widened.data());
+  a.ld = p.k, a.batch_bytes = p.m * p.k * 2, a.elem_bytes = 2;
+  return a;
 }
 
 // Rows [n0, n0 + cols) of W against every row of A: groups of up to 4 rows of
 // A, as even as possible, meet blocks of 4 rows of W (the last row repeated
-// past the edge).
-// Per block of 4 rows of W, K goes in blocks of kDotBlockK, so that the rows of
-// A and W a block needs (16 x 1 KB + 4 x 1 KB) stay in L1 while every group
-// of A meets them; the 16-lane partial sums wait in `lanes` between blocks.
+// past the edge).  Per block of 4 rows of W, K goes in blocks of kDotBlockK,
+// so that the rows of A and W a block needs (16 x 1 KB + 4 x 1 KB) stay in L1
+// while every group of A meets them; the 16-lane partial sums wait in `lanes`
+// between blocks.  Sum: float (bf16) or int32_t (int8, exact).
 constexpr int64_t kDotBlockK = 512;
 
-void run_dot_strip(const Plan &p, int64_t b, int64_t n0, int64_t cols) {
+template <class Sum>
+void run_dot_strip(const Plan &p, const Layout &l, const DotA &a, int64_t b, int64_t n0, int64_t cols) {
   constexpr int64_t kPair = avx512::kDotRowsA * avx512::kDotRowsW * 16;  // lanes of one group's kernel call
-  float acc[kDotMaxM * kDotStripN];
-  float lanes[(kDotMaxM / avx512::kDotRowsA) * kPair];
+  Sum acc[kDotMaxM * kDotStripN];
+  Sum lanes[(kDotMaxM / avx512::kDotRowsA) * kPair];
   const int64_t groups = (p.m + avx512::kDotRowsA - 1) / avx512::kDotRowsA;
-  const auto *a = reinterpret_cast<const uint16_t *>(p.a.row(b, 0));
-  const int64_t lda = p.a.row_bytes / 2;
+  const auto *a_rows = static_cast<const char *>(a.row(b, 0));
   for (int64_t j0 = 0; j0 < cols; j0 += avx512::kDotRowsW) {
     const int64_t c = std::min<int64_t>(avx512::kDotRowsW, cols - j0);
-    const uint16_t *w[avx512::kDotRowsW];
+    const void *w[avx512::kDotRowsW];
     for (int64_t k0 = 0; k0 < p.k; k0 += kDotBlockK) {
       for (int64_t j = 0; j < avx512::kDotRowsW; ++j)
-        w[j] = reinterpret_cast<const uint16_t *>(p.w.row(b, n0 + j0 + std::min(j, c - 1))) + k0;
+        w[j] = p.w.row(b, n0 + j0 + std::min(j, c - 1)) + k0 * p.w.elem_bytes;
       for (int64_t g = 0, i0 = 0; g < groups; ++g) {
         const int64_t r = p.m / groups + (g < p.m % groups ? 1 : 0);
-        avx512::bf16_dot_kernel(int(r))(a + i0 * lda + k0, lda, w, std::min(kDotBlockK, p.k - k0), lanes + g * kPair,
-                                        k0 > 0);
+        avx512::dot_kernel(l.slots, int(r), l.vnni)(a_rows + (i0 * a.ld + k0) * a.elem_bytes, a.ld, w,
+                                                    std::min(kDotBlockK, p.k - k0), lanes + g * kPair, k0 > 0);
         i0 += r;
       }
     }
@@ -261,10 +288,10 @@ void run_dot_strip(const Plan &p, int64_t b, int64_t n0, int64_t cols) {
       const int64_t r = p.m / groups + (g < p.m % groups ? 1 : 0);
       for (int64_t i = 0; i < r; ++i)
         for (int64_t j = 0; j < c; ++j) {
-          const float *l = lanes + g * kPair + (i * avx512::kDotRowsW + j) * 16;
-          float s = 0.0f;
-          for (int t = 0; t < 16; ++t) s += l[t];
-          acc[(i0 + i) * kDotStripN + j0 + j] = p.k == 0 ? 0.0f : s;
+          const Sum *lane = lanes + g * kPair + (i * avx512::kDotRowsW + j) * 16;
+          Sum s = 0;
+          for (int t = 0; t < 16; ++t) s += lane[t];
+          acc[(i0 + i) * kDotStripN + j0 + j] = p.k == 0 ? Sum(0) : s;
         }
       i0 += r;
     }
@@ -272,15 +299,21 @@ void run_dot_strip(const Plan &p, int64_t b, int64_t n0, int64_t cols) {
   store_tile(p, b, 0, p.m, n0, cols, acc, kDotStripN);
 }
 
+void run_dot(const Plan &p, const Layout &l) {
+  const DotA a = dot_a(p);
+  const int64_t strips = (p.n + kDotStripN - 1) / kDotStripN;
+  for_each_item(p, strips, [&](int64_t b, int64_t strip) {
+    const int64_t n0 = strip * kDotStripN, cols = std::min(kDotStripN, p.n - n0);
+    if (l.slots == Slots::int16_pairs)
+      run_dot_strip<int32_t>(p, l, a, b, n0, cols);
+    else
+      run_dot_strip<float>(p, l, a, b, n0, cols);
+  });
+}
+
 void run(const Plan &p) {
   const Layout l = layout_for(p);
-  if (use_dot_form(p, l)) {
-    const int64_t strips = (p.n + kDotStripN - 1) / kDotStripN;
-    for_each_item(p, strips, [&](int64_t b, int64_t strip) {
-      run_dot_strip(p, b, strip * kDotStripN, std::min(kDotStripN, p.n - strip * kDotStripN));
-    });
-    return;
-  }
+  if (use_dot_form(p, l)) return run_dot(p, l);
   // Kept from call to call: fresh pages every call cost more than small GEMMs.
   // (The workers reach it through `packed`: a lambda names its own thread's
   // thread_local, not the caller's.)

@@ -149,8 +149,11 @@ __attribute__((target(AITER_TARGET_AVX512))) void pack_block(const uint32_t *src
 
 // ---- the dot-product form ----------------------------------------------------------
 template <int R>
-__attribute__((target(AITER_TARGET_BF16))) void dot_bf16(const uint16_t *a, int64_t lda, const uint16_t *const *w,
-                                                         int64_t kc, float *lanes, bool accumulate) {
+__attribute__((target(AITER_TARGET_BF16))) void dot_bf16(const void *a_v, int64_t lda, const void *const *w_v,
+                                                         int64_t kc, void *lanes_v, bool accumulate) {
+  const uint16_t *a = static_cast<const uint16_t *>(a_v);
+  const uint16_t *const *w = reinterpret_cast<const uint16_t *const *>(w_v);
+  float *lanes = static_cast<float *>(lanes_v);
   __m512 acc[R][kDotRowsW];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
@@ -175,11 +178,48 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_bf16(const uint16_t *a, int6
     for (int j = 0; j < kDotRowsW; ++j) _mm512_storeu_ps(lanes + (i * kDotRowsW + j) * 16, acc[i][j]);
 }
 
+// int16 A against int8 W, 32 elements a step: W's 32 bytes widened to 32 int16 lanes.
+#define AITER_DEFINE_DOT_INT8(NAME, TARGET)                                                                     \
+  template <int R, class Op>                                                                                   \
+  __attribute__((target(TARGET))) void NAME(const void *a_v, int64_t lda, const void *const *w_v, int64_t kc,  \
+                                            void *lanes_v, bool accumulate) {                                  \
+    const int16_t *a = static_cast<const int16_t *>(a_v);                                                      \
+    const int8_t *const *w = reinterpret_cast<const int8_t *const *>(w_v);                                      \
+    int32_t *lanes = static_cast<int32_t *>(lanes_v);                                                          \
+    __m512i acc[R][kDotRowsW];                                                                                 \
+    _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i)                                                        \
+      _Pragma("GCC unroll 4") for (int j = 0; j < kDotRowsW; ++j)                                               \
+        acc[i][j] = accumulate ? _mm512_loadu_si512(lanes + (i * kDotRowsW + j) * 16) : _mm512_setzero_si512(); \
+    for (int64_t k = 0; k < kc; k += 32) {                                                                     \
+      const __mmask32 mask = kc - k >= 32 ? __mmask32(~0u) : __mmask32((1u << (kc - k)) - 1u);                \
+      __m512i av[R];                                                                                           \
+      _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i) av[i] = _mm512_maskz_loadu_epi16(mask, a + i * lda + k); \
+      _Pragma("GCC unroll 4") for (int j = 0; j < kDotRowsW; ++j) {                                             \
+        const __m512i wv = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(mask, w[j] + k));                      \
+        _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i) acc[i][j] = Op::dot(acc[i][j], av[i], wv);        \
+      }                                                                                                        \
+    }                                                                                                          \
+    _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i)                                                        \
+      _Pragma("GCC unroll 4") for (int j = 0; j < kDotRowsW; ++j)                                               \
+        _mm512_storeu_si512(lanes + (i * kDotRowsW + j) * 16, acc[i][j]);                                      \
+  }
+
+AITER_DEFINE_DOT_INT8(dot_int8_avx512, AITER_TARGET_AVX512)
+AITER_DEFINE_DOT_INT8(dot_int8_vnni, AITER_TARGET_VNNI)
+
 }  // namespace
 
-DotKernel bf16_dot_kernel(int rows) {
-  static const DotKernel table[kDotRowsA] = {dot_bf16<1>, dot_bf16<2>, dot_bf16<3>, dot_bf16<4>};
-  return table[rows - 1];
+DotKernel dot_kernel(Slots slots, int rows, bool vnni) {
+  static const DotKernel bf16[kDotRowsA] = {dot_bf16<1>, dot_bf16<2>, dot_bf16<3>, dot_bf16<4>};
+  static const DotKernel int8_vnni[kDotRowsA] = {dot_int8_vnni<1, Int16Vnni>, dot_int8_vnni<2, Int16Vnni>,
+                                                 dot_int8_vnni<3, Int16Vnni>, dot_int8_vnni<4, Int16Vnni>};
+  static const DotKernel int8_madd[kDotRowsA] = {dot_int8_avx512<1, Int16Madd>, dot_int8_avx512<2, Int16Madd>,
+                                                 dot_int8_avx512<3, Int16Madd>, dot_int8_avx512<4, Int16Madd>};
+  switch (slots) {
+    case Slots::bf16_pairs: return bf16[rows - 1];
+    case Slots::int16_pairs: return (vnni ? int8_vnni : int8_madd)[rows - 1];
+    default: return nullptr;
+  }
 }
 
 Kernel kernel(Slots slots, int rows, bool vnni) {
@@ -203,7 +243,7 @@ void pack_panel(const uint32_t *src, int64_t ld, int rows, int64_t groups, int w
 #else  // not x86-64: "cpu.avx512" never runs
 
 Kernel kernel(Slots, int, bool) { return nullptr; }
-DotKernel bf16_dot_kernel(int) { return nullptr; }
+DotKernel dot_kernel(Slots, int, bool) { return nullptr; }
 void pack_panel(const uint32_t *, int64_t, int, int64_t, int, uint32_t *) {}
 
 #endif

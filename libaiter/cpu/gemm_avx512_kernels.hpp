@@ -37,16 +37,19 @@ Kernel kernel(Slots slots, int rows, bool vnni);
 
 // ---- the dot-product form, for a few rows of A -----------------------------------
 // lanes[(i * kDotRowsW + j) * 16 + l] (+)= lane l of dot(a row i, w_rows[j])
-// over kc bf16 elements, for `rows` (1..kDotRowsA) rows of A lda elements
-// apart: each pair summed in 16 fp32 lanes by vdpbf16ps straight from the bf16
-// rows (no packing: with few rows of A, packing W would cost more than the
-// products).  The lanes stay apart across calls (K blocks that fit L1) and are
-// added up by the caller at the end.  Null off x86-64.
+// over kc elements, for `rows` (1..kDotRowsA) rows of A lda elements apart,
+// straight from the rows (no packing: with few rows of A, packing W would cost
+// more than the products):
+//   bf16_pairs   A and W bf16, fp32 lanes by vdpbf16ps
+//   int16_pairs  A int16 (int8 widened once by the caller), W int8, widened
+//                as it is loaded; exact int32 lanes by vpdpwssd / vpmaddwd
+// The lanes stay apart across calls (K blocks that fit L1) and are added up
+// by the caller at the end.  Null off x86-64 and for fp32 slots.
 constexpr int kDotRowsA = 4;
 constexpr int kDotRowsW = 4;
-using DotKernel = void (*)(const uint16_t *a, int64_t lda, const uint16_t *const *w_rows, int64_t kc, float *lanes,
+using DotKernel = void (*)(const void *a, int64_t lda, const void *const *w_rows, int64_t kc, void *lanes,
                            bool accumulate);
-DotKernel bf16_dot_kernel(int rows);
+DotKernel dot_kernel(Slots slots, int rows, bool vnni);
 
 // panel[g * width + r] = src[r * ld + g] for r < rows, g < groups, and 0 for
 // rows <= r < width (width <= kPanelW): `rows` rows of slots, transposed so that
