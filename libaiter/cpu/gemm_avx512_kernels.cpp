@@ -8,8 +8,10 @@
 #define AITER_AVX512_KERNELS 1
 // gcc 12's AVX-512 shuffle intrinsics fill their unused merge operand from a
 // self-initialized "undefined" vector, which -Wuninitialized reports at every use.
+#ifndef __clang__
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #endif
 
 namespace aiter {
