@@ -249,8 +249,9 @@ __device__ __forceinline__ void key_range(const Smem<DK, DV, R> &s, long long fr
     if (s.lo[r] < s.hi[r]) lo = lo < s.lo[r] ? lo : s.lo[r], hi = hi > s.hi[r] ? hi : s.hi[r];
   lo = lo > from ? lo : from;
   hi = hi < to ? hi : to;
-  *first = int(lo);
-  *end = int(hi > lo ? hi : lo);
+  hi = hi > lo ? hi : lo;
+  *first = int(hi == lo ? 0 : lo);  // an empty range is [0, 0): `to` may lie past int's range
+  *end = int(hi == lo ? 0 : hi);
 }
 
 // Rows (s.q, s.lo, s.hi set and synchronized) against keys [first, end) of
@@ -268,7 +269,7 @@ __device__ __forceinline__ void attend(Smem<DK, DV, R> &s, const C *k, const C *
   RowChunks<C, DK> kc;
   RowChunks<C, DV> vc;
   if (first < end) load_tile(kc, vc, k, v, first, end, src, vec);
-  for (int tile = first; tile < end; tile += kKeys) {
+  for (int tile = first; tile < end; tile += end - tile > kKeys ? kKeys : end - tile) {  // no int overflow near 2^31
     sync_block();  // the previous tile is consumed
     chunks_to_smem<C, DK, DK + 4>(kc, &s.k[0][0], sm.k_scale, sm.quant);
     chunks_to_smem<C, DV, DV>(vc, &s.v[0][0], sm.v_scale, sm.quant);
@@ -278,7 +279,7 @@ __device__ __forceinline__ void attend(Smem<DK, DV, R> &s, const C *k, const C *
       if (c % RowChunks<C, DK>::kPerRow == 0) s.key_ok[c / RowChunks<C, DK>::kPerRow] = (kc.ok >> i) & 1u;
     }
     sync_block();
-    if (tile + kKeys < end) load_tile(kc, vc, k, v, tile + kKeys, end, src, vec);  // in flight during the math
+    if (end - tile > kKeys) load_tile(kc, vc, k, v, tile + kKeys, end, src, vec);  // in flight during the math
     score_tile(s, st, tile, sm.softcap);
     sync_block();
     pv_tile(s, acc);
