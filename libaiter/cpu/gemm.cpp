@@ -44,11 +44,14 @@ constexpr int64_t kAvx512SkinnyRows = 2;
 bool skinny_fit(const GemmArgs &g) { return g.m <= kDecodeRows || (g.m < kPrefillRows && g.m * g.k <= kL2Floats); }
 // cpu.avx512 from 3 rows of A on (2 ms against skinny's 6.3 for bf16 at M = 4,
 // N = K = 4096), and at every M for bf16 where vdpbf16ps reads it straight from
-// memory (M = 1: 1.0 ms against 1.5) and for int8 (its dot-product form widens
-// W in registers: M = 1: 1.26 ms against 3.26); fp32 at M = 1 stays with
-// skinny (2.3 ms against 4.1: the packed panels cost more than one row of A saves).
+// memory (M = 1: 1.0 ms against 1.5), for fp8 there (decoded to bf16 in
+// registers), and for int8 (its dot-product form widens W in registers: M = 1:
+// 1.26 ms against 3.26); fp32 at M = 1 stays with skinny (2.3 ms against 4.1:
+// the packed panels cost more than one row of A saves), and so does
+// blockscale, which cpu.avx512 runs in fp32.
 bool avx512_fit(const GemmArgs &g) {
-  const bool bf16_dot = g.in_dtype == DType::bf16 && isa_at_least(Isa::avx512_bf16);
+  const bool bf16_operands = g.in_dtype == DType::bf16 || (is_fp8(g.in_dtype) && !g.block_scaled);
+  const bool bf16_dot = bf16_operands && isa_at_least(Isa::avx512_bf16);
   return g.m > kAvx512SkinnyRows || bf16_dot || g.in_dtype == DType::i8;
 }
 bool packed_fit(const GemmArgs &g) { return g.m >= kPrefillRows && !g.block_scaled; }

@@ -13,7 +13,7 @@
 // pair.  Sums stay in a 32-bit scratch across K blocks; the store scales,
 // biases and rounds once.
 //
-// bf16 and int8 with at most kDotMaxM rows of A take the dot-product form
+// bf16, fp8 and int8 with at most kDotMaxM rows of A take the dot-product form
 // instead (avx512::dot_kernel): strips of W rows meet every row of A straight
 // from memory, so W is read once and never packed: with so few rows of A,
 // packing W would cost as much as the products.
@@ -226,11 +226,30 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, int64_t 
 
 // ---- the dot-product form ---------------------------------------------------------------
 bool use_dot_form(const Plan &p, const Layout &l) {
-  const bool bf16 = l.slots == Slots::bf16_pairs && p.a.dtype == DType::bf16;
-  return (bf16 || l.slots == Slots::int16_pairs) && p.m <= kDotMaxM;
+  return (l.slots == Slots::bf16_pairs || l.slots == Slots::int16_pairs) && p.m <= kDotMaxM;
 }
 
-// A as the dot kernels read it: bf16 rows in place, int8 rows widened to int16 once.
+// The dot kernel's table for fp8 W: the bf16 bits of bytes 0..127, then of byte
+// 0x80; null for other dtypes.
+const uint16_t *dot_w_table(DType dt) {
+  static const auto make = [](const uint16_t *full) {
+    std::vector<uint16_t> t(full, full + 128);
+    t.push_back(full[0x80]);
+    return t;
+  };
+  static const std::vector<uint16_t> e4m3fn = make(fp8_to_bf16_table<e4m3fn_t>());
+  static const std::vector<uint16_t> e4m3fnuz = make(fp8_to_bf16_table<e4m3fnuz_t>());
+  static const std::vector<uint16_t> e5m2 = make(fp8_to_bf16_table<e5m2_t>());
+  switch (dt) {
+    case DType::e4m3fn: return e4m3fn.data();
+    case DType::e4m3fnuz: return e4m3fnuz.data();
+    case DType::e5m2: return e5m2.data();
+    default: return nullptr;
+  }
+}
+
+// A as the dot kernels read it: bf16 rows in place; int8 rows widened to
+// int16, fp8 rows decoded to bf16, once per call (few rows).
 struct DotA {
   std::vector<int16_t> widened;
   const char *data;
@@ -245,11 +264,12 @@ DotA dot_a(const Plan &p) {
     return a;
   }
   a.widened.resize(size_t(p.batch * p.m * p.k));
+  const uint16_t *table = bf16_table(p.a.dtype);  // fp8; null for int8
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t r = 0; r < p.m; ++r) {
-      const auto *src = reinterpret_cast<const int8_t *>(p.a.row(b, r));
+      const auto *src = reinterpret_cast<const uint8_t *>(p.a.row(b, r));
       int16_t *dst = a.widened.data() + (b * p.m + r) * p.k;
-      for (int64_t k = 0; k < p.k; ++k) dst[k] = src[k];
+      for (int64_t k = 0; k < p.k; ++k) dst[k] = table ? int16_t(table[src[k]]) : int16_t(int8_t(src[k]));
     }
   a.data = reinterpret_cast<const char *>(a.widened.data());
   a.ld = p.k, a.batch_bytes = p.m * p.k * 2, a.elem_bytes = 2;
@@ -271,6 +291,7 @@ void run_dot_strip(const Plan &p, const Layout &l, const DotA &a, int64_t b, int
   Sum lanes[(kDotMaxM / avx512::kDotRowsA) * kPair];
   const int64_t groups = (p.m + avx512::kDotRowsA - 1) / avx512::kDotRowsA;
   const auto *a_rows = static_cast<const char *>(a.row(b, 0));
+  const uint16_t *w_table = dot_w_table(p.w.dtype);
   for (int64_t j0 = 0; j0 < cols; j0 += avx512::kDotRowsW) {
     const int64_t c = std::min<int64_t>(avx512::kDotRowsW, cols - j0);
     const void *w[avx512::kDotRowsW];
@@ -279,8 +300,9 @@ void run_dot_strip(const Plan &p, const Layout &l, const DotA &a, int64_t b, int
         w[j] = p.w.row(b, n0 + j0 + std::min(j, c - 1)) + k0 * p.w.elem_bytes;
       for (int64_t g = 0, i0 = 0; g < groups; ++g) {
         const int64_t r = p.m / groups + (g < p.m % groups ? 1 : 0);
-        avx512::dot_kernel(l.slots, int(r), l.vnni)(a_rows + (i0 * a.ld + k0) * a.elem_bytes, a.ld, w,
-                                                    std::min(kDotBlockK, p.k - k0), lanes + g * kPair, k0 > 0);
+        avx512::dot_kernel(l.slots, int(r), l.vnni, w_table != nullptr)(
+            a_rows + (i0 * a.ld + k0) * a.elem_bytes, a.ld, w, std::min(kDotBlockK, p.k - k0), lanes + g * kPair,
+            k0 > 0, w_table);
         i0 += r;
       }
     }

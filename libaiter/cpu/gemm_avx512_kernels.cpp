@@ -152,7 +152,7 @@ __attribute__((target(AITER_TARGET_AVX512))) void pack_block(const uint32_t *src
 // ---- the dot-product form ----------------------------------------------------------
 template <int R>
 __attribute__((target(AITER_TARGET_BF16))) void dot_bf16(const void *a_v, int64_t lda, const void *const *w_v,
-                                                         int64_t kc, void *lanes_v, bool accumulate) {
+                                                         int64_t kc, void *lanes_v, bool accumulate, const uint16_t *) {
   const uint16_t *a = static_cast<const uint16_t *>(a_v);
   const uint16_t *const *w = reinterpret_cast<const uint16_t *const *>(w_v);
   float *lanes = static_cast<float *>(lanes_v);
@@ -180,11 +180,52 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_bf16(const void *a_v, int64_
     for (int j = 0; j < kDotRowsW; ++j) _mm512_storeu_ps(lanes + (i * kDotRowsW + j) * 16, acc[i][j]);
 }
 
+// bf16 A against fp8 W: 32 bytes of W a step, widened to words; bytes 0..63
+// and 64..127 of the table in two pairs of zmm, looked up by vpermt2w on the
+// low 7 bits, the sign put back, byte 0x80 (-0, or fnuz's NaN) from its entry.
+template <int R>
+__attribute__((target(AITER_TARGET_BF16))) void dot_fp8(const void *a_v, int64_t lda, const void *const *w_v,
+                                                        int64_t kc, void *lanes_v, bool accumulate,
+                                                        const uint16_t *table) {
+  const uint16_t *a = static_cast<const uint16_t *>(a_v);
+  const uint8_t *const *w = reinterpret_cast<const uint8_t *const *>(w_v);
+  float *lanes = static_cast<float *>(lanes_v);
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 32);
+  const __m512i t2 = _mm512_loadu_si512(table + 64), t3 = _mm512_loadu_si512(table + 96);
+  const __m512i byte_80 = _mm512_set1_epi16(0x80), value_80 = _mm512_set1_epi16(short(table[128]));
+  __m512 acc[R][kDotRowsW];
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < kDotRowsW; ++j)
+      acc[i][j] = accumulate ? _mm512_loadu_ps(lanes + (i * kDotRowsW + j) * 16) : _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; k += 32) {
+    const __mmask32 mask = kc - k >= 32 ? __mmask32(~0u) : __mmask32((1u << (kc - k)) - 1u);
+    __m512i av[R];
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) av[i] = _mm512_maskz_loadu_epi16(mask, a + i * lda + k);
+#pragma GCC unroll 4
+    for (int j = 0; j < kDotRowsW; ++j) {
+      const __m512i bytes = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, w[j] + k));
+      const __m512i low = _mm512_permutex2var_epi16(t0, bytes, t1), high = _mm512_permutex2var_epi16(t2, bytes, t3);
+      __m512i wv = _mm512_mask_mov_epi16(low, _mm512_test_epi16_mask(bytes, _mm512_set1_epi16(0x40)), high);
+      wv = _mm512_or_si512(wv, _mm512_slli_epi16(_mm512_and_si512(bytes, byte_80), 8));
+      wv = _mm512_mask_mov_epi16(wv, _mm512_cmpeq_epi16_mask(bytes, byte_80), value_80);
+#pragma GCC unroll 16
+      for (int i = 0; i < R; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)wv, (__m512bh)av[i]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < kDotRowsW; ++j) _mm512_storeu_ps(lanes + (i * kDotRowsW + j) * 16, acc[i][j]);
+}
+
 // int16 A against int8 W, 32 elements a step: W's 32 bytes widened to 32 int16 lanes.
 #define AITER_DEFINE_DOT_INT8(NAME, TARGET)                                                                     \
   template <int R, class Op>                                                                                   \
   __attribute__((target(TARGET))) void NAME(const void *a_v, int64_t lda, const void *const *w_v, int64_t kc,  \
-                                            void *lanes_v, bool accumulate) {                                  \
+                                            void *lanes_v, bool accumulate, const uint16_t *) {                \
     const int16_t *a = static_cast<const int16_t *>(a_v);                                                      \
     const int8_t *const *w = reinterpret_cast<const int8_t *const *>(w_v);                                      \
     int32_t *lanes = static_cast<int32_t *>(lanes_v);                                                          \
@@ -211,14 +252,15 @@ AITER_DEFINE_DOT_INT8(dot_int8_vnni, AITER_TARGET_VNNI)
 
 }  // namespace
 
-DotKernel dot_kernel(Slots slots, int rows, bool vnni) {
+DotKernel dot_kernel(Slots slots, int rows, bool vnni, bool fp8_w) {
   static const DotKernel bf16[kDotRowsA] = {dot_bf16<1>, dot_bf16<2>, dot_bf16<3>, dot_bf16<4>};
+  static const DotKernel fp8[kDotRowsA] = {dot_fp8<1>, dot_fp8<2>, dot_fp8<3>, dot_fp8<4>};
   static const DotKernel int8_vnni[kDotRowsA] = {dot_int8_vnni<1, Int16Vnni>, dot_int8_vnni<2, Int16Vnni>,
                                                  dot_int8_vnni<3, Int16Vnni>, dot_int8_vnni<4, Int16Vnni>};
   static const DotKernel int8_madd[kDotRowsA] = {dot_int8_avx512<1, Int16Madd>, dot_int8_avx512<2, Int16Madd>,
                                                  dot_int8_avx512<3, Int16Madd>, dot_int8_avx512<4, Int16Madd>};
   switch (slots) {
-    case Slots::bf16_pairs: return bf16[rows - 1];
+    case Slots::bf16_pairs: return (fp8_w ? fp8 : bf16)[rows - 1];
     case Slots::int16_pairs: return (vnni ? int8_vnni : int8_madd)[rows - 1];
     default: return nullptr;
   }
@@ -245,7 +287,7 @@ void pack_panel(const uint32_t *src, int64_t ld, int rows, int64_t groups, int w
 #else  // not x86-64: "cpu.avx512" never runs
 
 Kernel kernel(Slots, int, bool) { return nullptr; }
-DotKernel dot_kernel(Slots, int, bool) { return nullptr; }
+DotKernel dot_kernel(Slots, int, bool, bool) { return nullptr; }
 void pack_panel(const uint32_t *, int64_t, int, int64_t, int, uint32_t *) {}
 
 #endif

@@ -40,7 +40,10 @@ Kernel kernel(Slots slots, int rows, bool vnni);
 // over kc elements, for `rows` (1..kDotRowsA) rows of A lda elements apart,
 // straight from the rows (no packing: with few rows of A, packing W would cost
 // more than the products):
-//   bf16_pairs   A and W bf16, fp32 lanes by vdpbf16ps
+//   bf16_pairs   A bf16, W bf16 (w_table null) or fp8 (w_table: the bf16 bits
+//                of bytes 0..127, then of byte 0x80), decoded as it is
+//                loaded by two 64-entry table lookups and the sign; fp32
+//                lanes by vdpbf16ps
 //   int16_pairs  A int16 (int8 widened once by the caller), W int8, widened
 //                as it is loaded; exact int32 lanes by vpdpwssd / vpmaddwd
 // The lanes stay apart across calls (K blocks that fit L1) and are added up
@@ -48,8 +51,8 @@ Kernel kernel(Slots slots, int rows, bool vnni);
 constexpr int kDotRowsA = 4;
 constexpr int kDotRowsW = 4;
 using DotKernel = void (*)(const void *a, int64_t lda, const void *const *w_rows, int64_t kc, void *lanes,
-                           bool accumulate);
-DotKernel dot_kernel(Slots slots, int rows, bool vnni);
+                           bool accumulate, const uint16_t *w_table);
+DotKernel dot_kernel(Slots slots, int rows, bool vnni, bool fp8_w);
 
 // panel[g * width + r] = src[r * ld + g] for r < rows, g < groups, and 0 for
 // rows <= r < width (width <= kPanelW): `rows` rows of slots, transposed so that

@@ -279,3 +279,19 @@ def test_a8w8_rejects_bad_arguments(rng):
         aiter.gemm_a8w8(a, w, a_scale, w_scale, out_dtype="int8")
     with pytest.raises(aiter.UnsupportedDtypeError, match="bias: expected dtype float32, float16"):
         aiter.gemm_a8w8(a, w, a_scale, w_scale, rand(rng, (n,), "bfloat16"), out_dtype="float16")
+
+
+@pytest.mark.parametrize("variant", CPU_VARIANTS)
+@pytest.mark.parametrize("fp8", FP8_DTYPES)
+@pytest.mark.parametrize("m", [1, 3, 40])
+def test_a8w8_fp8_every_code(variant, fp8, m):
+    # Every one of the 256 codes of W, NaN and inf included, decodes to its
+    # value (K = 1, so that no code meets another in a sum): the in-register
+    # table lookups of cpu.avx512's dot-product form (m <= 16) and the packed
+    # conversion (m = 40) alike.
+    codes = np.arange(256, dtype=np.uint8).view(np_dtype(fp8)).reshape(256, 1)
+    a = np.ones((m, 1), np.float32).astype(np_dtype(fp8))
+    one = np.ones((1,), np.float32)
+    with forced("gemm_a8w8", variant):
+        got = aiter.gemm_a8w8(a, codes, one, one, out_dtype="float32")
+    np.testing.assert_array_equal(got, np.broadcast_to(f64(codes).reshape(1, 256), (m, 256)))

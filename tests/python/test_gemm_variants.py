@@ -42,7 +42,7 @@ def calls(rng, m, k, n=77):
 # AVX-512: decode-sized M, and medium M with A small enough to stay in L2, go to
 # skinny; prefill-sized M to packed (to tiled for blockscale); medium M with long
 # K to tiled.  With AVX-512, cpu.avx512 takes every M from AVX512_FROM_M on,
-# and bf16 at every M where the CPU has AVX512_BF16.
+# and bf16 and fp8 (not blockscale) at every M where the CPU has AVX512_BF16.
 HEURISTIC = [((1, 45), "cpu.skinny", None), ((16, 3001), "cpu.skinny", None), ((30, 1000), "cpu.skinny", None),
              ((64, 45), "cpu.packed", "cpu.tiled"), ((300, 700), "cpu.packed", "cpu.tiled"),
              ((40, 2001), "cpu.tiled", None)]
@@ -55,7 +55,7 @@ def test_heuristic_choice(rng, op, shape, expected, blockscale_expected):
     calls(rng, *shape)[op]()
     if op == "gemm_a8w8_blockscale" and blockscale_expected:
         expected = blockscale_expected
-    bf16_dot = op in ("gemm_a16w16", "batched_gemm_a16w16") and cpu_isa() == "avx512_bf16"  # any M
+    bf16_dot = op != "gemm_a8w8_blockscale" and cpu_isa() == "avx512_bf16"  # bf16 and fp8: any M
     if runnable("cpu.avx512") and (shape[0] >= AVX512_FROM_M or bf16_dot):
         expected = "cpu.avx512"
     assert last_variant() == (op, expected, 0)
