@@ -8,9 +8,14 @@ Every case times libaiter and what a PyTorch user would write on the same
 tensors (F.linear for the GEMMs, torch._int_mm where it exists, else an fp32
 F.linear of the same shape, for int8; eager expressions for the fused ops) in
 blocks: `reps` calls of ours, then `reps` of the peer, `rounds` times, and
-takes each side's median.  Blocks rather than alternating single calls,
-because PyTorch's OpenMP workers spin for a while after each call and take a
-core from whatever runs next.  Both use every CPU thread (torch.set_num_threads
+takes each side's fastest call (--stat median for the median).  Blocks rather
+than alternating single calls, because PyTorch's OpenMP workers spin for a
+while after each call and take a core from whatever runs next.  The fastest
+call rather than the median, because on a machine whose two cores other
+processes share, a call that loses a core to them waits out a scheduler tick,
+PyTorch's statically split OpenMP regions more than libaiter's dynamically
+shared chunks (medians of 8, 16 or 48 ms for 0.02-0.6 ms of work were seen):
+the minimum measures what each can do, not the neighbours.  Both use every CPU thread (torch.set_num_threads
 = AITER_NUM_THREADS = the CPU's).  Printed: ms, GFLOP/s (GEMMs) or GB/s (bytes
 an ideal kernel reads + writes), and the ratio peer time / ours (> 1: libaiter
 faster), with the CPU model, the instruction-set level the CPU kernels use and
@@ -60,13 +65,13 @@ def timed(fn, reps):
     return times
 
 
-def compare(ours, peer, rounds, reps):
+def compare(ours, peer, rounds, reps, stat):
     ours(), peer()  # warm up: first-touch pages, one-time setup on both sides
     t_ours, t_peer = [], []
     for _ in range(rounds):
         t_ours += timed(ours, reps)
         t_peer += timed(peer, reps)
-    return statistics.median(t_ours), statistics.median(t_peer)
+    return stat(t_ours), stat(t_peer)
 
 
 # ---- the cases: (name, work, unit, ours, peer, peer name) ------------------------------
@@ -179,13 +184,16 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--variants", default="", help="gemm_a16w16 variants to time forced as well")
+    parser.add_argument("--stat", choices=["min", "median"], default="min")
     args = parser.parse_args(argv)
     ms = [int(x) for x in args.m.split(",")]
     threads = aiter.library_info()["cpu_threads"]
     torch.set_num_threads(threads)
     info = aiter.library_info()
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs; libaiter and PyTorch {torch.__version__} "
-          f"with {threads} threads")
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; CPU: {cpu_model()}, {os.cpu_count()} logical "
+          f"CPUs; libaiter and PyTorch {torch.__version__} with {threads} threads; load average "
+          f"{os.getloadavg()[0]:.2f} (other processes share these cores)")
+    print(f"times: the {args.stat} of {args.rounds} rounds x {args.reps} calls per side")
     print(f"libaiter CPU kernels: {info['cpu_isa']}; vendor libraries: {', '.join(info['cpu_libraries']) or 'none'}; "
           f"library {info['library_path']}")
     print(f"{'case':40} {'variant':11} {'ours ms':>9} {'rate':>15} {'peer':>22} {'peer ms':>9} {'rate':>9} "
@@ -193,12 +201,13 @@ def main(argv=None):
     for family in args.ops.split(","):
         cases = gemm_cases(ms, [v for v in args.variants.split(",") if v]) if family == "gemm" else FAMILIES[family](ms)
         for name, work, unit, ours, peer, peer_name, is_gemm in cases:
-            t_ours, t_peer = compare(ours, peer, args.rounds, args.reps)
+            t_ours, t_peer = compare(ours, peer, args.rounds, args.reps, {"min": min, "median": statistics.median}[args.stat])
             variant = last_variant() if is_gemm else "-"
             scale = 1e-9
             print(f"{name:40} {variant:11} {t_ours * 1e3:9.3f} {work * scale / t_ours:9.1f} {unit:7} "
                   f"{peer_name:>22} {t_peer * 1e3:9.3f} {work * scale / t_peer:9.1f} {t_peer / t_ours:6.2f}",
                   flush=True)
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     return 0
 
 

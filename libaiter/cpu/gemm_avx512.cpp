@@ -3,7 +3,9 @@
 // (cpu/gemm_avx512_kernels.hpp):
 //   bf16, fp8     bf16 pairs, vdpbf16ps (fp8 is exact in bf16); fp32 slots
 //                 where the CPU lacks AVX512_BF16 (AITER_CPU_ISA=avx512)
-//   int8          int16 pairs, vpdpwssd (or vpmaddwd): exact int32 sums
+//   int8          int8 quads, vpdpbusd on AVX512_VNNI (W made uint8 by adding
+//                 128, whose 128 sum(a) comes off at the end; K <= 65536), else
+//                 int16 pairs, vpdpwssd (or vpmaddwd): exact int32 sums
 //   fp32, fp16    fp32 slots, vfmadd; so is blockscale, whose group scales are
 //                 multiplied into the fp32 copies of A and W
 // A is packed once per call into panels of up to 14 rows (all of K).  Work
@@ -40,19 +42,24 @@ constexpr int64_t kChunkN = 128;     // columns of W per work item
 constexpr int64_t kMaxRowsM = 770;   // rows of A per work item (55 panels of 14)
 constexpr int64_t kDotMaxM = 16;     // the dot-product form up to here
 constexpr int64_t kDotStripN = 16;   // rows of W per work item of the dot-product form
-constexpr int64_t kMaxExactInt8K = 131071;  // K * 128 * 128 < 2^31: int32 sums stay exact
+constexpr int64_t kMaxExactInt8K = 131071;
+constexpr int64_t kMaxQuadsK = 65536;  // K * 255 * 128 < 2^31: (w + 128) a sums stay exact  // K * 128 * 128 < 2^31: int32 sums stay exact
 static_assert(kSlotsK % kScaleBlock == 0 || kScaleBlock % kSlotsK == 0, "K blocks hold whole scale groups");
 
 // ---- the slots of a dtype ----------------------------------------------------------
 Slots slots_for(const Plan &p) {
-  if (p.int8) return Slots::int16_pairs;
+  if (p.int8) {
+    const bool quads = isa_at_least(Isa::avx512_bf16) && p.k <= kMaxQuadsK && p.m > kDotMaxM;  // dot form: pairs
+    return quads ? Slots::int8_quads : Slots::int16_pairs;
+  }
   const DType dt = p.a.dtype;
   const bool bf16_exact = dt == DType::bf16 || dt == DType::e4m3fn || dt == DType::e4m3fnuz || dt == DType::e5m2;
   if (bf16_exact && !p.block_scaled() && isa_at_least(Isa::avx512_bf16)) return Slots::bf16_pairs;
   return Slots::fp32;
 }
 
-int64_t per_slot(Slots s) { return s == Slots::fp32 ? 1 : 2; }
+int64_t per_slot(Slots s) { return s == Slots::fp32 ? 1 : s == Slots::int8_quads ? 4 : 2; }
+bool int32_sums(Slots s) { return s == Slots::int16_pairs || s == Slots::int8_quads; }
 
 // bf16 bits of every fp8 byte (exact: fp8's 2-3 mantissa bits and exponent range fit bf16).
 template <class F8>
@@ -96,8 +103,26 @@ void pair_row(const Operand &op, const char *src, int64_t kc, uint16_t *dst) {
 // Rows [row0, row0 + rows), columns [k0, k0 + kc) of matrix b as rows of slots,
 // `*ld` slots apart: in place where the operand already is in slot form, else
 // converted into `scratch` (rows kSlotsK apart).
+// One row's kc int8 as quads in `dst`: W's made uint8 (+ 128, the top bit
+// flipped), A's as they are; zeros pad the last quad.
+void quad_row(const char *src, int64_t kc, bool is_w, uint8_t *dst) {
+  const uint8_t flip = is_w ? 0x80 : 0x00;
+  for (int64_t k = 0; k < kc; ++k) dst[k] = uint8_t(src[k]) ^ flip;
+  for (int64_t k = kc; k % 4; ++k) dst[k] = 0;
+}
+
 const uint32_t *slot_rows(const Operand &op, Slots slots, int64_t b, int64_t row0, int64_t rows, int64_t k0,
-                          int64_t kc, uint32_t *scratch, int64_t *ld) {
+                          int64_t kc, uint32_t *scratch, int64_t *ld, bool is_w) {
+  if (slots == Slots::int8_quads) {
+    if (!is_w && kc % 4 == 0 && op.row_bytes % 4 == 0) {
+      *ld = op.row_bytes / 4;
+      return reinterpret_cast<const uint32_t *>(op.row(b, row0) + k0);
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      quad_row(op.row(b, row0 + r) + k0, kc, is_w, reinterpret_cast<uint8_t *>(scratch + r * kSlotsK));
+    *ld = kSlotsK;
+    return scratch;
+  }
   if (slots == Slots::fp32) {
     const float *f = fp32_rows(op, b, row0, rows, k0, kc, reinterpret_cast<float *>(scratch), kSlotsK, true, ld);
     return reinterpret_cast<const uint32_t *>(f);
@@ -153,7 +178,8 @@ void pack_a(const Plan &p, const Layout &l, uint32_t *packed) {
       for (int64_t k0 = 0, kb = 0; k0 < p.k; k0 += k_elems, ++kb) {
         const int64_t kc = std::min(k_elems, p.k - k0), groups = (kc + l.per_slot - 1) / l.per_slot;
         int64_t ld;
-        const uint32_t *src = slot_rows(p.a, l.slots, b, l.panels.start(q), rows, k0, kc, scratch.data(), &ld);
+        const uint32_t *src =
+            slot_rows(p.a, l.slots, b, l.panels.start(q), rows, k0, kc, scratch.data(), &ld, false);
         avx512::pack_panel(src, ld, int(rows), groups, int(rows), panel + kb * kSlotsK * rows);
       }
     }
@@ -190,7 +216,24 @@ struct Scratch {
   std::vector<uint32_t> acc = std::vector<uint32_t>(size_t((kMaxRowsM + kMaxRowsA) * kChunkN));
 };
 
-void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, int64_t b, int64_t block_m, int64_t n0) {
+// int8 quads: 128 sum(a) of each row of A, which the (w + 128) a sums hold too.
+std::vector<int32_t> quad_offsets(const Plan &p, const Layout &l) {
+  std::vector<int32_t> offsets;
+  if (l.slots != Slots::int8_quads) return offsets;
+  offsets.resize(size_t(p.batch * p.m));
+  parallel_for(p.batch * p.m, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const auto *a = reinterpret_cast<const int8_t *>(p.a.row(row / p.m, row % p.m));
+      int32_t sum = 0;
+      for (int64_t k = 0; k < p.k; ++k) sum += a[k];
+      offsets[size_t(row)] = 128 * sum;
+    }
+  });
+  return offsets;
+}
+
+void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, const int32_t *quad_offsets, int64_t b,
+              int64_t block_m, int64_t n0) {
   thread_local Scratch s;
   const int64_t cols = std::min(kChunkN, p.n - n0), panels_w = (cols + kPanelW - 1) / kPanelW;
   const int64_t q0 = block_m * l.panels_per_block, q1 = std::min(l.panels.count, q0 + l.panels_per_block);
@@ -201,7 +244,7 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, int64_t 
     for (int64_t j = 0; j < panels_w; ++j) {
       const int64_t rows = std::min<int64_t>(kPanelW, cols - j * kPanelW);
       int64_t ld;
-      const uint32_t *src = slot_rows(p.w, l.slots, b, n0 + j * kPanelW, rows, k0, kc, s.staged.data(), &ld);
+      const uint32_t *src = slot_rows(p.w, l.slots, b, n0 + j * kPanelW, rows, k0, kc, s.staged.data(), &ld, true);
       avx512::pack_panel(src, ld, int(rows), groups, kPanelW, s.w.data() + j * kSlotsK * kPanelW);
     }
     const int64_t next_k0 = k0 + k_elems;
@@ -218,7 +261,12 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, int64_t 
       }
   }
   const int64_t rows = l.panels.start(q1 - 1) + l.panels.rows(q1 - 1) - m0;
-  if (l.slots == Slots::int16_pairs)
+  if (quad_offsets != nullptr) {
+    auto *acc = reinterpret_cast<int32_t *>(s.acc.data());
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) acc[i * kChunkN + j] -= quad_offsets[b * p.m + m0 + i];
+  }
+  if (int32_sums(l.slots))
     store_tile(p, b, m0, rows, n0, cols, reinterpret_cast<const int32_t *>(s.acc.data()), kChunkN);
   else
     store_tile(p, b, m0, rows, n0, cols, reinterpret_cast<const float *>(s.acc.data()), kChunkN);
@@ -343,9 +391,11 @@ void run(const Plan &p) {
   packed_a.resize(size_t(p.batch * p.m * l.slots_k));
   const uint32_t *packed = packed_a.data();
   pack_a(p, l, packed_a.data());
+  const std::vector<int32_t> offsets = quad_offsets(p, l);
+  const int32_t *offset = offsets.empty() ? nullptr : offsets.data();
   const int64_t chunks_n = (p.n + kChunkN - 1) / kChunkN;
   for_each_item(p, l.blocks_m * chunks_n, [&](int64_t b, int64_t item) {
-    run_item(p, l, packed, b, item % l.blocks_m, (item / l.blocks_m) * kChunkN);
+    run_item(p, l, packed, offset, b, item % l.blocks_m, (item / l.blocks_m) * kChunkN);
   });
 }
 

@@ -44,6 +44,11 @@ struct Int16Vnni {
     return _mm512_dpwssd_epi32(acc, w, a);
   }
 };
+struct Int8Quads {  // W's uint8 quads (second operand) times A's int8 broadcast (the last)
+  __attribute__((target(AITER_TARGET_VNNI), always_inline)) static __m512i dot(__m512i acc, __m512i a, __m512i w) {
+    return _mm512_dpbusd_epi32(acc, w, a);
+  }
+};
 struct Int16Madd {  // the same sums without VNNI: two products per lane, then an add
   __attribute__((target(AITER_TARGET_AVX512), always_inline)) static __m512i dot(__m512i acc, __m512i a, __m512i w) {
     return _mm512_add_epi32(acc, _mm512_madd_epi16(a, w));
@@ -96,6 +101,7 @@ AITER_PANEL_TABLE(panel_avx512, Fp32Fma)
 AITER_PANEL_TABLE(panel_avx512, Int16Madd)
 AITER_PANEL_TABLE(panel_bf16, Bf16Dot)
 AITER_PANEL_TABLE(panel_vnni, Int16Vnni)
+AITER_PANEL_TABLE(panel_vnni, Int8Quads)
 
 // ---- the packer ------------------------------------------------------------------
 // 16 rows of 16 slots transposed in registers: after the 32-bit and 64-bit
@@ -272,6 +278,7 @@ Kernel kernel(Slots slots, int rows, bool vnni) {
     case Slots::fp32: return panel_avx512_Fp32Fma[i];
     case Slots::bf16_pairs: return panel_bf16_Bf16Dot[i];
     case Slots::int16_pairs: return vnni ? panel_vnni_Int16Vnni[i] : panel_avx512_Int16Madd[i];
+    case Slots::int8_quads: return vnni ? panel_vnni_Int8Quads[i] : nullptr;
   }
   return nullptr;
 }

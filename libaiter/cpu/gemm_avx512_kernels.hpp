@@ -19,6 +19,8 @@ enum class Slots {
   fp32,        // one fp32 per slot, vfmadd
   bf16_pairs,  // two bf16, vdpbf16ps (AVX512_BF16), fp32 sums
   int16_pairs, // two int16, vpdpwssd (AVX512_VNNI) or vpmaddwd + vpaddd, exact int32 sums
+  int8_quads,  // four int8: W as uint8 (w + 128), A as int8; vpdpbusd (AVX512_VNNI),
+               // exact int32 sums of (w + 128) a, from which the caller takes 128 sum(a)
 };
 
 constexpr int kPanelW = 32;    // columns of W per panel: two zmm of 16 lanes

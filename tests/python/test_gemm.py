@@ -127,14 +127,34 @@ def test_a8w8_int8_is_exact(rng, variant, m, k):
 
 
 @pytest.mark.parametrize("variant", CPU_VARIANTS)
-def test_a8w8_int8_extreme_sums(variant):
+@pytest.mark.parametrize("m", [2, 20])
+@pytest.mark.parametrize("a_value, w_value", [(-128, -128), (-128, 127), (127, -128), (127, 127)])
+def test_a8w8_int8_extreme_sums(variant, m, a_value, w_value):
     # The largest products over many blocks of K: 2049 * (-128)^2 = 2^25 + 2^14,
-    # exact only when block sums are added in integers.
-    a = np.full((2, 2049), -128, np.int8)
-    w = np.full((3, 2049), -128, np.int8)
+    # exact only when block sums are added in integers; and the extremes of
+    # cpu.avx512's uint8 quads (m = 20), where w + 128 is 0 or 255 and
+    # 128 sum(a) comes off at the end.
+    k = 2049
+    a = np.full((m, k), a_value, np.int8)
+    w = np.full((3, k), w_value, np.int8)
     with forced("gemm_a8w8", variant):
         got = aiter.gemm_a8w8(a, w, np.ones((1,), np.float32), np.ones((1, 1), np.float32), out_dtype="float32")
-    np.testing.assert_array_equal(got, np.full((2, 3), 2.0**25 + 2.0**14))
+    # The exact sum, rounded once to the fp32 output.
+    np.testing.assert_array_equal(got, np.full((m, 3), np.float32(k * a_value * w_value)))
+
+
+@pytest.mark.parametrize("k", [65536, 65537])
+def test_a8w8_int8_longest_k_of_the_quads(rng, k):
+    # cpu.avx512 sums uint8 quads up to K = 65536 and int16 pairs past it; both
+    # exact at the extremes: 65536 * 255 * 128 is just below 2^31.
+    a = np.full((20, k), -128, np.int8)
+    a[1] = rand_int8(rng, (k,))
+    w = np.full((2, k), 127, np.int8)
+    w[1] = rand_int8(rng, (k,))
+    with forced("gemm_a8w8", "cpu.avx512"):
+        got = aiter.gemm_a8w8(a, w, np.ones((1,), np.float32), np.ones((1, 1), np.float32), out_dtype="float32")
+    exact = a.astype(np.int64) @ w.astype(np.int64).T
+    np.testing.assert_array_equal(got, exact.astype(np.float32))
 
 
 def scales(rng, kind, m, n):
