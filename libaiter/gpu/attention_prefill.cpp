@@ -1,5 +1,7 @@
-// GPU launcher of prefill attention (kernels/attention/prefill.cu): blocks of 16
-// rows (query token, query head) x kv heads.
+// GPU launcher of prefill attention: on NVIDIA, 16-bit types and head dims 64 or
+// 128, the tensor-core kernel (kernels/attention/prefill_mma.cu: blocks of 64
+// query tokens x query heads); otherwise the portable one (prefill.cu: blocks of
+// 16 rows (query token, query head) x kv heads).
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -12,7 +14,8 @@ namespace gpu {
 namespace {
 
 constexpr unsigned kThreads = 128;  // the kernels' block
-constexpr int64_t kRows = 16;       // rows a block
+constexpr int64_t kRows = 16;       // rows a block of the portable kernel
+constexpr int64_t kMmaTokens = 64;  // query tokens a block of the tensor-core kernel
 constexpr int64_t kMaxGridY = 65535;
 
 // The kernel's head-dim suffix: "d128", or "d192v128" where v's differs.
@@ -20,6 +23,22 @@ std::string head_dims(const AttentionShape &s) {
   std::string name = "d" + std::to_string(s.head_dim);
   if (s.v_head_dim != s.head_dim) name += "v" + std::to_string(s.v_head_dim);
   return name;
+}
+
+// The tensor-core kernel (prefill_mma.cu, NVIDIA only): 16-bit types, equal head
+// dims of 64 or 128, rows of q, k, v on 16-byte boundaries (cp.async copies) and
+// of out on 4-byte ones (paired stores).
+bool can_use_mma(const PrefillArgs &a, const GpuCall &call) {
+  const AttentionShape &sh = a.shape;
+  if (call.device.device_type != kDLCUDA || (a.dtype != DType::bf16 && a.dtype != DType::f16)) return false;
+  if (sh.head_dim != sh.v_head_dim || (sh.head_dim != 64 && sh.head_dim != 128) || sh.q_heads > kMaxGridY)
+    return false;
+  const bool out_pairs = reinterpret_cast<uintptr_t>(a.out) % 4 == 0 &&
+                         (a.total_q <= 1 || a.out_strides.token % 2 == 0) &&
+                         (sh.q_heads <= 1 || a.out_strides.head % 2 == 0);
+  return out_pairs && rows_aligned16(a.q, a.q_strides, a.total_q, sh.q_heads, 8) &&
+         rows_aligned16(a.k, a.k_strides, a.total_k, sh.kv_heads, 8) &&
+         rows_aligned16(a.v, a.v_strides, a.total_k, sh.kv_heads, 8);
 }
 
 }  // namespace
@@ -53,6 +72,11 @@ aiter_status prefill_attention(const PrefillArgs &a, const GpuCall &call) {
   const int64_t per16 = 16 / dtype_size(a.dtype);
   p.vec = rows_aligned16(a.k, a.k_strides, a.total_k, sh.kv_heads, per16) &&
           rows_aligned16(a.v, a.v_strides, a.total_k, sh.kv_heads, per16);
+  if (can_use_mma(a, call)) {
+    const int64_t tiles = (a.total_q + kMmaTokens - 1) / kMmaTokens;
+    const std::string variant = std::string("mma.") + dtype_tag(a.dtype) + "." + head_dims(sh);
+    return launch(call, "prefill_attention", variant, Dim3{unsigned(tiles), unsigned(sh.q_heads), 1}, kThreads, p);
+  }
   const std::string variant = std::string("generic.") + dtype_tag(a.dtype) + "." + head_dims(sh);
   return launch(call, "prefill_attention", variant, Dim3{unsigned(blocks), unsigned(sh.kv_heads), 1}, kThreads, p);
 }

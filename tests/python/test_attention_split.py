@@ -50,18 +50,22 @@ def test_prefill_long_and_gqa_ratios(rng, device, ratio):
 
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("softcap", [0.0, 5.0])
-def test_prefill_lse_and_softcap(rng, device, causal, softcap):
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])  # bf16: the tensor-core kernel on NVIDIA
+def test_prefill_lse_and_softcap(rng, device, causal, softcap, dtype):
     hq, hkv, d = 4, 2, 128
-    lens_q, lens_k = [3, 0, 9, 1, 40], [10, 4, 9, 0, 70]  # a sequence with queries but no keys
+    lens_q, lens_k = [3, 0, 9, 1, 40, 70], [10, 4, 9, 0, 70, 150]  # a sequence with queries but no keys
     cu_q, cu_k = cu_seqlens(lens_q), cu_seqlens(lens_k)
-    q = rand(rng, (cu_q[-1], hq, d), "float32", scale=3.0)
-    k, v = rand(rng, (cu_k[-1], hkv, d), "float32"), rand(rng, (cu_k[-1], hkv, d), "float32")
+    q = rand(rng, (cu_q[-1], hq, d), dtype, scale=3.0)
+    k, v = rand(rng, (cu_k[-1], hkv, d), dtype), rand(rng, (cu_k[-1], hkv, d), dtype)
     lse = poisoned_on((cu_q[-1], hq), "float32", device)
     out, got_lse = aiter.prefill_attention(*dev(device, q, k, v, cu_q, cu_k), causal=causal, softcap=softcap,
                                            lse=lse, window_left=30)
     assert got_lse is lse
     ref, ref_lse = prefill_ref(q, k, v, cu_q, cu_k, d ** -0.5, causal, 30, softcap, with_lse=True)
-    assert_close(out, ref, "float32", rtol=1e-4, atol=1e-4)
+    if dtype == "float32":
+        assert_close(out, ref, "float32", rtol=1e-4, atol=1e-4)
+    else:
+        assert_close(out, ref, dtype)
     got_lse = f64(lse)
     assert (np.isinf(got_lse) == np.isinf(ref_lse)).all(), "rows that see no key get -inf"
     finite = np.isfinite(ref_lse)
@@ -251,16 +255,18 @@ def test_decode_gpu_skips_bad_indices(rng):
 
 
 @pytest.mark.gpu
-def test_prefill_gpu_inconsistent_cu_seqlens(rng):
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])  # the portable and the tensor-core kernel
+def test_prefill_gpu_inconsistent_cu_seqlens(rng, dtype):
     """cu_seqlens the host cannot check: rows of a sequence whose bounds are out
     of range get zeros, the others are right, nothing is read out of bounds."""
     cuda_torch()
     cu_good = cu_seqlens([5, 6, 7])
     cu_bad = cu_good.copy()
     cu_bad[2] = 10 ** 6  # sequences 1 and 2 now have impossible bounds
-    q, k, v = (rand(rng, (18, 2, 64), "float32") for _ in range(3))
+    q, k, v = (rand(rng, (18, 2, 64), dtype) for _ in range(3))
     out = aiter.prefill_attention(*dev("cuda", q, k, v, cu_bad, cu_good))
     got = f64(out)
     ref = prefill_ref(q, k, v, cu_good, cu_good, 64 ** -0.5)
-    np.testing.assert_allclose(got[:5], ref[:5], rtol=1e-4, atol=1e-4)
+    assert_close(got[:5], ref[:5], dtype, rtol=1e-4 if dtype == "float32" else None,
+                 atol=1e-4 if dtype == "float32" else None)
     assert (got[5:] == 0).all()
