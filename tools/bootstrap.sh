@@ -2,7 +2,8 @@
 # The README's two commands:
 #   tools/bootstrap.sh demo   install libaiter into .venv and run `python -m aiter demo`
 #   tools/bootstrap.sh test   install it with the test tools and run every test (C and Python),
-#                             then the packaging checks (tools/check_packaging.sh)
+#                             the sanitized checks (tools/sanitized_checks.sh), then the
+#                             packaging checks (tools/check_packaging.sh)
 # Works on a fresh Debian/Ubuntu machine with Python >= 3.10: the compiler and
 # venv support come from apt when missing (through sudo when not root).
 set -euo pipefail
@@ -58,5 +59,7 @@ meson setup build-test -Dpython=disabled -Dgpu_targets=none -Djax=disabled >/dev
 meson test -C build-test --print-errorlogs
 # From /tmp, so `import aiter` is the installed package, not a source folder.
 (cd /tmp && "$OLDPWD/$venv/bin/python" -m pytest -q -p no:cacheprovider "$OLDPWD/tests/python")
+# The CPU backend again under AddressSanitizer + UBSan: C tests, the op suites, a bounded fuzz run.
+tools/sanitized_checks.sh "$venv/bin/python"
 # Debian packages, the wheel in a fresh venv, the conda recipe and package.
 tools/check_packaging.sh "$wheel"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The GPU suite under NVIDIA's compute-sanitizer, on a machine with an NVIDIA GPU
+# and a build tree (meson setup build -Dgpu_targets=sm_90a && ninja -C build):
+#   tools/gpu_sanitizer.sh TOOL [PYTEST ARGS...]
+# TOOL is memcheck, racecheck, initcheck or synccheck; the pytest arguments pick
+# the tests (default: every GPU test).  Tests run in parallel worker processes
+# (pytest-xdist where installed), each under the sanitizer; any report fails the
+# run.  The log goes to $OUT/sanitizer_TOOL.log (default ./gpu-results).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tool=${1:?usage: tools/gpu_sanitizer.sh memcheck|racecheck|initcheck|synccheck [pytest args]}
+shift
+out=${OUT:-$PWD/gpu-results}
+mkdir -p "$out"
+if ! python3 -c 'import cffi' 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --target /tmp/aiter-site .wheels/*.whl || exit 1
+  export PYTHONPATH=/tmp/aiter-site
+fi
+export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} AITER_LIBRARY=$PWD/build/libaiter.so.0 PYTHONUNBUFFERED=1
+tests=("$@")
+[ ${#tests[@]} -gt 0 ] || tests=(tests/python)
+workers=()
+python3 -c 'import xdist' 2>/dev/null && workers=(-n "${SANITIZER_WORKERS:-8}")
+logs=$(mktemp -d /tmp/aiter-sanitizer.XXXXXX)  # one log a process
+extra=()
+[ "$tool" = racecheck ] && extra=(--racecheck-report all)
+compute-sanitizer --tool "$tool" "${extra[@]}" --target-processes all --error-exitcode 86 \
+  --print-limit 50 --log-file "$logs/%p.log" \
+  python3 -m pytest -q -p no:cacheprovider -m gpu "${workers[@]}" "${tests[@]}" 2>&1 | tee "$out/sanitizer_${tool}.log"
+status=${PIPESTATUS[0]}
+cat "$logs"/*.log >> "$out/sanitizer_${tool}.log"
+# One summary line per process: "ERROR SUMMARY: N errors".
+echo "== $tool: processes by their summary line"
+grep -h "ERROR SUMMARY" "$logs"/*.log | sort | uniq -c
+exit "$status"
