@@ -340,16 +340,18 @@ void run_dot_strip(const Plan &p, const Layout &l, const DotA &a, int64_t b, int
   const int64_t groups = (p.m + avx512::kDotRowsA - 1) / avx512::kDotRowsA;
   const auto *a_rows = static_cast<const char *>(a.row(b, 0));
   const uint16_t *w_table = dot_w_table(p.w.dtype);
+  // One group of A meets each block of W once: nothing to keep in L1, K in one go.
+  const int64_t block_k = groups == 1 ? std::max<int64_t>(p.k, 1) : kDotBlockK;
   for (int64_t j0 = 0; j0 < cols; j0 += avx512::kDotRowsW) {
     const int64_t c = std::min<int64_t>(avx512::kDotRowsW, cols - j0);
     const void *w[avx512::kDotRowsW];
-    for (int64_t k0 = 0; k0 < p.k; k0 += kDotBlockK) {
+    for (int64_t k0 = 0; k0 < p.k; k0 += block_k) {
       for (int64_t j = 0; j < avx512::kDotRowsW; ++j)
         w[j] = p.w.row(b, n0 + j0 + std::min(j, c - 1)) + k0 * p.w.elem_bytes;
       for (int64_t g = 0, i0 = 0; g < groups; ++g) {
         const int64_t r = p.m / groups + (g < p.m % groups ? 1 : 0);
         avx512::dot_kernel(l.slots, int(r), l.vnni, w_table != nullptr)(
-            a_rows + (i0 * a.ld + k0) * a.elem_bytes, a.ld, w, std::min(kDotBlockK, p.k - k0), lanes + g * kPair,
+            a_rows + (i0 * a.ld + k0) * a.elem_bytes, a.ld, w, std::min(block_k, p.k - k0), lanes + g * kPair,
             k0 > 0, w_table);
         i0 += r;
       }
