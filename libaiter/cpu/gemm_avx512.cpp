@@ -76,11 +76,22 @@ const uint16_t *fp8_to_bf16_table() {
   return table.data();
 }
 
-const uint16_t *bf16_table(DType dt) {
+
+// The fp8 decoding table of the kernels (avx512::decode_fp8_row, the dot kernels): the bf16 bits of bytes 0..127, then of byte
+// 0x80; null for other dtypes.
+const uint16_t *dot_w_table(DType dt) {
+  static const auto make = [](const uint16_t *full) {
+    std::vector<uint16_t> t(full, full + 128);
+    t.push_back(full[0x80]);
+    return t;
+  };
+  static const std::vector<uint16_t> e4m3fn = make(fp8_to_bf16_table<e4m3fn_t>());
+  static const std::vector<uint16_t> e4m3fnuz = make(fp8_to_bf16_table<e4m3fnuz_t>());
+  static const std::vector<uint16_t> e5m2 = make(fp8_to_bf16_table<e5m2_t>());
   switch (dt) {
-    case DType::e4m3fn: return fp8_to_bf16_table<e4m3fn_t>();
-    case DType::e4m3fnuz: return fp8_to_bf16_table<e4m3fnuz_t>();
-    case DType::e5m2: return fp8_to_bf16_table<e5m2_t>();
+    case DType::e4m3fn: return e4m3fn.data();
+    case DType::e4m3fnuz: return e4m3fnuz.data();
+    case DType::e5m2: return e5m2.data();
     default: return nullptr;
   }
 }
@@ -93,9 +104,7 @@ void pair_row(const Operand &op, const char *src, int64_t kc, uint16_t *dst) {
     const int8_t *s = reinterpret_cast<const int8_t *>(src);
     for (int64_t k = 0; k < kc; ++k) dst[k] = uint16_t(int16_t(s[k]));
   } else {
-    const uint16_t *table = bf16_table(op.dtype);
-    const uint8_t *s = reinterpret_cast<const uint8_t *>(src);
-    for (int64_t k = 0; k < kc; ++k) dst[k] = table[s[k]];
+    avx512::decode_fp8_row(reinterpret_cast<const uint8_t *>(src), kc, dot_w_table(op.dtype), dst);
   }
   if (kc % 2) dst[kc] = 0;
 }
@@ -277,25 +286,6 @@ bool use_dot_form(const Plan &p, const Layout &l) {
   return (l.slots == Slots::bf16_pairs || l.slots == Slots::int16_pairs) && p.m <= kDotMaxM;
 }
 
-// The dot kernel's table for fp8 W: the bf16 bits of bytes 0..127, then of byte
-// 0x80; null for other dtypes.
-const uint16_t *dot_w_table(DType dt) {
-  static const auto make = [](const uint16_t *full) {
-    std::vector<uint16_t> t(full, full + 128);
-    t.push_back(full[0x80]);
-    return t;
-  };
-  static const std::vector<uint16_t> e4m3fn = make(fp8_to_bf16_table<e4m3fn_t>());
-  static const std::vector<uint16_t> e4m3fnuz = make(fp8_to_bf16_table<e4m3fnuz_t>());
-  static const std::vector<uint16_t> e5m2 = make(fp8_to_bf16_table<e5m2_t>());
-  switch (dt) {
-    case DType::e4m3fn: return e4m3fn.data();
-    case DType::e4m3fnuz: return e4m3fnuz.data();
-    case DType::e5m2: return e5m2.data();
-    default: return nullptr;
-  }
-}
-
 // A as the dot kernels read it: bf16 rows in place; int8 rows widened to
 // int16, fp8 rows decoded to bf16, once per call (few rows).
 struct DotA {
@@ -312,12 +302,15 @@ DotA dot_a(const Plan &p) {
     return a;
   }
   a.widened.resize(size_t(p.batch * p.m * p.k));
-  const uint16_t *table = bf16_table(p.a.dtype);  // fp8; null for int8
+  const uint16_t *table = dot_w_table(p.a.dtype);  // fp8; null for int8
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t r = 0; r < p.m; ++r) {
       const auto *src = reinterpret_cast<const uint8_t *>(p.a.row(b, r));
       int16_t *dst = a.widened.data() + (b * p.m + r) * p.k;
-      for (int64_t k = 0; k < p.k; ++k) dst[k] = table ? int16_t(table[src[k]]) : int16_t(int8_t(src[k]));
+      if (table != nullptr)
+        avx512::decode_fp8_row(src, p.k, table, reinterpret_cast<uint16_t *>(dst));
+      else
+        for (int64_t k = 0; k < p.k; ++k) dst[k] = int16_t(int8_t(src[k]));
     }
   a.data = reinterpret_cast<const char *>(a.widened.data());
   a.ld = p.k, a.batch_bytes = p.m * p.k * 2, a.elem_bytes = 2;
@@ -340,19 +333,29 @@ void run_dot_strip(const Plan &p, const Layout &l, const DotA &a, int64_t b, int
   const int64_t groups = (p.m + avx512::kDotRowsA - 1) / avx512::kDotRowsA;
   const auto *a_rows = static_cast<const char *>(a.row(b, 0));
   const uint16_t *w_table = dot_w_table(p.w.dtype);
-  // One group of A meets each block of W once: nothing to keep in L1, K in one go.
+  // One group of A meets each block of W once: nothing to keep in L1, K in one
+  // go, fp8 W decoded in registers.  Several groups share each block: fp8 W is
+  // decoded once into `decoded` (in L1) and read as bf16 by every group.
   const int64_t block_k = groups == 1 ? std::max<int64_t>(p.k, 1) : kDotBlockK;
+  const bool decode_once = w_table != nullptr && groups > 1;
+  uint16_t decoded[avx512::kDotRowsW * kDotBlockK];
   for (int64_t j0 = 0; j0 < cols; j0 += avx512::kDotRowsW) {
     const int64_t c = std::min<int64_t>(avx512::kDotRowsW, cols - j0);
     const void *w[avx512::kDotRowsW];
     for (int64_t k0 = 0; k0 < p.k; k0 += block_k) {
-      for (int64_t j = 0; j < avx512::kDotRowsW; ++j)
+      const int64_t kc = std::min(block_k, p.k - k0);
+      for (int64_t j = 0; j < avx512::kDotRowsW; ++j) {
         w[j] = p.w.row(b, n0 + j0 + std::min(j, c - 1)) + k0 * p.w.elem_bytes;
+        if (decode_once) {
+          avx512::decode_fp8_row(static_cast<const uint8_t *>(w[j]), kc, w_table, decoded + j * kDotBlockK);
+          w[j] = decoded + j * kDotBlockK;
+        }
+      }
+      const uint16_t *table = decode_once ? nullptr : w_table;
       for (int64_t g = 0, i0 = 0; g < groups; ++g) {
         const int64_t r = p.m / groups + (g < p.m % groups ? 1 : 0);
-        avx512::dot_kernel(l.slots, int(r), l.vnni, w_table != nullptr)(
-            a_rows + (i0 * a.ld + k0) * a.elem_bytes, a.ld, w, std::min(block_k, p.k - k0), lanes + g * kPair,
-            k0 > 0, w_table);
+        avx512::dot_kernel(l.slots, int(r), l.vnni, table != nullptr)(
+            a_rows + (i0 * a.ld + k0) * a.elem_bytes, a.ld, w, kc, lanes + g * kPair, k0 > 0, table);
         i0 += r;
       }
     }

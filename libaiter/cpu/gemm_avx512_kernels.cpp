@@ -189,6 +189,26 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_bf16(const void *a_v, int64_
 // bf16 A against fp8 W: 32 bytes of W a step, widened to words; bytes 0..63
 // and 64..127 of the table in two pairs of zmm, looked up by vpermt2w on the
 // low 7 bits, the sign put back, byte 0x80 (-0, or fnuz's NaN) from its entry.
+struct Fp8Table {
+  __m512i t0, t1, t2, t3, value_80;
+};
+
+__attribute__((target(AITER_TARGET_AVX512), always_inline)) inline Fp8Table load_fp8_table(const uint16_t *table) {
+  return {_mm512_loadu_si512(table), _mm512_loadu_si512(table + 32), _mm512_loadu_si512(table + 64),
+          _mm512_loadu_si512(table + 96), _mm512_set1_epi16(short(table[128]))};
+}
+
+// 32 fp8 bytes (masked) as 32 bf16 words.
+__attribute__((target(AITER_TARGET_AVX512), always_inline)) inline __m512i decode_fp8(const Fp8Table &t,
+                                                                                   const uint8_t *p, __mmask32 mask) {
+  const __m512i byte_80 = _mm512_set1_epi16(0x80);
+  const __m512i bytes = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, p));
+  const __m512i low = _mm512_permutex2var_epi16(t.t0, bytes, t.t1), high = _mm512_permutex2var_epi16(t.t2, bytes, t.t3);
+  __m512i v = _mm512_mask_mov_epi16(low, _mm512_test_epi16_mask(bytes, _mm512_set1_epi16(0x40)), high);
+  v = _mm512_or_si512(v, _mm512_slli_epi16(_mm512_and_si512(bytes, byte_80), 8));
+  return _mm512_mask_mov_epi16(v, _mm512_cmpeq_epi16_mask(bytes, byte_80), t.value_80);
+}
+
 template <int R>
 __attribute__((target(AITER_TARGET_BF16))) void dot_fp8(const void *a_v, int64_t lda, const void *const *w_v,
                                                         int64_t kc, void *lanes_v, bool accumulate,
@@ -196,9 +216,7 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_fp8(const void *a_v, int64_t
   const uint16_t *a = static_cast<const uint16_t *>(a_v);
   const uint8_t *const *w = reinterpret_cast<const uint8_t *const *>(w_v);
   float *lanes = static_cast<float *>(lanes_v);
-  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 32);
-  const __m512i t2 = _mm512_loadu_si512(table + 64), t3 = _mm512_loadu_si512(table + 96);
-  const __m512i byte_80 = _mm512_set1_epi16(0x80), value_80 = _mm512_set1_epi16(short(table[128]));
+  const Fp8Table t = load_fp8_table(table);
   __m512 acc[R][kDotRowsW];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
@@ -212,11 +230,7 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_fp8(const void *a_v, int64_t
     for (int i = 0; i < R; ++i) av[i] = _mm512_maskz_loadu_epi16(mask, a + i * lda + k);
 #pragma GCC unroll 4
     for (int j = 0; j < kDotRowsW; ++j) {
-      const __m512i bytes = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, w[j] + k));
-      const __m512i low = _mm512_permutex2var_epi16(t0, bytes, t1), high = _mm512_permutex2var_epi16(t2, bytes, t3);
-      __m512i wv = _mm512_mask_mov_epi16(low, _mm512_test_epi16_mask(bytes, _mm512_set1_epi16(0x40)), high);
-      wv = _mm512_or_si512(wv, _mm512_slli_epi16(_mm512_and_si512(bytes, byte_80), 8));
-      wv = _mm512_mask_mov_epi16(wv, _mm512_cmpeq_epi16_mask(bytes, byte_80), value_80);
+      const __m512i wv = decode_fp8(t, w[j] + k, mask);
 #pragma GCC unroll 16
       for (int i = 0; i < R; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)wv, (__m512bh)av[i]);
     }
@@ -256,7 +270,20 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_fp8(const void *a_v, int64_t
 AITER_DEFINE_DOT_INT8(dot_int8_avx512, AITER_TARGET_AVX512)
 AITER_DEFINE_DOT_INT8(dot_int8_vnni, AITER_TARGET_VNNI)
 
+__attribute__((target(AITER_TARGET_AVX512))) void decode_fp8_row_avx512(const uint8_t *src, int64_t n,
+                                                                       const uint16_t *table, uint16_t *dst) {
+  const Fp8Table t = load_fp8_table(table);
+  for (int64_t i = 0; i < n; i += 32) {
+    const __mmask32 mask = n - i >= 32 ? __mmask32(~0u) : __mmask32((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_epi16(dst + i, mask, decode_fp8(t, src + i, mask));
+  }
+}
+
 }  // namespace
+
+void decode_fp8_row(const uint8_t *src, int64_t n, const uint16_t *table, uint16_t *dst) {
+  decode_fp8_row_avx512(src, n, table, dst);
+}
 
 DotKernel dot_kernel(Slots slots, int rows, bool vnni, bool fp8_w) {
   static const DotKernel bf16[kDotRowsA] = {dot_bf16<1>, dot_bf16<2>, dot_bf16<3>, dot_bf16<4>};
@@ -295,6 +322,7 @@ void pack_panel(const uint32_t *src, int64_t ld, int rows, int64_t groups, int w
 
 Kernel kernel(Slots, int, bool) { return nullptr; }
 DotKernel dot_kernel(Slots, int, bool, bool) { return nullptr; }
+void decode_fp8_row(const uint8_t *, int64_t, const uint16_t *, uint16_t *) {}
 void pack_panel(const uint32_t *, int64_t, int, int64_t, int, uint32_t *) {}
 
 #endif

@@ -56,6 +56,10 @@ using DotKernel = void (*)(const void *a, int64_t lda, const void *const *w_rows
                            bool accumulate, const uint16_t *w_table);
 DotKernel dot_kernel(Slots slots, int rows, bool vnni, bool fp8_w);
 
+// dst[i] = the bf16 bits of fp8 byte src[i], i < n, by the dot kernel's table
+// lookups (table: as w_table above), 32 a step.
+void decode_fp8_row(const uint8_t *src, int64_t n, const uint16_t *table, uint16_t *dst);
+
 // panel[g * width + r] = src[r * ld + g] for r < rows, g < groups, and 0 for
 // rows <= r < width (width <= kPanelW): `rows` rows of slots, transposed so that
 // a kernel step reads one slot of every row with one load.  Reads no slot of

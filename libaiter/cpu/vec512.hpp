@@ -11,6 +11,13 @@
 #include "core/dtype.hpp"
 
 #define AITER_VEC512 1
+// gcc 12's AVX-512 intrinsics fill their unused merge operand from a
+// self-initialized "undefined" vector, which -Wuninitialized reports wherever
+// one is inlined; the rest of an including file is spared the false alarm.
+#ifndef __clang__
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #define AITER_TARGET_VEC512 "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
 #define AITER_VEC512_FN __attribute__((target(AITER_TARGET_VEC512), always_inline)) inline
 
