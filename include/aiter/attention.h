@@ -3,7 +3,8 @@
  * cache (decode), and the write of new keys and values into that cache.
  *
  * Heads: Hq query heads share Hkv key/value heads (Hq % Hkv == 0: MHA, GQA, MQA);
- * query head h reads kv head h / (Hq / Hkv).  Head dim D is 64 or 128.
+ * query head h reads kv head h / (Hq / Hkv).  Head dim D is 64 or 128 (prefill:
+ * also 256, and 192 for q and k with 128 for v).
  * q, k, v, out: fp32, fp16 or bf16 (the same), unit stride along D; token and
  * head strides may be anything (q, k and v are often views into one QKV buffer).
  * Softmax is computed in fp32.
