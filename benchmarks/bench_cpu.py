@@ -9,8 +9,9 @@ tensors (F.linear for the GEMMs, torch._int_mm where it exists, else an fp32
 F.linear of the same shape, for int8; eager expressions for the fused ops) in
 blocks: `reps` calls of ours, then `reps` of the peer, `rounds` times, and
 takes each side's fastest call (--stat median for the median).  Blocks rather
-than alternating single calls, because PyTorch's OpenMP workers spin for a
-while after each call and take a core from whatever runs next.  The fastest
+than alternating single calls, and a 50 ms pause after each block, because
+PyTorch's OpenMP workers spin for a few ms after each call and take a core
+from whatever runs next (libaiter's workers sleep at once).  The fastest
 call rather than the median, because on a machine whose two cores other
 processes share, a call that loses a core to them waits out a scheduler tick,
 PyTorch's statically split OpenMP regions more than libaiter's dynamically
@@ -37,6 +38,7 @@ from aiter._lib import check as check_status, ffi, lib
 
 FP8 = torch.float8_e4m3fn
 GEMM_N = GEMM_K = 4096
+COOL_DOWN_S = 0.05  # after each block: the other side's spinning threads go to sleep
 
 
 def cpu_model():
@@ -70,7 +72,9 @@ def compare(ours, peer, rounds, reps, stat):
     t_ours, t_peer = [], []
     for _ in range(rounds):
         t_ours += timed(ours, reps)
+        time.sleep(COOL_DOWN_S)
         t_peer += timed(peer, reps)
+        time.sleep(COOL_DOWN_S)
     return stat(t_ours), stat(t_peer)
 
 

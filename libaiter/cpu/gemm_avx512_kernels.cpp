@@ -156,6 +156,25 @@ __attribute__((target(AITER_TARGET_AVX512))) void pack_block(const uint32_t *src
 }
 
 // ---- the dot-product form ----------------------------------------------------------
+// 32 bf16 of every row of A against 32 of every row of W; kMasked: the last,
+// partial step (masked loads read nothing past `mask`).
+template <int R, bool kMasked>
+__attribute__((target(AITER_TARGET_BF16), always_inline)) inline void dot_bf16_step(__m512 (&acc)[R][kDotRowsW],
+                                                                                  const uint16_t *a, int64_t lda,
+                                                                                  const uint16_t *const *w,
+                                                                                  __mmask32 mask) {
+  __m512i av[R];
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+    av[i] = kMasked ? _mm512_maskz_loadu_epi16(mask, a + i * lda) : _mm512_loadu_si512(a + i * lda);
+#pragma GCC unroll 8
+  for (int j = 0; j < kDotRowsW; ++j) {
+    const __m512i wv = kMasked ? _mm512_maskz_loadu_epi16(mask, w[j]) : _mm512_loadu_si512(w[j]);
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)wv, (__m512bh)av[i]);
+  }
+}
+
 template <int R>
 __attribute__((target(AITER_TARGET_BF16))) void dot_bf16(const void *a_v, int64_t lda, const void *const *w_v,
                                                          int64_t kc, void *lanes_v, bool accumulate, const uint16_t *) {
@@ -165,24 +184,22 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_bf16(const void *a_v, int64_
   __m512 acc[R][kDotRowsW];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int j = 0; j < kDotRowsW; ++j)
       acc[i][j] = accumulate ? _mm512_loadu_ps(lanes + (i * kDotRowsW + j) * 16) : _mm512_setzero_ps();
-  for (int64_t k = 0; k < kc; k += 32) {  // 32 bf16 a step; the last one masked
-    const __mmask32 mask = kc - k >= 32 ? __mmask32(~0u) : __mmask32((1u << (kc - k)) - 1u);
-    __m512i av[R];
-#pragma GCC unroll 16
-    for (int i = 0; i < R; ++i) av[i] = _mm512_maskz_loadu_epi16(mask, a + i * lda + k);
-#pragma GCC unroll 4
-    for (int j = 0; j < kDotRowsW; ++j) {
-      const __m512i wv = _mm512_maskz_loadu_epi16(mask, w[j] + k);
-#pragma GCC unroll 16
-      for (int i = 0; i < R; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)wv, (__m512bh)av[i]);
-    }
+  const uint16_t *w_at[kDotRowsW];
+  int64_t k = 0;
+  for (; k + 32 <= kc; k += 32) {
+    for (int j = 0; j < kDotRowsW; ++j) w_at[j] = w[j] + k;
+    dot_bf16_step<R, false>(acc, a + k, lda, w_at, 0);
+  }
+  if (k < kc) {
+    for (int j = 0; j < kDotRowsW; ++j) w_at[j] = w[j] + k;
+    dot_bf16_step<R, true>(acc, a + k, lda, w_at, __mmask32((1u << (kc - k)) - 1u));
   }
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int j = 0; j < kDotRowsW; ++j) _mm512_storeu_ps(lanes + (i * kDotRowsW + j) * 16, acc[i][j]);
 }
 
@@ -220,7 +237,7 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_fp8(const void *a_v, int64_t
   __m512 acc[R][kDotRowsW];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int j = 0; j < kDotRowsW; ++j)
       acc[i][j] = accumulate ? _mm512_loadu_ps(lanes + (i * kDotRowsW + j) * 16) : _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; k += 32) {
@@ -228,7 +245,7 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_fp8(const void *a_v, int64_t
     __m512i av[R];
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) av[i] = _mm512_maskz_loadu_epi16(mask, a + i * lda + k);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int j = 0; j < kDotRowsW; ++j) {
       const __m512i wv = decode_fp8(t, w[j] + k, mask);
 #pragma GCC unroll 16
@@ -237,7 +254,7 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_fp8(const void *a_v, int64_t
   }
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int j = 0; j < kDotRowsW; ++j) _mm512_storeu_ps(lanes + (i * kDotRowsW + j) * 16, acc[i][j]);
 }
 
@@ -251,19 +268,19 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_fp8(const void *a_v, int64_t
     int32_t *lanes = static_cast<int32_t *>(lanes_v);                                                          \
     __m512i acc[R][kDotRowsW];                                                                                 \
     _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i)                                                        \
-      _Pragma("GCC unroll 4") for (int j = 0; j < kDotRowsW; ++j)                                               \
+      _Pragma("GCC unroll 8") for (int j = 0; j < kDotRowsW; ++j)                                               \
         acc[i][j] = accumulate ? _mm512_loadu_si512(lanes + (i * kDotRowsW + j) * 16) : _mm512_setzero_si512(); \
     for (int64_t k = 0; k < kc; k += 32) {                                                                     \
       const __mmask32 mask = kc - k >= 32 ? __mmask32(~0u) : __mmask32((1u << (kc - k)) - 1u);                \
       __m512i av[R];                                                                                           \
       _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i) av[i] = _mm512_maskz_loadu_epi16(mask, a + i * lda + k); \
-      _Pragma("GCC unroll 4") for (int j = 0; j < kDotRowsW; ++j) {                                             \
+      _Pragma("GCC unroll 8") for (int j = 0; j < kDotRowsW; ++j) {                                             \
         const __m512i wv = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(mask, w[j] + k));                      \
         _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i) acc[i][j] = Op::dot(acc[i][j], av[i], wv);        \
       }                                                                                                        \
     }                                                                                                          \
     _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i)                                                        \
-      _Pragma("GCC unroll 4") for (int j = 0; j < kDotRowsW; ++j)                                               \
+      _Pragma("GCC unroll 8") for (int j = 0; j < kDotRowsW; ++j)                                               \
         _mm512_storeu_si512(lanes + (i * kDotRowsW + j) * 16, acc[i][j]);                                      \
   }
 

@@ -51,7 +51,7 @@ Kernel kernel(Slots slots, int rows, bool vnni);
 // The lanes stay apart across calls (K blocks that fit L1) and are added up
 // by the caller at the end.  Null off x86-64 and for fp32 slots.
 constexpr int kDotRowsA = 4;
-constexpr int kDotRowsW = 4;
+constexpr int kDotRowsW = 6;
 using DotKernel = void (*)(const void *a, int64_t lda, const void *const *w_rows, int64_t kc, void *lanes,
                            bool accumulate, const uint16_t *w_table);
 DotKernel dot_kernel(Slots slots, int rows, bool vnni, bool fp8_w);
