@@ -100,5 +100,10 @@ aiter_status paged_decode_attention(const DecodeArgs &a, const GpuCall &call) {
   return merge_splits(a, p, call);
 }
 
+aiter_status decode_device_ready(const DecodeArgs &, const GpuCall &call) {
+  DeviceScope scope(call.device);
+  return scope.status();
+}
+
 }  // namespace gpu
 }  // namespace aiter

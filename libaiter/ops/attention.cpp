@@ -21,7 +21,11 @@ const OpImpl<DecodeArgs> kDecode{"aiter_paged_decode_attention", cpu::paged_deco
                                  gpu::paged_decode_attention};
 const OpImpl<DecodeArgs> kDecodeSplit{"aiter_paged_decode_attention_split_kv", cpu::paged_decode_attention,
                                       gpu::paged_decode_attention};
-constexpr const char *kWorkspaceQuery = "aiter_paged_decode_attention_workspace_size";
+// The size query reads no data, but its tensors' device must be one this process
+// can run on, as for every op (the GPU entry only opens the device).
+aiter_status device_ready_on_host(const DecodeArgs &) { return AITER_OK; }
+const OpImpl<DecodeArgs> kWorkspaceQuery{"aiter_paged_decode_attention_workspace_size", device_ready_on_host,
+                                         gpu::decode_device_ready};
 const OpImpl<CacheWriteArgs> kCacheWrite{"aiter_reshape_and_cache", cpu::reshape_and_cache,
                                          gpu::reshape_and_cache};
 
@@ -441,14 +445,17 @@ AITER_API aiter_status aiter_paged_decode_attention_split_kv(DLTensor *out, cons
 AITER_API aiter_status aiter_paged_decode_attention_workspace_size(size_t *bytes, const DLTensor *q,
                                                                    const DLTensor *k_cache,
                                                                    const DLTensor *block_table) {
-  return guard(kWorkspaceQuery, [&] {
-    ArgCheck c(kWorkspaceQuery);
+  return guard(kWorkspaceQuery.name, [&] {
+    ArgCheck c(kWorkspaceQuery.name);
     c.require(bytes != nullptr, AITER_ERR_INVALID_ARGUMENT, "bytes: expected a pointer, got NULL");
     c.tensor(q, "q").tensor(k_cache, "k_cache").tensor(block_table, "block_table");
+    same_device_as(c, q, "q", {{k_cache, "k_cache"}, {block_table, "block_table"}});
     if (c.ok()) c.require(q->ndim == 3 || q->ndim == 4, AITER_ERR_INVALID_ARGUMENT,
                           "q: expected [B, Hq, D] or [B, Nq, Hq, D], got shape %s", shape_string(q).c_str());
     c.ndim(k_cache, "k_cache", 4).ndim(block_table, "block_table", 2);
     if (!c.ok()) return c.status();
+    const aiter_status s = run(kWorkspaceQuery, q, DecodeArgs{}, nullptr);
+    if (s != AITER_OK) return s;
     *bytes = decode_workspace_bytes(decode_rows(q), q->shape[q->ndim - 1], table_capacity(k_cache, block_table));
     return AITER_OK;
   });
