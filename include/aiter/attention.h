@@ -96,7 +96,8 @@ AITER_API aiter_status aiter_paged_decode_attention_split_kv(DLTensor *out, cons
 
 /* The workspace bytes aiter_paged_decode_attention_split_kv needs for q ([B, Hq, D]
  * or [B, Nq, Hq, D]), k_cache and block_table of these shapes (their data is not
- * read; 0 when no split can help). */
+ * read, but they must be on one device this process can open; 0 when no split
+ * can help). */
 AITER_API aiter_status aiter_paged_decode_attention_workspace_size(size_t *bytes, const DLTensor *q,
                                                                    const DLTensor *k_cache,
                                                                    const DLTensor *block_table);
