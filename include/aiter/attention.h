@@ -94,6 +94,22 @@ AITER_API aiter_status aiter_paged_decode_attention_split_kv(DLTensor *out, cons
                                                              const aiter_attention_params *params,
                                                              void *stream);
 
+/* Prefill over a paged cache (chunked prefill, prefix caching): q [Tq, Hq, D]
+ * packed by cu_seqlens_q [B + 1] (int32, from 0 to Tq, non-decreasing), out
+ * [Tq, Hq, D]; sequence b's Lq = cu_seqlens_q[b + 1] - cu_seqlens_q[b] new tokens
+ * are the last Lq positions of its context of context_lens[b] positions (so
+ * Lq <= context_lens[b]), whose keys and values, the new ones included (written
+ * first with aiter_reshape_and_cache), are read from the caches through
+ * block_table [B, max_blocks] as in decode.  params: causal (new tokens see the
+ * context up to their own position; 0: the whole context), window_left,
+ * softcap, fp8 scales and lse ([Tq, Hq]) as for prefill.  CPU only for now: GPU
+ * tensors get AITER_ERR_NO_DEVICE ("no GPU backend for this op"). */
+AITER_API aiter_status aiter_paged_prefill_attention(DLTensor *out, const DLTensor *q, const DLTensor *k_cache,
+                                                     const DLTensor *v_cache, const DLTensor *block_table,
+                                                     const DLTensor *context_lens,
+                                                     const DLTensor *cu_seqlens_q,
+                                                     const aiter_attention_params *params, void *stream);
+
 /* The workspace bytes aiter_paged_decode_attention_split_kv needs for q ([B, Hq, D]
  * or [B, Nq, Hq, D]), k_cache and block_table of these shapes (their data is not
  * read, but they must be on one device this process can open; 0 when no split

@@ -19,6 +19,9 @@ namespace {
 const OpImpl<PrefillArgs> kPrefill{"aiter_prefill_attention", cpu::prefill_attention, gpu::prefill_attention};
 const OpImpl<DecodeArgs> kDecode{"aiter_paged_decode_attention", cpu::paged_decode_attention,
                                  gpu::paged_decode_attention};
+// No GPU kernel yet: the decode kernel's rows extend to it, but that version has
+// not run on a GPU (GPU tensors get "no GPU backend for this op").
+const OpImpl<DecodeArgs> kPagedPrefill{"aiter_paged_prefill_attention", cpu::paged_prefill_attention, nullptr};
 const OpImpl<DecodeArgs> kDecodeSplit{"aiter_paged_decode_attention_split_kv", cpu::paged_decode_attention,
                                       gpu::paged_decode_attention};
 // The size query reads no data, but its tensors' device must be one this process
@@ -302,6 +305,73 @@ void check_decode(ArgCheck &c, DecodeArgs &a, DLTensor *out, const DLTensor *q, 
   a.batch = batch;
 }
 
+// Every sequence's new tokens fit its context (host memory only).
+void check_new_tokens_fit(ArgCheck &c, const DLTensor *cu_q, const DLTensor *context_lens) {
+  if (!c.ok()) return;
+  const int32_t *cu = data_ptr<const int32_t>(cu_q), *lens = data_ptr<const int32_t>(context_lens);
+  for (int64_t b = 0; b + 1 < cu_q->shape[0] && c.ok(); ++b)
+    c.require(cu[b + 1] - cu[b] <= lens[b], AITER_ERR_INVALID_ARGUMENT,
+              "cu_seqlens_q: sequence %" PRId64 " has %d new tokens, more than its context_lens[%" PRId64 "] = %d", b,
+              int(cu[b + 1] - cu[b]), b, int(lens[b]));
+}
+
+// Prefill over the paged cache: decode's checks for the cache, table and lengths
+// (batch from cu_seqlens_q), prefill's for q, cu_seqlens_q and lse.
+void check_paged_prefill(ArgCheck &c, DecodeArgs &a, DLTensor *out, const DLTensor *q, const DLTensor *k_cache,
+                         const DLTensor *v_cache, const DLTensor *block_table, const DLTensor *context_lens,
+                         const DLTensor *cu_q, const aiter_attention_params *params) {
+  c.tensor(out, "out").tensor(q, "q").tensor(k_cache, "k_cache").tensor(v_cache, "v_cache");
+  c.tensor(block_table, "block_table").tensor(context_lens, "context_lens").tensor(cu_q, "cu_seqlens_q");
+  const aiter_attention_params p = read_params(c, params);
+  c.ndim(q, "q", 3).dtype(q, "q", kFloatTypes).same_shape(out, "out", q, "q").same_dtype(out, "out", q, "q");
+  same_device_as(c, q, "q", {{out, "out"}, {k_cache, "k_cache"}, {v_cache, "v_cache"}, {block_table, "block_table"},
+                             {context_lens, "context_lens"}, {cu_q, "cu_seqlens_q"}});
+  c.unit_last_stride(q, "q").unit_last_stride(out, "out");
+  c.ndim(cu_q, "cu_seqlens_q", 1).dtype(cu_q, "cu_seqlens_q", {DType::i32}).contiguous(cu_q, "cu_seqlens_q");
+  if (!c.ok()) return;
+  c.require(cu_q->shape[0] >= 1, AITER_ERR_INVALID_ARGUMENT, "cu_seqlens_q: expected B + 1 >= 1 entries, got 0");
+  check_cache_pair(c, k_cache, v_cache, dtype_of(q->dtype));
+  const int64_t batch = c.ok() ? cu_q->shape[0] - 1 : 0;
+  c.ndim(block_table, "block_table", 2).dtype(block_table, "block_table", {DType::i32});
+  c.dim(block_table, "block_table", 0, batch, "the sequences of cu_seqlens_q");
+  c.unit_last_stride(block_table, "block_table");
+  c.ndim(context_lens, "context_lens", 1).dtype(context_lens, "context_lens", {DType::i32});
+  c.dim(context_lens, "context_lens", 0, batch, "the sequences of cu_seqlens_q").contiguous(context_lens, "context_lens");
+  c.disjoint(block_table, "block_table", out, "out").disjoint(context_lens, "context_lens", out, "out");
+  c.disjoint(cu_q, "cu_seqlens_q", out, "out");
+  a.shape = check_heads(c, q, k_cache, "k_cache", 2, p);
+  check_lse(c, p.lse, q);
+  const DType cache_dtype = c.ok() ? dtype_of(k_cache->dtype) : DType::unknown;
+  if (is_fp8(cache_dtype)) {
+    check_scale(c, p.k_scale, "params.k_scale");
+    check_scale(c, p.v_scale, "params.v_scale");
+  }
+  if (!c.ok()) return;
+  if (on_host(q)) {
+    check_cu_seqlens(c, cu_q, "cu_seqlens_q", q->shape[0], "q.shape[0]");
+    check_paged_context(c, block_table, context_lens, k_cache->shape[0], k_cache->shape[1]);
+    check_new_tokens_fit(c, cu_q, context_lens);
+  }
+  if (!c.ok()) return;
+  a.dtype = dtype_of(q->dtype);
+  a.q = data_ptr<const void>(q), a.out = data_ptr<void>(out);
+  a.q_strides = strides_of(q), a.out_strides = strides_of(out);
+  a.q_seq_stride = 0, a.out_seq_stride = 0;  // rows are addressed through cu_seqlens_q
+  a.q_tokens = q->shape[0];                   // a bound on any sequence's new tokens
+  const bool fp8 = is_fp8(cache_dtype);
+  a.cache = {cache_dtype,       data_ptr<const void>(k_cache), data_ptr<const void>(v_cache), k_cache->shape[0],
+             k_cache->shape[1], fp8 ? p.k_scale : 1.0f,          fp8 ? p.v_scale : 1.0f};
+  a.block_table = data_ptr<const int32_t>(block_table);
+  a.block_table_stride = stride(block_table, 0);
+  a.max_blocks = block_table->shape[1];
+  a.context_lens = data_ptr<const int32_t>(context_lens);
+  a.batch = batch;
+  a.cu_seqlens_q = data_ptr<const int32_t>(cu_q);
+  a.total_q = q->shape[0];
+  a.causal = p.causal != 0;
+  a.lse = p.lse != nullptr ? data_ptr<float>(p.lse) : nullptr;
+}
+
 // Positions a block table of these shapes can address, saturated far above what
 // any split plan needs (so the product never overflows).
 int64_t table_capacity(const DLTensor *k_cache, const DLTensor *block_table) {
@@ -439,6 +509,18 @@ AITER_API aiter_status aiter_paged_decode_attention_split_kv(DLTensor *out, cons
     check_decode(c, a, out, q, k_cache, v_cache, block_table, context_lens, params, true);
     check_workspace(c, a, workspace, q, k_cache, block_table);
     return c.ok() ? run(kDecodeSplit, q, a, stream) : c.status();
+  });
+}
+
+AITER_API aiter_status aiter_paged_prefill_attention(DLTensor *out, const DLTensor *q, const DLTensor *k_cache,
+                                                     const DLTensor *v_cache, const DLTensor *block_table,
+                                                     const DLTensor *context_lens, const DLTensor *cu_seqlens_q,
+                                                     const aiter_attention_params *params, void *stream) {
+  return guard(kPagedPrefill.name, [&] {
+    ArgCheck c(kPagedPrefill.name);
+    DecodeArgs a{};
+    check_paged_prefill(c, a, out, q, k_cache, v_cache, block_table, context_lens, cu_seqlens_q, params);
+    return c.ok() ? run(kPagedPrefill, q, a, stream) : c.status();
   });
 }
 

@@ -69,6 +69,13 @@ struct DecodeArgs {
   int64_t batch;
   void *workspace;        // split-KV scratch, or null: no split
   size_t workspace_bytes;
+  // Prefill over the paged cache (aiter_paged_prefill_attention): sequence b's new
+  // tokens are q rows [cu_seqlens_q[b], cu_seqlens_q[b + 1]), the last positions of
+  // its context; null for decode (q_tokens new tokens every sequence).
+  const int32_t *cu_seqlens_q = nullptr;
+  int64_t total_q = 0;
+  bool causal = true;
+  float *lse = nullptr;  // [Tq, Hq] fp32 compact, or null (paged prefill only)
 };
 
 // Split-KV decode: at most this many splits of at least kDecodeMinSplitKeys
@@ -103,6 +110,7 @@ struct CacheWriteArgs {
 namespace cpu {
 aiter_status prefill_attention(const PrefillArgs &a);
 aiter_status paged_decode_attention(const DecodeArgs &a);
+aiter_status paged_prefill_attention(const DecodeArgs &a);
 aiter_status reshape_and_cache(const CacheWriteArgs &a);
 }  // namespace cpu
 

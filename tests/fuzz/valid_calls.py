@@ -371,6 +371,31 @@ def paged_decode_attention_split_kv(rng):
                 lambda r: close(r["out"], ref, dt, "out", 2 if k_cache.dtype.name == dt else 20))
 
 
+def paged_prefill_attention(rng):
+    """New tokens (at most each context's length) after cached prefixes; the
+    reference is prefill over each context gathered from the cache (both align
+    the new tokens with the context's end)."""
+    dt, _, k_cache, v_cache, table, lens = decode_inputs(rng)
+    kv_heads, d, page = k_cache.shape[2], k_cache.shape[3], k_cache.shape[1]
+    group = int(rng.integers(1, 3))
+    new = np.array([int(rng.integers(0, n + 1)) for n in lens], np.int32)
+    cu_q = np.concatenate([[0], np.cumsum(new)]).astype(np.int32)
+    cu_k = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    q = rand(rng, (int(cu_q[-1]), kv_heads * group, d), dt)
+
+    def gather(cache):
+        rows = [f64(cache[table[b, t // page], t % page]) for b, n in enumerate(lens) for t in range(n)]
+        return np.stack(rows) if rows else np.zeros((0, kv_heads, d))
+
+    causal = int(rng.integers(0, 2))
+    ref = prefill_ref(q, gather(k_cache), gather(v_cache), cu_q, cu_k, 1.0 / math.sqrt(d), bool(causal))
+    return Case("paged_prefill_attention",
+                [T("out", poisoned(q.shape, dt), "out"), T("q", q), T("k_cache", k_cache), T("v_cache", v_cache),
+                 T("block_table", table, "index"), T("context_lens", lens, "index"), T("cu_seqlens_q", cu_q, "index"),
+                 Params({"causal": causal})],
+                lambda r: close(r["out"], ref, dt, "out", 2 if k_cache.dtype.name == dt else 20))
+
+
 def paged_decode_attention_workspace_size(rng):
     _, q, k_cache, _, table, _ = decode_inputs(rng)
     return Case("paged_decode_attention_workspace_size",
@@ -434,5 +459,6 @@ BUILDERS = {
     "paged_decode_attention": paged_decode_attention,
     "paged_decode_attention_split_kv": paged_decode_attention_split_kv,
     "paged_decode_attention_workspace_size": paged_decode_attention_workspace_size,
+    "paged_prefill_attention": paged_prefill_attention,
     "reshape_and_cache": reshape_and_cache,
 }

@@ -1,6 +1,7 @@
 """The op wrappers, one module per op family (the same families as include/aiter/)."""
 from .activation import gelu_and_mul, silu_and_mul, silu_and_mul_quant
-from .attention import paged_decode_attention, paged_decode_workspace_size, prefill_attention, reshape_and_cache
+from .attention import (paged_decode_attention, paged_decode_workspace_size, paged_prefill_attention,
+                        prefill_attention, reshape_and_cache)
 from .gemm import batched_gemm_a8w8, batched_gemm_a16w16, gemm_a8w8, gemm_a8w8_blockscale, gemm_a16w16
 from .moe import topk_softmax
 from .norm import add_rmsnorm, add_rmsnorm_quant, layernorm, rmsnorm, rmsnorm_quant
@@ -12,4 +13,5 @@ __all__ = ["rmsnorm", "add_rmsnorm", "layernorm", "rmsnorm_quant", "add_rmsnorm_
            "quant_per_tensor", "quant_per_token", "quant_per_tensor_static",
            "rope", "rope_cos_sin_cache", "gemm_a16w16", "gemm_a8w8", "gemm_a8w8_blockscale",
            "batched_gemm_a16w16", "batched_gemm_a8w8", "topk_softmax",
-           "prefill_attention", "paged_decode_attention", "paged_decode_workspace_size", "reshape_and_cache"]
+           "prefill_attention", "paged_decode_attention", "paged_decode_workspace_size", "paged_prefill_attention",
+           "reshape_and_cache"]

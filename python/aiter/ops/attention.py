@@ -106,6 +106,28 @@ def paged_decode_attention(q, k_cache, v_cache, block_table, context_lens, *, so
     return c.result(out_)
 
 
+def paged_prefill_attention(q, k_cache, v_cache, block_table, context_lens, cu_seqlens_q, *, softmax_scale=None,
+                            causal=True, window_left=-1, softcap=0.0, k_scale=1.0, v_scale=1.0, return_lse=False,
+                            lse=None, out=None):
+    """Prefill over a paged cache (chunked prefill, prefix caching): sequence ``b``'s
+    new tokens are q rows ``cu_seqlens_q[b]:cu_seqlens_q[b+1]``, the last positions
+    of its context of ``context_lens[b]`` positions, all read from the caches (write
+    the new keys and values first with reshape_and_cache).  q ``[Tq, Hq, D]``;
+    other arguments as paged_decode_attention and prefill_attention.  Returns
+    ``out`` (and the fp32 ``[Tq, Hq]`` log-sum-exp with ``return_lse``)."""
+    c = Call("aiter_paged_prefill_attention", like=q)
+    q_ = c.input(q, "q")
+    kc, vc = c.input(k_cache, "k_cache"), c.input(v_cache, "v_cache")
+    table, lens = c.input(block_table, "block_table"), c.input(context_lens, "context_lens")
+    cu_q = c.input(cu_seqlens_q, "cu_seqlens_q")
+    out_ = c.output(out, "out", q_.shape, q_.dtype)
+    want_lse = return_lse or lse is not None
+    lse_ = c.output(lse, "lse", tuple(q_.shape[:2]), "float32") if want_lse else None
+    params = _params(softmax_scale, causal, window_left, k_scale, v_scale, softcap, lse_)
+    c.run(out_.c, q_.c, kc.c, vc.c, table.c, lens.c, cu_q.c, params)
+    return (c.result(out_), c.result(lse_)) if want_lse else c.result(out_)
+
+
 def reshape_and_cache(key, value, k_cache, v_cache, slot_mapping, *, k_scale=1.0, v_scale=1.0):
     """Writes ``key[t]`` and ``value[t]`` (``[T, Hkv, D]``) to cache slot
     ``slot_mapping[t] = block * page_size + row``, in place; a negative slot skips
