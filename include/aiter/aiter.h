@@ -97,8 +97,9 @@ typedef struct aiter_library_info {
   const char *cpu_isa;      /* the CPU kernels' instruction-set level (portable, avx2, avx512, avx512_bf16;
                                AITER_CPU_ISA caps it), then what the CPU has, e.g.
                                "avx512_bf16 (cpu has avx2 avx512 avx512_bf16 avx512_vnni)" */
-  const char *cpu_libraries; /* vendor libraries the CPU GEMM variants found and dlopen-ed, e.g.
-                               "openblas=/usr/lib/x86_64-linux-gnu/libopenblas.so.0", "" if none */
+  const char *cpu_libraries; /* vendor libraries the CPU GEMM variants found and dlopen-ed, comma-
+                               separated, e.g. "openblas=/usr/lib/x86_64-linux-gnu/libopenblas.so.0,
+                               onednn=/usr/lib/x86_64-linux-gnu/libdnnl.so.2", "" if none */
 } aiter_library_info;
 
 AITER_API aiter_status aiter_get_library_info(aiter_library_info *info);

@@ -1,5 +1,7 @@
 // Version, build and backend information, and the GPU fallback message.
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "aiter/aiter.h"
 #include "aiter_config.h"
@@ -71,8 +73,11 @@ AITER_API aiter_status aiter_get_library_info(aiter_library_info *info) {
     full.kernel_dir = kernel_dir.c_str();
     full.cpu_isa = aiter::cpu::cpu_isa_description();
     static const std::string libraries = [] {
-      const std::string openblas = aiter::cpu::openblas_location();
-      return openblas.empty() ? std::string() : "openblas=" + openblas;
+      std::string found;
+      for (const auto &[name, where] : {std::pair<const char *, std::string>{"openblas", aiter::cpu::openblas_location()},
+                                        {"onednn", aiter::cpu::onednn_location()}})
+        if (!where.empty()) found += (found.empty() ? "" : ",") + std::string(name) + "=" + where;
+      return found;
     }();
     full.cpu_libraries = libraries.c_str();
     // Copy only what the caller's (possibly older, smaller) struct has room for.

@@ -7,6 +7,8 @@
 //   cpu.openblas  OpenBLAS's cblas_sgemm, dlopen-ed when present
 //               (cpu/gemm_openblas.cpp); gemm_a16w16 and batched_gemm_a16w16
 //               only, for tuned tables: the heuristic never picks it
+//   cpu.onednn  oneDNN 2.x's matmul, dlopen-ed when present
+//               (cpu/gemm_onednn.cpp); the same ops, the same role
 //   cpu.skinny  few rows of A: parallel over N only, A converted once
 //               (cpu/gemm_skinny.cpp)
 //   cpu.packed  packed panels and an outer-product kernel (cpu/gemm_packed.cpp)
@@ -26,6 +28,7 @@ namespace {
 bool any_call(const GemmArgs &, const GpuCall *) { return true; }
 bool avx512_call(const GemmArgs &g, const GpuCall *) { return gemm_avx512_supports(g); }
 bool openblas_call(const GemmArgs &g, const GpuCall *) { return gemm_openblas_supports(g); }
+bool onednn_call(const GemmArgs &g, const GpuCall *) { return gemm_onednn_supports(g); }
 bool never_fit(const GemmArgs &) { return false; }
 
 // The heuristic, from timings on a 2-core AVX2 machine (Zen 1, bf16, 2
@@ -61,9 +64,11 @@ const Variant<GemmArgs> kVariants[] = {
     {"cpu.skinny", any_call, skinny_fit, gemm_skinny},
     {"cpu.packed", any_call, packed_fit, gemm_packed},
     {"cpu.tiled", any_call, nullptr, gemm_tiled},
-    {"cpu.openblas", openblas_call, never_fit, gemm_openblas},  // last: the float ops' list only
+    // The float ops' list only, from here on.
+    {"cpu.openblas", openblas_call, never_fit, gemm_openblas},
+    {"cpu.onednn", onednn_call, never_fit, gemm_onednn},
 };
-constexpr size_t kEveryOpVariants = std::size(kVariants) - 1;
+constexpr size_t kEveryOpVariants = std::size(kVariants) - 2;
 
 }  // namespace
 

@@ -112,6 +112,9 @@ bool gemm_avx512_supports(const GemmArgs &g);
 // cpu/gemm_openblas.cpp: fp32 / bf16 / fp16 operands, where libopenblas.so.0 opens.
 aiter_status gemm_openblas(const GemmArgs &g, const GpuCall *);
 bool gemm_openblas_supports(const GemmArgs &g);
+// cpu/gemm_onednn.cpp: fp32 / bf16 / fp16 operands, where libdnnl.so.2 opens.
+aiter_status gemm_onednn(const GemmArgs &g, const GpuCall *);
+bool gemm_onednn_supports(const GemmArgs &g);
 
 }  // namespace cpu
 }  // namespace aiter

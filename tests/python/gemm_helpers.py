@@ -16,8 +16,8 @@ from harness import TOLERANCE, assert_close, f64
 CPU_VARIANTS = ["cpu.avx512", "cpu.skinny", "cpu.packed", "cpu.tiled"]
 # gemm_a16w16 and batched_gemm_a16w16 also have the vendor libraries' variants,
 # which run where the library found the vendor's library (aiter.library_info()).
-FLOAT_OP_VARIANTS = CPU_VARIANTS + ["cpu.openblas"]
-VENDOR_LIBRARY = {"cpu.openblas": "openblas"}
+FLOAT_OP_VARIANTS = CPU_VARIANTS + ["cpu.openblas", "cpu.onednn"]
+VENDOR_LIBRARY = {"cpu.openblas": "openblas", "cpu.onednn": "onednn"}
 # The instruction-set levels of the CPU kernels, lowest first (cpu/isa.hpp), and
 # the level a variant needs to run at all (the others run everywhere).
 ISA_LEVELS = ["portable", "avx2", "avx512", "avx512_bf16"]
@@ -27,6 +27,12 @@ VARIANT_ISA = {"cpu.avx512": "avx512"}
 def cpu_isa():
     """The level the CPU kernels use here (the CPU's, capped by AITER_CPU_ISA)."""
     return aiter.library_info()["cpu_isa"].split()[0]
+
+
+def cpu_has(feature):
+    """Whether the CPU itself has `feature` (avx2, avx512, avx512_bf16, ...),
+    whatever AITER_CPU_ISA caps."""
+    return feature in aiter.library_info()["cpu_isa"].split("cpu has ")[1].rstrip(")").split()
 
 
 def runnable(variant):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import aiter
-from gemm_helpers import (CPU_VARIANTS, FLOAT_OP_VARIANTS, check, cpu_isa, forced, rand_int8, reference,
+from gemm_helpers import (CPU_VARIANTS, FLOAT_OP_VARIANTS, check, cpu_has, cpu_isa, forced, rand_int8, reference,
                           scaled_magnitude)
 from harness import FLOAT_DTYPES, FP8_DTYPES, TOLERANCE, assert_close, f64, np_dtype, poisoned, rand
 
@@ -64,11 +64,13 @@ def test_a16w16_strided_rows(rng, variant, dtype, m):
 def test_a16w16_subnormal_and_special_values(variant, dtype):
     # Subnormals (fp16: below 2^-14), the largest finite value, inf and NaN all
     # decode exactly, in either operand (the skinny kernel converts W itself).
-    # Except: vdpbf16ps (cpu.avx512 on bf16 where the CPU has AVX512_BF16) reads
-    # subnormal bf16 (below 2^-126) as zero, by its definition, as oneDNN's
-    # and AMX's bf16 products do.
+    # Except: vdpbf16ps (cpu.avx512 on bf16 where the kernels use AVX512_BF16;
+    # cpu.onednn where the CPU has it, whatever AITER_CPU_ISA says) reads
+    # subnormal bf16 (below 2^-126) as zero, by its definition, as AMX's bf16
+    # products do.
     tiny, big = (2.0**-24, 65504.0) if dtype == "float16" else (2.0**-133, 3.3895313892515355e38)
-    flushed = variant == "cpu.avx512" and dtype == "bfloat16" and cpu_isa() == "avx512_bf16"
+    flushed = dtype == "bfloat16" and ((variant == "cpu.avx512" and cpu_isa() == "avx512_bf16") or
+                                       (variant == "cpu.onednn" and cpu_has("avx512_bf16")))
     small = 0.0 if flushed else tiny
     a = np.array([[tiny, 3 * tiny, big, -1.0]]).astype(np_dtype(dtype))
     w = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, -1.0, 0.0], [0, 0, 0, 2.0]])

@@ -10,7 +10,7 @@ def run():
     print(f"  backends:     {', '.join(info['backends'])}")
     print(f"  CPU threads:  {info['cpu_threads']} (AITER_NUM_THREADS)")
     print(f"  CPU kernels:  {info['cpu_isa']} (AITER_CPU_ISA caps the level)")
-    print(f"  CPU libs:     {', '.join(info['cpu_libraries']) or 'none found (OpenBLAS: libopenblas.so.0)'}")
+    print(f"  CPU libs:     {', '.join(info['cpu_libraries']) or 'none found (OpenBLAS: libopenblas.so.0, oneDNN 2.x: libdnnl.so.2)'}")
     targets = info["gpu_targets"]
     print(f"  GPU targets:  {', '.join(targets) if targets else 'none built'}")
     print(f"  code objects: {info['kernel_dir'] + '/manifest.tsv' if targets else 'none (CPU-only build)'}")
