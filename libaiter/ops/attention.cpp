@@ -127,6 +127,13 @@ struct Named {
   const char *name;
 };
 
+// Index tensors are read while every output is written (aiter.h): none may
+// overlap one (NULL outputs, such as an absent lse, are skipped).
+void indices_apart(ArgCheck &c, std::initializer_list<Named> indices, std::initializer_list<Named> outputs) {
+  for (const Named &i : indices)
+    for (const Named &o : outputs) c.disjoint(i.tensor, i.name, o.tensor, o.name);
+}
+
 void same_device_as(ArgCheck &c, const DLTensor *ref, const char *ref_name, std::initializer_list<Named> others) {
   for (const Named &n : others) c.same_device(n.tensor, n.name, ref, ref_name);
 }
@@ -236,6 +243,7 @@ void check_prefill(ArgCheck &c, PrefillArgs &a, DLTensor *out, const DLTensor *q
   a.shape = check_heads(c, q, k, "k", 1, p, true);
   check_value_dims(c, a.shape, q, k, v, out);
   check_lse(c, p.lse, q);
+  indices_apart(c, {{cu_q, "cu_seqlens_q"}, {cu_k, "cu_seqlens_k"}}, {{p.lse, "params.lse"}});
   if (on_host(q)) {
     check_cu_seqlens(c, cu_q, "cu_seqlens_q", q->shape[0], "q.shape[0]");
     check_cu_seqlens(c, cu_k, "cu_seqlens_k", k->shape[0], "k.shape[0]");
@@ -341,6 +349,8 @@ void check_paged_prefill(ArgCheck &c, DecodeArgs &a, DLTensor *out, const DLTens
   c.disjoint(cu_q, "cu_seqlens_q", out, "out");
   a.shape = check_heads(c, q, k_cache, "k_cache", 2, p);
   check_lse(c, p.lse, q);
+  indices_apart(c, {{block_table, "block_table"}, {context_lens, "context_lens"}, {cu_q, "cu_seqlens_q"}},
+                {{p.lse, "params.lse"}});
   const DType cache_dtype = c.ok() ? dtype_of(k_cache->dtype) : DType::unknown;
   if (is_fp8(cache_dtype)) {
     check_scale(c, p.k_scale, "params.k_scale");
@@ -508,6 +518,7 @@ AITER_API aiter_status aiter_paged_decode_attention_split_kv(DLTensor *out, cons
     DecodeArgs a{};
     check_decode(c, a, out, q, k_cache, v_cache, block_table, context_lens, params, true);
     check_workspace(c, a, workspace, q, k_cache, block_table);
+    indices_apart(c, {{block_table, "block_table"}, {context_lens, "context_lens"}}, {{workspace, "workspace"}});
     return c.ok() ? run(kDecodeSplit, q, a, stream) : c.status();
   });
 }

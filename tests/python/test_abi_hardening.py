@@ -101,6 +101,18 @@ def test_index_tensor_inside_an_output_is_refused(op, index, output):
     assert f"{index}: overlaps the memory of {output}" in message
 
 
+def test_prefill_lse_output_over_cu_seqlens_is_refused():
+    """params.lse is an output too: the index tensors may not lie inside it."""
+    from raw_tensors import RawTensor
+    prep = prepared("prefill_attention", q=lambda a: 0 < a.shape[0] * a.shape[1] <= 8)
+    cu_q, q = tensor(prep, "cu_seqlens_q"), tensor(prep, "q")
+    lse = RawTensor(np.zeros(q.array.shape[:2], np.float32), cu_q.buffer)  # over cu_seqlens_q's bytes
+    keep = prep.keep = []
+    prep.params.fields = dict(prep.params.fields, lse=lse.to_c(keep))
+    status, message = refused(prep, "prefill_attention")
+    assert "cu_seqlens_q: overlaps the memory of params.lse" in message
+
+
 # ---- 3. a hidden size of 0 still writes the scales ------------------------------------------
 
 @pytest.mark.parametrize("add", [False, True])
