@@ -329,9 +329,11 @@ DotA dot_a(const Plan &p) {
 // between blocks.  Sum: float (bf16) or int32_t (int8, exact).
 constexpr int64_t kDotBlockK = 512;
 
-// Asks for the block of W the strip reads next (the next K block of the same
+// Asks for a block of W the strip reads later (a later K block of the same
 // rows, else the first of the next rows) while the groups of A compute on this
 // one: the first group would otherwise wait on memory for every line of W.
+// The caller asks for the next two blocks: one block's products take less
+// time than one core's memory bandwidth needs to bring the next.
 void prefetch_next_w_block(const Plan &p, int64_t b, int64_t row0, int64_t rows, int64_t next_k0, int64_t block_k,
                            int64_t strip_end) {
   if (next_k0 >= p.k) row0 += rows, rows = std::min<int64_t>(avx512::kDotRowsW, strip_end - row0), next_k0 = 0;
@@ -361,6 +363,7 @@ void run_dot_strip(const Plan &p, const Layout &l, const DotA &a, int64_t b, int
     for (int64_t k0 = 0; k0 < p.k; k0 += block_k) {
       const int64_t kc = std::min(block_k, p.k - k0);
       prefetch_next_w_block(p, b, n0 + j0, c, k0 + block_k, block_k, n0 + cols);
+      prefetch_next_w_block(p, b, n0 + j0, c, k0 + 2 * block_k, block_k, n0 + cols);
       for (int64_t j = 0; j < avx512::kDotRowsW; ++j) {
         w[j] = p.w.row(b, n0 + j0 + std::min(j, c - 1)) + k0 * p.w.elem_bytes;
         if (decode_once) {
