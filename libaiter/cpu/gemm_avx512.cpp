@@ -384,9 +384,9 @@ void run_dot_strip(const Plan &p, const Layout &l, const DotA &a, int64_t b, int
       for (int64_t i = 0; i < r; ++i)
         for (int64_t j = 0; j < c; ++j) {
           const Sum *lane = lanes + g * kPair + (i * avx512::kDotRowsW + j) * 16;
-          Sum s = 0;
-          for (int t = 0; t < 16; ++t) s += lane[t];
-          acc[(i0 + i) * kDotStripN + j0 + j] = p.k == 0 ? Sum(0) : s;
+          Sum s = 0;  // with K = 0 the lanes were never written: adding them up would be UB
+          for (int t = 0; p.k > 0 && t < 16; ++t) s += lane[t];
+          acc[(i0 + i) * kDotStripN + j0 + j] = s;
         }
       i0 += r;
     }
