@@ -14,6 +14,11 @@ from .ops import __all__ as _op_names
 
 __version__ = _ffi.string(_lib.aiter_version_string()).decode()
 
+if "torch" in __import__("sys").modules:
+    # torch is loaded already: register torch.ops.aiter now (tens of ms), so that
+    # aiter.rmsnorm(t) works inside torch.compile from its first call.
+    from . import torch as _torch_ops  # noqa: F401
+
 
 def library_info():
     """Version, backends, GPU targets and CPU threads of the loaded library."""

@@ -1,6 +1,7 @@
 """Gated activations of feed-forward layers: ``act(x[..., :d]) * x[..., d:]``,
 and ``silu_and_mul`` fused with dynamic per-row quantization."""
 from .._call import Call
+from .._route import via_torch
 from ..errors import InvalidArgumentError
 from .quant import _quant_dtype
 
@@ -20,6 +21,7 @@ def _gated(symbol, x, out, *extra):
     return c.result(out_)
 
 
+@via_torch("silu_and_mul")
 def silu_and_mul(x, *, out=None):
     """``silu(x[..., :d]) * x[..., d:]`` for ``x`` of shape ``[..., 2*d]``, with
     ``silu(g) = g / (1 + exp(-g))``; returns ``[..., d]`` in ``x``'s dtype
@@ -27,6 +29,7 @@ def silu_and_mul(x, *, out=None):
     return _gated("aiter_silu_and_mul", x, out)
 
 
+@via_torch("gelu_and_mul")
 def gelu_and_mul(x, approximate="none", *, out=None):
     """``gelu(x[..., :d]) * x[..., d:]`` for ``x`` of shape ``[..., 2*d]``.
 
@@ -37,6 +40,7 @@ def gelu_and_mul(x, approximate="none", *, out=None):
     return _gated("aiter_gelu_and_mul", x, out, _GELU_APPROX[approximate])
 
 
+@via_torch("silu_and_mul_quant")
 def silu_and_mul_quant(x, dtype="float8_e4m3fn", *, out=None, scale=None):
     """``silu(x[..., :d]) * x[..., d:]`` computed in float32 and quantized per row
     with a dynamic scale; returns ``(out, scale)``.

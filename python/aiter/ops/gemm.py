@@ -9,6 +9,7 @@ has several kernel variants; the library picks one per shape (tuned tables,
 else a heuristic).
 """
 from .._call import Call, c_or_null
+from .._route import via_torch
 from ..dtypes import canonical
 
 
@@ -46,6 +47,7 @@ def _a8w8(symbol, out_shape, a, w, a_scale, w_scale, bias, out_dtype, out):
     return c.result(out_)
 
 
+@via_torch("gemm_a16w16")
 def gemm_a16w16(a, w, bias=None, *, out_dtype=None, out=None):
     """``a @ w.T + bias`` with fp32 accumulation, rounded once to ``out_dtype``.
 
@@ -55,6 +57,7 @@ def gemm_a16w16(a, w, bias=None, *, out_dtype=None, out=None):
     return _a16w16("aiter_gemm_a16w16", _out_shape, a, w, bias, out_dtype, out)
 
 
+@via_torch("gemm_a8w8")
 def gemm_a8w8(a, w, a_scale, w_scale, bias=None, *, out_dtype="bfloat16", out=None):
     """``(a @ w.T) * a_scale * w_scale + bias`` for 8-bit ``a`` and ``w``.
 
@@ -67,6 +70,7 @@ def gemm_a8w8(a, w, a_scale, w_scale, bias=None, *, out_dtype="bfloat16", out=No
     return _a8w8("aiter_gemm_a8w8", _out_shape, a, w, a_scale, w_scale, bias, out_dtype, out)
 
 
+@via_torch("gemm_a8w8_blockscale")
 def gemm_a8w8_blockscale(a, w, a_scale, w_scale, *, out_dtype="bfloat16", out=None):
     """DeepSeek-V3 style block-scaled fp8 product.
 
@@ -84,12 +88,14 @@ def gemm_a8w8_blockscale(a, w, a_scale, w_scale, *, out_dtype="bfloat16", out=No
     return c.result(out_)
 
 
+@via_torch("batched_gemm_a16w16")
 def batched_gemm_a16w16(a, w, bias=None, *, out_dtype=None, out=None):
     """``out[b] = a[b] @ w[b].T + bias`` for ``a`` [B, M, K], ``w`` [B, N, K]:
     the dtypes of ``gemm_a16w16``; ``bias`` None or [N], shared by every b."""
     return _a16w16("aiter_batched_gemm_a16w16", _batched_out_shape, a, w, bias, out_dtype, out)
 
 
+@via_torch("batched_gemm_a8w8")
 def batched_gemm_a8w8(a, w, a_scale, w_scale, bias=None, *, out_dtype="bfloat16", out=None):
     """``gemm_a8w8`` on every b of ``a`` [B, M, K] and ``w`` [B, N, K] (int8 or
     the same fp8 format).  ``a_scale``: float32 [B, M, 1] (per token) or [1] /

@@ -2,6 +2,7 @@
 import operator
 
 from .._call import Call
+from .._route import via_torch
 from ..errors import InvalidArgumentError
 
 
@@ -15,6 +16,7 @@ def _check_k(k):
     return k
 
 
+@via_torch("topk_softmax")
 def topk_softmax(gating, k, *, renormalize=False, topk_weights=None, topk_ids=None):
     """Softmax of ``gating`` [T, E] over the experts (in fp32), then the ``k``
     largest probabilities per token, largest first, ties going to the lower

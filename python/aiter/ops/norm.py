@@ -1,8 +1,10 @@
 """RMSNorm, fused residual-add + RMSNorm, LayerNorm over the last dimension."""
 from .._call import Call, c_or_null
+from .._route import via_torch
 from .quant import quantized_output, row_scales
 
 
+@via_torch("rmsnorm")
 def rmsnorm(x, weight, eps=1e-6, *, out=None):
     """``x / sqrt(mean(x**2) + eps) * weight`` over the last dim of ``x``."""
     c = Call("aiter_rmsnorm", like=x)
@@ -12,6 +14,7 @@ def rmsnorm(x, weight, eps=1e-6, *, out=None):
     return c.result(out_)
 
 
+@via_torch("add_rmsnorm")
 def add_rmsnorm(x, residual, weight, eps=1e-6, *, out=None, residual_out=None):
     """``residual_out = x + residual``; returns ``(rmsnorm(residual_out) * weight, residual_out)``.
 
@@ -24,6 +27,7 @@ def add_rmsnorm(x, residual, weight, eps=1e-6, *, out=None, residual_out=None):
     return c.result(out_), c.result(r_out)
 
 
+@via_torch("layernorm")
 def layernorm(x, weight, bias=None, eps=1e-5, *, out=None):
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last dim of ``x``."""
     c = Call("aiter_layernorm", like=x)
@@ -33,6 +37,7 @@ def layernorm(x, weight, bias=None, eps=1e-5, *, out=None):
     return c.result(out_)
 
 
+@via_torch("rmsnorm_quant")
 def rmsnorm_quant(x, weight, eps=1e-6, dtype="float8_e4m3fn", *, out=None, scale=None):
     """RMSNorm fused with per-row dynamic quantization, one pass over ``x``:
     returns ``(out, scale)`` with ``out ~= rmsnorm(x, weight) / scale`` in ``dtype``
@@ -44,6 +49,7 @@ def rmsnorm_quant(x, weight, eps=1e-6, dtype="float8_e4m3fn", *, out=None, scale
     return c.result(out_), c.result(scale_)
 
 
+@via_torch("add_rmsnorm_quant")
 def add_rmsnorm_quant(x, residual, weight, eps=1e-6, dtype="float8_e4m3fn", *, out=None, scale=None,
                       residual_out=None):
     """``residual_out = x + residual``, then :func:`rmsnorm_quant` of it; returns

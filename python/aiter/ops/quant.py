@@ -7,6 +7,7 @@ Dynamic scales are ``amax / qmax`` (qmax: 127 for int8, 448 for float8_e4m3fn,
 """
 from .. import dtypes
 from .._call import Call
+from .._route import via_torch
 from ..errors import InvalidArgumentError, UnsupportedDtypeError
 
 QUANT_TYPES = ("int8",) + dtypes.FP8_TYPES
@@ -33,6 +34,7 @@ def row_scales(c, x_, scale):
     return c.output(scale, "scale", x_.shape[:-1] + (1,), "float32")
 
 
+@via_torch("quant_per_tensor")
 def quant_per_tensor(x, dtype="float8_e4m3fn", *, out=None, scale=None):
     """Quantize ``x`` with one dynamic scale; returns ``(out, scale)``, scale of
     shape ``(1,)`` float32 (a caller's ``scale`` may also be ``(1, 1)``)."""
@@ -44,6 +46,7 @@ def quant_per_tensor(x, dtype="float8_e4m3fn", *, out=None, scale=None):
     return c.result(out_), c.result(scale_)
 
 
+@via_torch("quant_per_token")
 def quant_per_token(x, dtype="float8_e4m3fn", *, out=None, scale=None):
     """Quantize each row of ``x`` (over its last dim) with its own dynamic scale;
     returns ``(out, scale)``, scale of shape ``x.shape[:-1] + (1,)`` float32."""
@@ -55,6 +58,7 @@ def quant_per_token(x, dtype="float8_e4m3fn", *, out=None, scale=None):
     return c.result(out_), c.result(scale_)
 
 
+@via_torch("quant_per_tensor_static")
 def quant_per_tensor_static(x, scale, dtype="float8_e4m3fn", *, out=None):
     """Quantize ``x`` with a given scale, a float32 array of shape ``(1,)`` or
     ``(1, 1)`` holding a finite value >= FLT_MIN; returns ``out``."""

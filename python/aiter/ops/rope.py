@@ -3,12 +3,14 @@ import numpy as np
 
 from .. import dtypes
 from .._call import Call, c_or_null
+from .._route import via_torch
 from .._frameworks import _numpy_dtype
 from ..errors import InvalidArgumentError, UnsupportedDtypeError
 
 _STYLES = {"neox": 0, "gptj": 1}  # aiter_rope_style
 
 
+@via_torch("rope")
 def rope(q, k, positions, cos_sin_cache, style="neox"):
     """Rotates q [T, Hq, D] and k [T, Hk, D] in place; returns ``(q, k)``.
 

@@ -1,0 +1,56 @@
+"""Routes the functional ops to ``torch.ops.aiter`` for torch tensors, once
+``aiter.torch`` is loaded.  Then ``aiter.rmsnorm(t, w)`` inside a
+``torch.compile``d function is a registered op in the graph instead of cffi
+calls Dynamo cannot trace, and eager calls share the ops' fast path.
+
+This module imports no array library: ``aiter.torch`` fills in ``tensor_type``
+and ``functions`` when it loads.  It loads by itself at the first eager call
+with a torch tensor, or at ``import aiter`` when torch is already imported.
+"""
+import functools
+import sys
+
+
+class _NoType:
+    """Matches nothing until aiter.torch sets the torch tensor type."""
+
+
+tensor_type = _NoType
+functions = {}  # op name -> the torch form of the functional wrapper
+
+
+def _first(args, kwargs):
+    if args:
+        return args[0]
+    return next(iter(kwargs.values()), None)
+
+
+def _load_torch_if_torch(value):
+    """Imports aiter.torch at the first call with a torch tensor (eager code;
+    inside torch.compile, import aiter.torch beforehand)."""
+    if "torch" in sys.modules and type(value).__module__.split(".", 1)[0] == "torch":
+        from . import torch as _  # noqa: F401  (fills tensor_type and functions)
+        return True
+    return False
+
+
+def via_torch(name):
+    """Decorates the functional wrapper of table op ``name``."""
+    def decorate(wrapper):
+        @functools.wraps(wrapper)
+        def routed(*args, **kwargs):
+            first = _first(args, kwargs)
+            if isinstance(first, tensor_type) or (tensor_type is _NoType and _load_torch_if_torch(first)):
+                result = functions[name](*args, **kwargs)
+                if result is not NotImplemented:
+                    return result
+            return wrapper(*args, **kwargs)
+        return routed
+    return decorate
+
+
+def install(torch_tensor_type, torch_functions):
+    """Called by aiter.torch once its ops are registered."""
+    global tensor_type
+    functions.update(torch_functions)
+    tensor_type = torch_tensor_type

@@ -1,0 +1,66 @@
+"""The attention ops of the table.  Their scalars go to the C function in an
+``aiter_attention_params`` struct, which ``_params`` fills from the arguments."""
+from .types import MUTATED, Arg, Op, Out
+
+
+def _params(a, outs, dl):
+    """The params struct of one call: ``a`` the arguments, ``outs`` the outputs,
+    ``dl`` a tensor's DLTensor pointer.  Returned with what it points to."""
+    from .._lib import ffi, lib
+    p = ffi.new("aiter_attention_params *")
+    lib.aiter_attention_params_init(p)
+    scale = a.get("softmax_scale")
+    p.softmax_scale = 0.0 if scale is None else float(scale)
+    p.causal = 1 if a.get("causal", True) else 0
+    p.window_left = int(a.get("window_left", -1))
+    p.k_scale, p.v_scale = float(a.get("k_scale", 1.0)), float(a.get("v_scale", 1.0))
+    p.softcap = float(a.get("softcap", 0.0))
+    if "lse" in outs:
+        p.lse = dl(outs["lse"])
+    return p
+
+
+def _scale():
+    return Arg("softmax_scale", "float", optional=True)
+
+
+def _paged_scalars():
+    return [_scale(), Arg("window_left", "int", default=-1), Arg("k_scale", "float", default=1.0),
+            Arg("v_scale", "float", default=1.0), Arg("softcap", "float", default=0.0)]
+
+
+def _tokens_heads(a):
+    return tuple(a["q"].shape[:2])
+
+
+def _f32(a):
+    return "float32"
+
+
+def attention_ops():
+    paged = [Arg("q"), Arg("k_cache"), Arg("v_cache"), Arg("block_table"), Arg("context_lens")]
+    paged_order = ["out", "q", "k_cache", "v_cache", "block_table", "context_lens"]
+    q_like = Out("out", lambda a: tuple(a["q"].shape), lambda a: a["q"])
+    return [
+        Op("prefill_attention", "aiter_prefill_attention",
+           [Arg("q"), Arg("k"), Arg("v"), Arg("cu_seqlens_q"), Arg("cu_seqlens_k", optional=True, same_as="cu_seqlens_q"),
+            _scale(), Arg("causal", "bool", default=True), Arg("window_left", "int", default=-1),
+            Arg("softcap", "float", default=0.0)],
+           [Out("out", lambda a: _tokens_heads(a) + (a["v"].shape[-1],), lambda a: a["q"]),
+            Out("lse", _tokens_heads, _f32)],
+           ["out", "q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "@params"], params=_params),
+        Op("paged_decode_attention", "aiter_paged_decode_attention", paged + _paged_scalars(), [q_like],
+           paged_order + ["@params"], params=_params),
+        Op("paged_decode_attention_split_kv", "aiter_paged_decode_attention_split_kv",
+           paged + [Arg("workspace", MUTATED)] + _paged_scalars(), [q_like],
+           paged_order + ["workspace", "@params"], params=_params),
+        Op("paged_prefill_attention", "aiter_paged_prefill_attention",
+           paged + [Arg("cu_seqlens_q"), _scale(), Arg("causal", "bool", default=True),
+                    Arg("window_left", "int", default=-1), Arg("softcap", "float", default=0.0),
+                    Arg("k_scale", "float", default=1.0), Arg("v_scale", "float", default=1.0)],
+           [q_like, Out("lse", _tokens_heads, _f32)], paged_order + ["cu_seqlens_q", "@params"], params=_params),
+        Op("reshape_and_cache", "aiter_reshape_and_cache",
+           [Arg("key"), Arg("value"), Arg("k_cache", MUTATED), Arg("v_cache", MUTATED), Arg("slot_mapping"),
+            Arg("k_scale", "float", default=1.0), Arg("v_scale", "float", default=1.0)],
+           [], ["k_cache", "v_cache", "key", "value", "slot_mapping", "k_scale", "v_scale"]),
+    ]

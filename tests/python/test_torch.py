@@ -1,0 +1,223 @@
+"""aiter.torch: every op as torch.ops.aiter.<name>, checked by opcheck, traced
+by torch.compile / torch.export / torch.jit.trace, on CPU tensors."""
+import copy
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import aiter  # noqa: E402
+import aiter.torch  # noqa: E402,F401
+from aiter.spec import OPS  # noqa: E402
+from harness import assert_close, f64  # noqa: E402
+from test_norm import rms_ref  # noqa: E402
+from torch_samples import check, rope_checked, samples  # noqa: E402
+
+NAMES = [op.name for op in OPS]
+
+
+@pytest.fixture
+def gen():
+    return torch.Generator().manual_seed(int(torch.randint(0, 2**31, ()).item()))
+
+
+def test_import_aiter_does_not_import_torch():
+    code = "import sys, aiter; aiter.rmsnorm; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_every_op_is_registered_and_has_a_sample(gen):
+    assert sorted(samples(gen)) == sorted(NAMES)
+    for name in NAMES:
+        assert hasattr(torch.ops.aiter, name)
+
+
+_FP8 = (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2)
+_ALL_CHECKS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
+
+
+def opcheck(op, args, kwargs):
+    """torch.library.opcheck, but for fp8 inputs its schema test (torch.allclose
+    of the arguments, which CPU fp8 lacks) is replaced by a bitwise check that
+    the fp8 inputs, read-only in every schema, are unchanged."""
+    fp8 = [a for a in args if isinstance(a, torch.Tensor) and a.dtype in _FP8]
+    fp8_out = [a for a in kwargs.values() if isinstance(a, torch.Tensor) and a.dtype in _FP8]
+    if not fp8 and not fp8_out:
+        torch.library.opcheck(op, args, kwargs)
+        return
+    before = [a.view(torch.uint8).clone() for a in fp8]
+    op(*args, **kwargs)
+    assert all(torch.equal(a.view(torch.uint8), b) for a, b in zip(fp8, before)), "an fp8 input was written"
+    torch.library.opcheck(op, args, kwargs, test_utils=_ALL_CHECKS[1:])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_opcheck(gen, name):
+    args, kwargs = samples(gen)[name]
+    opcheck(getattr(torch.ops.aiter, name).default, args, kwargs)
+
+
+@pytest.mark.parametrize("name", [op.name for op in OPS if op.outs])
+def test_opcheck_out_overload(gen, name):
+    args, kwargs = samples(gen)[name]
+    fresh = getattr(torch.ops.aiter, name)(*copy.deepcopy(args), **kwargs)
+    fresh = fresh if isinstance(fresh, tuple) else (fresh,)
+    op = next(o for o in OPS if o.name == name)
+    outs = {o.name: torch.full_like(t, float("nan")) if t.is_floating_point() else torch.full_like(t, -128)
+            for o, t in zip(op.outs, fresh)}
+    opcheck(getattr(torch.ops.aiter, name).out, args, {**kwargs, **outs})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_results_match_float64_references_and_out_overload(gen, name):
+    args, kwargs = samples(gen)[name]
+    result = getattr(torch.ops.aiter, name)(*copy.deepcopy(args), **kwargs)
+    check(name, args, result)
+    op = next(o for o in OPS if o.name == name)
+    if not op.outs:
+        return
+    fresh = result if isinstance(result, tuple) else (result,)
+    outs = {o.name: torch.full_like(t, float("nan")) if t.is_floating_point() else torch.full_like(t, -128)
+            for o, t in zip(op.outs, fresh)}
+    assert getattr(torch.ops.aiter, name).out(*copy.deepcopy(args), **kwargs, **outs) is None
+    for o, t in zip(op.outs, fresh):
+        assert torch.equal(outs[o.name], t), f"{name}.out: {o.name} differs from the functional form"
+
+
+def test_rope_rotates_in_place(gen):
+    rope_checked(gen)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_meta_tensors_propagate_shapes(gen, name):
+    args, kwargs = samples(gen)[name]
+    real = getattr(torch.ops.aiter, name)(*copy.deepcopy(args), **kwargs)
+    meta_args = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
+    meta = getattr(torch.ops.aiter, name)(*meta_args, **kwargs)
+    real, meta = (real, meta) if isinstance(real, tuple) else ((real,), (meta,))
+    for r, m in zip(real, meta):
+        if r is None:
+            assert m is None
+            continue
+        assert m.device.type == "meta" and m.shape == r.shape and m.dtype == r.dtype
+
+
+@pytest.mark.parametrize("name", ["rmsnorm", "gemm_a16w16", "silu_and_mul", "rope"])
+def test_requires_grad_is_refused(gen, name):
+    args, kwargs = samples(gen)[name]
+    args = list(copy.deepcopy(args))
+    args[0] = args[0].float().requires_grad_() if name != "rope" else args[0].requires_grad_()
+    if name == "gemm_a16w16":
+        args[1], args[2] = args[1].float(), args[2].float()
+    if name == "rmsnorm":
+        args[1] = args[1].float()
+    with pytest.raises(RuntimeError, match=f"aiter.{name}: .* requires grad.*no derivative"):
+        getattr(torch.ops.aiter, name)(*args, **kwargs)
+    with torch.no_grad():
+        getattr(torch.ops.aiter, name)(*args, **kwargs)
+
+
+def test_bad_argument_names_the_op_and_argument(gen):
+    x = torch.randn(4, 96)
+    with pytest.raises(aiter.InvalidArgumentError, match="aiter_rmsnorm: weight"):
+        torch.ops.aiter.rmsnorm(x, torch.randn(95))
+    with pytest.raises(ValueError, match="style"):
+        torch.ops.aiter.rope(torch.randn(3, 2, 8), None, torch.zeros(3, dtype=torch.int64), torch.randn(4, 8), "x")
+
+
+def llama_block(x, p, positions, cos_sin, cu_seqlens):
+    """One decoder layer of a Llama-style model, libaiter ops only: [T, hidden]."""
+    t, heads, kv_heads, d = x.shape[0], 4, 2, 64
+    h = torch.ops.aiter.rmsnorm(x, p["ln1"], 1e-5)
+    qkv = torch.ops.aiter.gemm_a16w16(h, p["wqkv"])
+    q = qkv[:, :heads * d].reshape(t, heads, d).contiguous()
+    k = qkv[:, heads * d:(heads + kv_heads) * d].reshape(t, kv_heads, d).contiguous()
+    v = qkv[:, (heads + kv_heads) * d:].reshape(t, kv_heads, d).contiguous()
+    torch.ops.aiter.rope(q, k, positions, cos_sin, "neox")
+    attn, _ = torch.ops.aiter.prefill_attention(q, k, v, cu_seqlens)
+    o = torch.ops.aiter.gemm_a16w16(attn.reshape(t, heads * d), p["wo"])
+    h2, residual = torch.ops.aiter.add_rmsnorm(o, x, p["ln2"], 1e-5)
+    up = torch.ops.aiter.gemm_a16w16(h2, p["wgu"])
+    act = torch.ops.aiter.silu_and_mul(up)
+    return torch.ops.aiter.gemm_a16w16(act, p["wdown"]) + residual
+
+
+def llama_inputs(g, t=11, hidden=256, ffn=344):
+    def rnd(*s):
+        return (torch.randn(*s, generator=g) / s[-1] ** 0.5).float()
+    p = {"ln1": 1 + rnd(hidden) / 10, "ln2": 1 + rnd(hidden) / 10, "wqkv": rnd((4 + 4) * 64, hidden),
+         "wo": rnd(hidden, 4 * 64), "wgu": rnd(2 * ffn, hidden), "wdown": rnd(hidden, ffn)}
+    from test_rope import reference_cache
+    cos_sin = torch.from_numpy(reference_cache(64, 64)).float()
+    cu = torch.tensor([0, 4, t], dtype=torch.int32)
+    return torch.randn(t, hidden, generator=g), p, torch.cat([torch.arange(4), torch.arange(t - 4)]), cos_sin, cu
+
+
+def test_compiled_llama_block_has_no_graph_break_and_matches_eager(gen):
+    torch._dynamo.reset()
+    args = llama_inputs(gen)
+    eager = llama_block(*args)
+    compiled = torch.compile(llama_block, fullgraph=True)(*args)
+    assert_close(compiled, f64(eager), "float32", rtol=1e-4, atol=1e-4)
+    explanation = torch._dynamo.explain(llama_block)(*args)
+    assert explanation.graph_break_count == 0
+    assert "aiter.prefill_attention" in str(explanation.graphs[0].graph)
+
+
+def test_functional_api_under_torch_compile(gen):
+    torch._dynamo.reset()
+
+    def f(x, w, r):
+        out = aiter.rmsnorm(x, w, 1e-6)
+        normed, res = aiter.add_rmsnorm(out, r, w)
+        q, scale = aiter.quant_per_token(normed, "int8")
+        return aiter.silu_and_mul(res) , q, scale
+
+    x, w, r = torch.randn(5, 96, generator=gen), torch.randn(96, generator=gen), torch.randn(5, 96, generator=gen)
+    eager = f(x, w, r)
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w, r)
+    for c, e in zip(compiled, eager):
+        assert torch.equal(c, e)
+    assert_close(aiter.rmsnorm(x, w, 1e-6), rms_ref(f64(x), f64(w), 1e-6), "float32")
+
+
+def test_functional_out_argument_under_torch_compile(gen):
+    torch._dynamo.reset()
+
+    def f(x, w, out):
+        aiter.rmsnorm(x, w, out=out)
+        return out * 2
+
+    x, w = torch.randn(3, 64, generator=gen), torch.randn(64, generator=gen)
+    out = torch.full_like(x, float("nan"))
+    result = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w, out)
+    assert_close(out, rms_ref(f64(x), f64(w), 1e-6), "float32")
+    assert_close(result, 2 * rms_ref(f64(x), f64(w), 1e-6), "float32")
+
+
+class _Norm(torch.nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.rand(hidden) + 0.5, requires_grad=False)
+
+    def forward(self, x):
+        return torch.ops.aiter.silu_and_mul(torch.ops.aiter.rmsnorm(x, self.weight, 1e-6))
+
+
+def test_torch_export_keeps_the_ops(gen):
+    module = _Norm(96)
+    x = torch.randn(4, 96, generator=gen)
+    exported = torch.export.export(module, (x,))
+    targets = {str(n.target) for n in exported.graph.nodes if n.op == "call_function"}
+    assert {"aiter.rmsnorm.default", "aiter.silu_and_mul.default"} <= targets
+    fresh = torch.randn(4, 96, generator=gen)
+    assert torch.equal(exported.module()(fresh), module(fresh))
+
+
+def test_jit_trace_keeps_the_ops(gen):
+    module = _Norm(64)
+    traced = torch.jit.trace(module, torch.randn(3, 64, generator=gen))
+    assert "aiter::rmsnorm" in str(traced.graph)
+    fresh = torch.randn(3, 64, generator=gen)
+    assert_close(traced(fresh), f64(module(fresh)), "float32", rtol=0, atol=0)
