@@ -1,0 +1,39 @@
+"""The AITER-compatible functions as ``torch.ops.aiter_compat.<name>``.
+
+Their schemas are read from the functions' type hints
+(``torch.library.infer_schema``), naming the tensors each writes; their
+implementation is registered as CompositeImplicitAutograd, so under tracing
+(torch.compile, torch.export) they decompose into the ``torch.ops.aiter`` ops
+they call, whose fake implementations give the shapes.  A separate namespace:
+AITER's names (``silu_and_mul(out, input)``) clash with libaiter's own ops.
+"""
+import torch
+
+from . import activation, attention, cache, gemm, moe, norm, quant, rope
+
+NAMESPACE = "aiter_compat"
+
+# function -> the arguments it writes (flash_attn_varlen_func returns a Tensor or a
+# tuple by return_lse, which a schema cannot say: it stays a plain function).
+REGISTERED = {
+    norm.rms_norm: (), norm.rmsnorm2d_fwd: (), norm.layernorm2d_fwd: (),
+    norm.rmsnorm2d_fwd_with_add: ("out", "residual_out"),
+    norm.rmsnorm2d_fwd_with_dynamicquant: ("out", "yscale"),
+    norm.rmsnorm2d_fwd_with_add_dynamicquant: ("out", "residual_out", "yscale"),
+    activation.silu_and_mul: ("out",), activation.gelu_and_mul: ("out",), activation.gelu_tanh_and_mul: ("out",),
+    quant.static_per_tensor_quant: ("out",), quant.dynamic_per_tensor_quant: ("out", "scale"),
+    quant.dynamic_per_token_scaled_quant: ("out", "scales"),
+    rope.rotary_embedding_fwd: ("query", "key"),
+    cache.reshape_and_cache: ("key_cache", "value_cache"), cache.reshape_and_cache_flash: ("key_cache", "value_cache"),
+    moe.topk_softmax: ("topk_weights", "topk_indices", "token_expert_indices"),
+    gemm.gemm_a8w8_CK: (), gemm.gemm_a8w8_blockscale: (), gemm.gemm_a16w16: (),
+}
+# Registered under AITER's name; the public function returns `out` as AITER's does.
+NAMED = {attention.paged_attention_v1_into: ("paged_attention_v1", ("out",))}
+
+_library = torch.library.Library(NAMESPACE, "DEF")  # kept alive: dropping it unregisters the ops
+
+_ALL = [(f, f.__name__, m) for f, m in REGISTERED.items()] + [(f, n, m) for f, (n, m) in NAMED.items()]
+for _function, _name, _mutated in _ALL:
+    _library.define(_name + torch.library.infer_schema(_function, mutates_args=_mutated))
+    _library.impl(_name, _function, "CompositeImplicitAutograd")
