@@ -44,10 +44,9 @@ def _allocate(op, named, like):
 
 
 def _refuse_grad(op, named):
-    """Raises when grad mode is on and a tensor argument requires grad: the op has
-    no derivative, and a silently detached output would train wrongly."""
-    if not torch.is_grad_enabled():
-        return
+    """Raises when a tensor argument requires grad (the caller checked that grad
+    mode is on): the op has no derivative, and a silently detached output would
+    train wrongly."""
     for a in op.args:
         value = named.get(a.name)
         if isinstance(value, torch.Tensor) and value.requires_grad:
@@ -56,50 +55,52 @@ def _refuse_grad(op, named):
 
 
 def _c_plan(op):
-    """For each C argument: (name, converter of its value)."""
+    """For each C argument: (name, converter of a scalar or None for a tensor, is the params struct)."""
     by_name = {a.name: a for a in op.args}
     plan = []
     for name in op.c_order:
         arg = by_name.get(name)
         if name == "@params" or arg is None or arg.is_tensor:
-            plan.append((name, None))
+            plan.append((name, None, name == "@params"))
         else:
-            plan.append((name, arg.to_c or (float if arg.kind == "float" else int)))
-    same_as = {a.name: a.same_as for a in op.args if a.same_as}
-    return tuple(plan), same_as
-
-
-def _c_arguments(op, plan, same_as, named, outs):
-    cargs = []
-    for name, convert in plan:
-        if name == "@params":
-            cargs.append(op.params(named, outs, lambda t: dltensor(t, "lse")))
-            continue
-        value = outs[name] if name in outs else named.get(name)
-        if value is None and name in same_as:
-            value = named[same_as[name]]
-        if convert is not None:
-            cargs.append(convert(value))
-        else:
-            cargs.append(ffi.NULL if value is None else dltensor(value, name))
-    return cargs
+            plan.append((name, arg.to_c or (float if arg.kind == "float" else int), False))
+    return tuple(plan)
 
 
 def real_kernel(op):
-    plan, same_as = _c_plan(op)
-    function = getattr(lib, op.symbol)
+    """The CPU/CUDA implementation.  Everything that depends only on the op is
+    worked out here, once; a call only binds, allocates, converts and calls
+    (each step measured by benchmarks/bench_overhead.py)."""
+    plan, function = _c_plan(op), getattr(lib, op.symbol)
+    names, first = tuple(a.name for a in op.args), op.args[0].name
+    defaults = {a.name: a.default for a in op.args}
+    same_as = tuple((a.name, a.same_as) for a in op.args if a.same_as)
+    outs_spec = tuple((o.name, o.shape, o.dtype) for o in op.outs)
     out_names = tuple(o.name for o in op.outs)
+    lse_dl = lambda t: dltensor(t, "lse")  # noqa: E731
 
     def kernel(*args, **kwargs):
-        named = _arguments(op, args, kwargs)
-        _refuse_grad(op, named)
-        like = _first_tensor(op, named)
-        given = {n: kwargs[n] for n in out_names if n in kwargs}
-        outs = given if given else _allocate(op, named, like)
-        check(function(*_c_arguments(op, plan, same_as, named, outs), stream_of(like)))
-        if given or not outs:
+        named = defaults.copy()
+        named.update(zip(names, args))
+        if kwargs:  # the .out overload: the caller's outputs
+            named.update(kwargs)
+        if torch.is_grad_enabled():
+            _refuse_grad(op, named)
+        like = named[first]
+        if not kwargs:
+            for name, shape, dtype in outs_spec:
+                named[name] = like.new_empty(tuple(shape(named)), dtype=torch_dtype(dtype(named)))
+        for name, other in same_as:
+            if named[name] is None:
+                named[name] = named[other]
+        cargs = [op.params(named, named, lse_dl) if params else
+                 (convert(named[name]) if convert is not None else
+                  (ffi.NULL if named[name] is None else dltensor(named[name], name)))
+                 for name, convert, params in plan]
+        check(function(*cargs, stream_of(like)))
+        if kwargs or not out_names:
             return None
-        return outs[out_names[0]] if len(outs) == 1 else tuple(outs[n] for n in out_names)
+        return named[out_names[0]] if len(out_names) == 1 else tuple(named[n] for n in out_names)
 
     kernel.__name__ = f"aiter_{op.name}"
     return kernel
