@@ -5,12 +5,17 @@ Every op takes arrays from NumPy, PyTorch, JAX, CuPy or anything with
 device.  Outputs are allocated unless passed as ``out=``.  Failures raise
 ``aiter.AiterError`` subclasses carrying the library's message.
 """
-from . import dtypes, tuning
+from ._log_level import normalize_environment as _normalize_log_level
+
+_normalize_log_level()  # before the library can read AITER_LOG_LEVEL: any case, a warning if unknown
+
+from . import dtypes, tuning  # noqa: E402
 from ._lib import ffi as _ffi, lib as _lib, library_path
 from .errors import (AiterError, DeviceError, InternalError, InvalidArgumentError, NoDeviceError,
                      NoKernelError, OutOfMemoryError, UnsupportedDtypeError, UnsupportedShapeError)
 from .ops import *  # noqa: F401,F403
 from .ops import __all__ as _op_names
+from .convenience import attention, linear, matmul, quantize, set_log_level  # noqa: E402,F401
 
 __version__ = _ffi.string(_lib.aiter_version_string()).decode()
 
@@ -43,4 +48,5 @@ def library_info():
 
 __all__ = ["AiterError", "InvalidArgumentError", "UnsupportedDtypeError", "UnsupportedShapeError",
            "NoDeviceError", "NoKernelError", "OutOfMemoryError", "DeviceError", "InternalError",
-           "dtypes", "tuning", "library_info", "__version__"] + list(_op_names)
+           "dtypes", "tuning", "library_info", "__version__", "matmul", "linear", "attention",
+           "quantize", "set_log_level"] + list(_op_names)
