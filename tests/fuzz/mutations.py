@@ -257,7 +257,9 @@ def bad_index(rng, prep):
         return None
     values = t.buffer.view(t.array).reshape(-1)
     i = int(rng.integers(values.size))
-    values[i] = pick(rng, [-1, -2 ** 31, 2 ** 31 - 1, 10 ** 6, int(values.max()) + 1])
+    limits = np.iinfo(values.dtype)
+    value = pick(rng, [-1, -2 ** 31, 2 ** 31 - 1, 10 ** 6, int(values.max()) + 1])
+    values[i] = min(max(value, int(limits.min)), int(limits.max))
     return f"{t.name}[{i}] = {values[i]}", "any"
 
 
