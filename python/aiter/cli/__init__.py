@@ -34,6 +34,9 @@ def _parser():
 
 
 def main(argv):
+    from .build_flags import FLAGS, run as print_flags
+    if argv and all(flag in FLAGS for flag in argv):  # python -m aiter --cflags --libs
+        return print_flags(argv)
     args = _parser().parse_args(argv)
     if args.command == "info":
         from .info import run
