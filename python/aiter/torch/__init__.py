@@ -14,6 +14,10 @@ x, weight, eps, out=o)``).  The in-place ops (``rope``, ``reshape_and_cache``)
 return nothing.  The ops have no derivative: a tensor that requires grad, with
 grad mode on, is refused with an error saying so.
 
+``aiter.torch.hf`` plugs the ops into Hugging Face transformers
+(``attn_implementation="aiter"``, :func:`aiter.torch.hf.use_aiter_ops`);
+``aiter.torch.layers`` holds the nn.Module layers it swaps in.
+
 Importing this module also makes ``aiter.rmsnorm(torch_tensor, ...)`` and the
 other functional ops call these operators (so they work under torch.compile).
 """
@@ -26,5 +30,8 @@ from ._functional import FUNCTIONS  # noqa: E402
 _route.install(torch.Tensor, FUNCTIONS)
 
 ops = getattr(torch.ops, NAMESPACE)
+
+if "transformers" in __import__("sys").modules:  # attn_implementation="aiter" available at once
+    from . import hf as _hf  # noqa: F401  (registers itself)
 
 __all__ = ["ops", "NAMESPACE"]
