@@ -64,10 +64,11 @@ def main():
     parser.add_argument("--calls", type=int, default=10000)
     parser.add_argument("--loops", type=int, default=7)
     parser.add_argument("--hidden", type=int, default=4096)
+    parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     parser.add_argument("--gemm-n", type=int, default=None, help="N = K of the GEMM (4096 on CUDA, 256 on the "
                         "CPU, where a 4096 x 4096 product takes milliseconds and hides the call overhead)")
     args = parser.parse_args()
-    device, dtype = torch.device(args.device), torch.bfloat16
+    device, dtype = torch.device(args.device), getattr(torch, args.dtype)
     n = args.gemm_n or (4096 if device.type == "cuda" else 256)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     gen = torch.Generator().manual_seed(0)
@@ -78,9 +79,10 @@ def main():
     print(f"device {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}), "
           f"torch {torch.__version__}, aiter {aiter.__version__}, {args.calls} calls x {args.loops} loops, "
           "median us per call")
+    gemm_out = torch.empty(1, n, dtype=dtype, device=device)
     with torch.inference_mode():
-        for title, rows in ((f"rmsnorm [1, {args.hidden}] bf16", rmsnorm_rows(x, w, torch.empty_like(x))),
-                            (f"GEMM M=1 N=K={n} bf16", gemm_rows(a, wg, torch.empty(1, n, dtype=dtype, device=device)))):
+        for title, rows in ((f"rmsnorm [1, {args.hidden}] {args.dtype}", rmsnorm_rows(x, w, torch.empty_like(x))),
+                            (f"GEMM M=1 N=K={n} {args.dtype}", gemm_rows(a, wg, gemm_out))):
             print(f"\n{title}")
             for name, fn in rows:
                 print(f"  {name:34s} {per_call_us(fn, args.calls, args.loops, sync):9.2f}")

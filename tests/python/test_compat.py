@@ -253,3 +253,72 @@ def test_compat_ops_compile_with_no_graph_break(g):
         assert torch.equal(c, e)
     assert torch.equal(r, r_eager)
     assert math.isfinite(float(compiled[0].sum()))
+
+
+def compat_samples(g):
+    """torch.ops.aiter_compat.<name> -> arguments, as engines pass them (int8 where
+    AITER takes int8 or fp8: opcheck compares inputs with allclose, which CPU fp8 lacks)."""
+    x, r, w = randn(g, 6, 128), randn(g, 6, 128), randn(g, 128)
+    i8 = torch.empty(6, 128, dtype=torch.int8)
+    up = randn(g, 6, 2 * 40)
+    kc, vc = randn(g, 4, 16, 2, 64), randn(g, 4, 16, 2, 64)
+    table, lens = torch.tensor([[2, 0], [1, 3]], dtype=torch.int32), torch.tensor([20, 7], dtype=torch.int32)
+    cache = reference_cache(32, 64)
+    cos, sin = torch.from_numpy(cache[:, :32]).float(), torch.from_numpy(cache[:, 32:]).float()
+    xq = torch.randint(-127, 128, (5, 64), generator=g, dtype=torch.int8)
+    wq = torch.randint(-127, 128, (24, 64), generator=g, dtype=torch.int8)
+    one = torch.tensor([1.0])
+    return {
+        "rms_norm": (x, w, 1e-6), "rmsnorm2d_fwd": (x, w, 1e-6),
+        "rmsnorm2d_fwd_with_add": (torch.empty_like(x), x, r, torch.empty_like(r), w, 1e-6),
+        "rmsnorm2d_fwd_with_dynamicquant": (i8, x, torch.empty(6, 1), w, 1e-6),
+        "rmsnorm2d_fwd_with_add_dynamicquant": (i8, x, r, torch.empty_like(r), torch.empty(6, 1), w, 1e-6),
+        "layernorm2d_fwd": (x, w, randn(g, 128), 1e-5),
+        "silu_and_mul": (torch.empty(6, 40), up), "gelu_and_mul": (torch.empty(6, 40), up),
+        "gelu_tanh_and_mul": (torch.empty(6, 40), up),
+        "dynamic_per_token_scaled_quant": (i8, x, torch.empty(6, 1)),
+        "dynamic_per_tensor_quant": (i8, x, torch.empty(1)), "static_per_tensor_quant": (i8, x, torch.tensor([0.03])),
+        "rotary_embedding_fwd": (torch.randint(0, 32, (6,), generator=g), randn(g, 6, 4 * 64), randn(g, 6, 2 * 64), 64,
+                                 cos, sin, True, False),
+        "reshape_and_cache": (randn(g, 3, 2, 64), randn(g, 3, 2, 64), kc.clone(), vc.clone(), torch.tensor([5, -1, 40]),
+                              "auto", one, one),
+        "reshape_and_cache_flash": (randn(g, 3, 2, 64), randn(g, 3, 2, 64), kc.clone(), vc.clone(),
+                                    torch.tensor([1, 2, 63]), "auto", one, one),
+        "topk_softmax": (torch.empty(6, 2), torch.empty(6, 2, dtype=torch.int32), torch.empty(6, 2, dtype=torch.int32),
+                         randn(g, 6, 8), True),
+        "gemm_a8w8_CK": (xq, wq, torch.rand(5, 1, generator=g), torch.rand(1, 24, generator=g), None, torch.float32),
+        "gemm_a8w8_blockscale": None,  # fp8 only: covered by test_gemm_a8w8_blockscale
+        "gemm_a16w16": (randn(g, 2, 3, 64), randn(g, 24, 64), None, torch.float32),
+        "paged_attention_v1": (torch.empty(2, 4, 64), torch.empty(1), randn(g, 2, 4, 64), kc, vc, 0.125, table, None,
+                               lens, 20, None, "auto", "NHD", 0.0, one, one),
+    }
+
+
+@pytest.mark.parametrize("name", [n for n in compat.__all__[1:] if n != "flash_attn_varlen_func"])
+def test_opcheck_registered_compat_ops(g, name):
+    args = compat_samples(g)[name]
+    if args is None:
+        pytest.skip("fp8-only op: opcheck's input comparison needs CPU fp8 arithmetic")
+    torch.library.opcheck(getattr(torch.ops.aiter_compat, name).default, args)
+
+
+def test_cache_write_and_paged_attention_compile_with_no_graph_break(g):
+    torch._dynamo.reset()
+    one = torch.tensor([1.0])
+    table, lens = torch.tensor([[1, 0]], dtype=torch.int32), torch.tensor([18], dtype=torch.int32)
+
+    def step(key, value, kc, vc, slots, q):
+        compat.reshape_and_cache(key, value, kc, vc, slots, "auto", one, one)
+        out = torch.empty_like(q)
+        return compat.paged_attention_v1(out, torch.empty(1), q, kc, vc, 0.125, table, None, lens, 18, None, "auto",
+                                         "NHD", 0.0, one, one)
+
+    args = (randn(g, 2, 2, 64), randn(g, 2, 2, 64), randn(g, 2, 16, 2, 64), randn(g, 2, 16, 2, 64),
+            torch.tensor([16, 17]), randn(g, 1, 4, 64))
+    eager_args = [a.clone() for a in args]
+    eager = step(*eager_args)
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")(*args)
+    assert torch.equal(compiled, eager)
+    assert torch.equal(args[2], eager_args[2]) and torch.equal(args[3], eager_args[3])
+    ref = decode_ref(args[5], args[2], args[3], table.numpy(), [18], 0.125)
+    assert_close(compiled, ref, "float32")

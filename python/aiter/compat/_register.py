@@ -24,16 +24,32 @@ REGISTERED = {
     quant.static_per_tensor_quant: ("out",), quant.dynamic_per_tensor_quant: ("out", "scale"),
     quant.dynamic_per_token_scaled_quant: ("out", "scales"),
     rope.rotary_embedding_fwd: ("query", "key"),
-    cache.reshape_and_cache: ("key_cache", "value_cache"), cache.reshape_and_cache_flash: ("key_cache", "value_cache"),
     moe.topk_softmax: ("topk_weights", "topk_indices", "token_expert_indices"),
     gemm.gemm_a8w8_CK: (), gemm.gemm_a8w8_blockscale: (), gemm.gemm_a16w16: (),
 }
-# Registered under AITER's name; the public function returns `out` as AITER's does.
-NAMED = {attention.paged_attention_v1_into: ("paged_attention_v1", ("out",))}
+# Registered under AITER's name, the public function calling the op (paged_attention_v1
+# also returns `out`, as AITER's does, which a schema may not say).
+NAMED = {attention.paged_attention_v1_into: ("paged_attention_v1", ("out",)),
+         cache.reshape_and_cache_kernel: ("reshape_and_cache", ("key_cache", "value_cache")),
+         cache.reshape_and_cache_flash_kernel: ("reshape_and_cache_flash", ("key_cache", "value_cache"))}
+# These read their fp8 scales (one-element tensors in AITER's signature) as numbers
+# for the C call: traced, that would be a data-dependent value, so they are
+# opaque ops with CPU/CUDA kernels and a fake implementation (they only write
+# their arguments) instead of decomposing.
+OPAQUE = {"reshape_and_cache", "reshape_and_cache_flash", "paged_attention_v1"}
 
 _library = torch.library.Library(NAMESPACE, "DEF")  # kept alive: dropping it unregisters the ops
 
 _ALL = [(f, f.__name__, m) for f, m in REGISTERED.items()] + [(f, n, m) for f, (n, m) in NAMED.items()]
+def _writes_only(*args, **kwargs):
+    return None
+
+
 for _function, _name, _mutated in _ALL:
     _library.define(_name + torch.library.infer_schema(_function, mutates_args=_mutated))
-    _library.impl(_name, _function, "CompositeImplicitAutograd")
+    if _name in OPAQUE:
+        _library.impl(_name, _function, "CPU")
+        _library.impl(_name, _function, "CUDA")
+        torch.library.register_fake(f"{NAMESPACE}::{_name}", _writes_only, lib=_library)
+    else:
+        _library.impl(_name, _function, "CompositeImplicitAutograd")

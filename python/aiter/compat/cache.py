@@ -36,8 +36,8 @@ def reshape_and_cache(key: Tensor, value: Tensor, key_cache: Tensor, value_cache
     """AITER ``reshape_and_cache(key, value, key_cache, value_cache, slot_mapping,
     kv_cache_dtype, k_scale=None, v_scale=None, asm_layout=False) -> None``, with
     the caches in the NHD layout (see the module)."""
-    refuse("reshape_and_cache", "asm_layout", asm_layout, False)
-    _write("reshape_and_cache", key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, k_scale, v_scale)
+    torch.ops.aiter_compat.reshape_and_cache(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype,
+                                             k_scale, v_scale, asm_layout)
 
 
 def reshape_and_cache_flash(key: Tensor, value: Tensor, key_cache: Tensor, value_cache: Tensor,
@@ -45,5 +45,20 @@ def reshape_and_cache_flash(key: Tensor, value: Tensor, key_cache: Tensor, value
                             v_scale: Optional[Tensor] = None) -> None:
     """AITER ``reshape_and_cache_flash(key, value, key_cache, value_cache,
     slot_mapping, kv_cache_dtype, k_scale, v_scale) -> None``."""
+    torch.ops.aiter_compat.reshape_and_cache_flash(key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype,
+                                                   k_scale, v_scale)
+
+
+# The registered kernels (see _register.OPAQUE): they read the scales as numbers.
+def reshape_and_cache_kernel(key: Tensor, value: Tensor, key_cache: Tensor, value_cache: Tensor,
+                             slot_mapping: Tensor, kv_cache_dtype: str, k_scale: Optional[Tensor] = None,
+                             v_scale: Optional[Tensor] = None, asm_layout: bool = False) -> None:
+    refuse("reshape_and_cache", "asm_layout", asm_layout, False)
+    _write("reshape_and_cache", key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, k_scale, v_scale)
+
+
+def reshape_and_cache_flash_kernel(key: Tensor, value: Tensor, key_cache: Tensor, value_cache: Tensor,
+                                   slot_mapping: Tensor, kv_cache_dtype: str, k_scale: Optional[Tensor] = None,
+                                   v_scale: Optional[Tensor] = None) -> None:
     _write("reshape_and_cache_flash", key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, k_scale,
            v_scale)

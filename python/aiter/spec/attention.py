@@ -43,8 +43,8 @@ def attention_ops():
     q_like = Out("out", lambda a: tuple(a["q"].shape), lambda a: a["q"])
     return [
         Op("prefill_attention", "aiter_prefill_attention",
-           [Arg("q"), Arg("k"), Arg("v"), Arg("cu_seqlens_q"), Arg("cu_seqlens_k", optional=True, same_as="cu_seqlens_q"),
-            _scale(), Arg("causal", "bool", default=True), Arg("window_left", "int", default=-1),
+           [Arg("q"), Arg("k"), Arg("v"), Arg("cu_seqlens_q"),
+            Arg("cu_seqlens_k", optional=True, same_as="cu_seqlens_q"), _scale(), Arg("causal", "bool", default=True), Arg("window_left", "int", default=-1),
             Arg("softcap", "float", default=0.0)],
            [Out("out", lambda a: _tokens_heads(a) + (a["v"].shape[-1],), lambda a: a["q"]),
             Out("lse", _tokens_heads, _f32)],
