@@ -221,3 +221,43 @@ def test_jit_trace_keeps_the_ops(gen):
     assert "aiter::rmsnorm" in str(traced.graph)
     fresh = torch.randn(3, 64, generator=gen)
     assert_close(traced(fresh), f64(module(fresh)), "float32", rtol=0, atol=0)
+
+
+def test_functional_attention_on_torch_tensors_eager_and_compiled(gen):
+    torch._dynamo.reset()
+    from test_attention import decode_ref, prefill_ref
+    cu = torch.tensor([0, 5, 12], dtype=torch.int32)
+    q, k, v = (torch.randn(12, h, 64, generator=gen) for h in (4, 2, 2))
+    kc, vc = torch.randn(6, 16, 2, 64, generator=gen), torch.randn(6, 16, 2, 64, generator=gen)
+    table, lens = torch.tensor([[4, 1], [0, 2]], dtype=torch.int32), torch.tensor([17, 30], dtype=torch.int32)
+    qd = torch.randn(2, 4, 64, generator=gen)
+    workspace = torch.empty(aiter.paged_decode_workspace_size(qd, kc, table) // 4 + 1)
+
+    def f(q, k, v, qd, kc, vc, workspace):
+        out, lse = aiter.prefill_attention(q, k, v, cu, return_lse=True, softmax_scale=0.1)
+        plain = aiter.prefill_attention(q, k, v, cu, softmax_scale=0.1)
+        decoded = aiter.paged_decode_attention(qd, kc, vc, table, lens)
+        split = aiter.paged_decode_attention(qd, kc, vc, table, lens, workspace=workspace)
+        return out, lse, plain, decoded, split
+
+    eager = f(q, k, v, qd, kc, vc, workspace)
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")(q, k, v, qd, kc, vc, workspace)
+    ref_out, ref_lse = prefill_ref(q, k, v, cu.tolist(), cu.tolist(), 0.1, with_lse=True)
+    ref_dec = decode_ref(qd, kc, vc, table.numpy(), lens.tolist(), 1 / 8)
+    for results in (eager, compiled):
+        assert_close(results[0], ref_out, "float32")
+        assert_close(results[1], ref_lse, "float32")
+        assert_close(results[2], ref_out, "float32")
+        assert_close(results[3], ref_dec, "float32")
+        assert_close(results[4], ref_dec, "float32", rtol=1e-4, atol=1e-4)
+
+
+def test_functional_reshape_and_cache_returns_the_caches(gen):
+    key, value = torch.randn(3, 2, 64, generator=gen), torch.randn(3, 2, 64, generator=gen)
+    kc, vc = torch.zeros(2, 16, 2, 64), torch.zeros(2, 16, 2, 64)
+    k_out, v_out = aiter.reshape_and_cache(key, value, kc, vc, torch.tensor([0, 31, -1]))
+    assert k_out is kc and v_out is vc
+    assert torch.equal(kc[0, 0], key[0]) and torch.equal(kc[1, 15], key[1]) and torch.equal(vc[1, 15], value[1])
+    written = torch.zeros(32, dtype=torch.bool)
+    written[[0, 31]] = True
+    assert (kc.reshape(32, -1)[~written] == 0).all() and (vc.reshape(32, -1)[~written] == 0).all()

@@ -8,6 +8,7 @@ head strides free, so views into a fused QKV buffer work); caches
 """
 from .._call import Call
 from .._lib import check, ffi, lib
+from .._route import via_torch
 from ..errors import InvalidArgumentError
 
 
@@ -32,6 +33,7 @@ def _params(softmax_scale=None, causal=True, window_left=-1, k_scale=1.0, v_scal
     return p
 
 
+@via_torch("prefill_attention")
 def prefill_attention(q, k, v, cu_seqlens_q, cu_seqlens_k=None, *, softmax_scale=None, causal=True,
                       window_left=-1, softcap=0.0, return_lse=False, lse=None, out=None):
     """Attention of packed sequences: sequence ``b`` owns query rows
@@ -69,6 +71,7 @@ def paged_decode_workspace_size(q, k_cache, block_table):
     return int(size[0])
 
 
+@via_torch("paged_decode_attention")
 def paged_decode_attention(q, k_cache, v_cache, block_table, context_lens, *, softmax_scale=None,
                            window_left=-1, k_scale=1.0, v_scale=1.0, softcap=0.0, workspace=None,
                            split_kv=False, out=None):
@@ -106,6 +109,7 @@ def paged_decode_attention(q, k_cache, v_cache, block_table, context_lens, *, so
     return c.result(out_)
 
 
+@via_torch("paged_prefill_attention")
 def paged_prefill_attention(q, k_cache, v_cache, block_table, context_lens, cu_seqlens_q, *, softmax_scale=None,
                             causal=True, window_left=-1, softcap=0.0, k_scale=1.0, v_scale=1.0, return_lse=False,
                             lse=None, out=None):
@@ -128,6 +132,7 @@ def paged_prefill_attention(q, k_cache, v_cache, block_table, context_lens, cu_s
     return (c.result(out_), c.result(lse_)) if want_lse else c.result(out_)
 
 
+@via_torch("reshape_and_cache")
 def reshape_and_cache(key, value, k_cache, v_cache, slot_mapping, *, k_scale=1.0, v_scale=1.0):
     """Writes ``key[t]`` and ``value[t]`` (``[T, Hkv, D]``) to cache slot
     ``slot_mapping[t] = block * page_size + row``, in place; a negative slot skips

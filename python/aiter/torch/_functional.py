@@ -75,3 +75,40 @@ def functional(op):
 
 FUNCTIONS = {op.name: functional(op) for op in OPS}
 
+
+
+# Attention wrappers whose signatures add to the table's arguments.
+def _with_optional_lse(name):
+    """prefill_attention / paged_prefill_attention: the ops always give the
+    log-sum-exp; the wrapper returns it with ``return_lse`` or a given ``lse``."""
+    table_form = FUNCTIONS[name]
+
+    def call(*args, return_lse=False, **kwargs):
+        want = return_lse or kwargs.get("lse") is not None
+        result = table_form(*args, **kwargs)
+        if result is NotImplemented or want:
+            return result
+        return result[0]
+
+    call.__name__ = name
+    return call
+
+
+_TABLE_PAGED_DECODE = FUNCTIONS["paged_decode_attention"]
+
+
+def _paged_decode(*args, workspace=None, split_kv=False, **kwargs):
+    """paged_decode_attention: the split-KV op when a workspace is given (or q has
+    new tokens); split_kv=True without one needs the workspace-size query, a host
+    call, so it is left to the generic wrapper (eager only)."""
+    q = args[0] if args else kwargs.get("q")
+    if workspace is not None:
+        return FUNCTIONS["paged_decode_attention_split_kv"](*args, workspace=workspace, **kwargs)
+    if split_kv or (isinstance(q, torch.Tensor) and q.dim() == 4):
+        return NotImplemented
+    return _TABLE_PAGED_DECODE(*args, **kwargs)
+
+
+FUNCTIONS.update({"prefill_attention": _with_optional_lse("prefill_attention"),
+                  "paged_prefill_attention": _with_optional_lse("paged_prefill_attention"),
+                  "paged_decode_attention": _paged_decode})
