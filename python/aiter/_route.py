@@ -26,12 +26,18 @@ def _first(args, kwargs):
 
 
 def _load_torch_if_torch(value):
-    """Imports aiter.torch at the first call with a torch tensor (eager code;
-    inside torch.compile, import aiter.torch beforehand)."""
-    if "torch" in sys.modules and type(value).__module__.split(".", 1)[0] == "torch":
-        from . import torch as _  # noqa: F401  (fills tensor_type and functions)
-        return True
-    return False
+    """Imports aiter.torch at the first call with a torch tensor.  Not inside
+    torch.compile: registering ops while Dynamo traces breaks its guards, so
+    that case (torch imported after aiter, first call compiled) asks for the
+    import instead."""
+    if "torch" not in sys.modules or type(value).__module__.split(".", 1)[0] != "torch":
+        return False
+    if sys.modules["torch"].compiler.is_compiling():
+        # A built-in exception: Dynamo traces its construction (not AiterError's).
+        raise RuntimeError("aiter: torch was imported after aiter, and this first call with torch tensors is being "
+                         "compiled: run `import aiter.torch` before torch.compile")
+    from . import torch as _  # noqa: F401  (fills tensor_type and functions)
+    return True
 
 
 def via_torch(name):

@@ -261,3 +261,24 @@ def test_functional_reshape_and_cache_returns_the_caches(gen):
     written = torch.zeros(32, dtype=torch.bool)
     written[[0, 31]] = True
     assert (kc.reshape(32, -1)[~written] == 0).all() and (vc.reshape(32, -1)[~written] == 0).all()
+
+
+def test_torch_imported_after_aiter_then_compiled_first():
+    # aiter.torch is not loaded: a fullgraph compile names the fix; a plain
+    # compile falls back to eager for the call, which loads aiter.torch.
+    code = """
+import aiter, sys
+import torch
+assert "aiter.torch" not in sys.modules
+x, w = torch.randn(3, 64), torch.randn(64)
+try:
+    torch.compile(lambda x, w: aiter.rmsnorm(x, w) * 2, fullgraph=True, backend="aot_eager")(x, w)
+    raise SystemExit("no error")
+except Exception as e:
+    assert "import aiter.torch" in str(e), e
+torch._dynamo.reset()
+y = torch.compile(lambda x, w: aiter.rmsnorm(x, w) * 2, backend="aot_eager")(x, w)
+assert "aiter.torch" in sys.modules
+assert torch.allclose(y, 2 * torch.ops.aiter.rmsnorm(x, w, 1e-6))
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
