@@ -59,7 +59,7 @@ def _arg_or(name, default):
 
 _FP8 = "float8_e4m3fn"
 _EPS = Arg("eps", "float", default=1e-6)
-_QDTYPE = Arg("dtype", "dtype", optional=True, c=False)  # None: float8_e4m3fn
+_QDTYPE = Arg("dtype", "dtype", optional=True)  # None: float8_e4m3fn
 _QOUT = Out("out", _same("x"), _arg_or("dtype", _FP8))
 _ROW_SCALE = Out("scale", _rows, lambda a: "float32")
 
@@ -112,7 +112,7 @@ def _rope_moe_ops():
             Arg("style", "str", default="neox", to_c=_enum(ROPE_STYLES, "style"))],
            [], ["q", "k", "positions", "cos_sin_cache", "style"]),
         Op("topk_softmax", "aiter_topk_softmax",
-           [Arg("gating"), Arg("k", "int", c=False), Arg("renormalize", "bool", default=False, to_c=int)],
+           [Arg("gating"), Arg("k", "int"), Arg("renormalize", "bool", default=False, to_c=int)],
            [Out("topk_weights", lambda a: (a["gating"].shape[0] if len(a["gating"].shape) else 0, a["k"]),
                 lambda a: "float32"),
             Out("topk_ids", lambda a: (a["gating"].shape[0] if len(a["gating"].shape) else 0, a["k"]),
@@ -123,7 +123,7 @@ def _rope_moe_ops():
 
 def _gemm_ops():
     bf16 = "bfloat16"
-    out_dtype = Arg("out_dtype", "dtype", optional=True, c=False)
+    out_dtype = Arg("out_dtype", "dtype", optional=True)
     a8w8_args = [Arg("a"), Arg("w"), Arg("a_scale"), Arg("w_scale"), Arg("bias", optional=True), out_dtype]
     a8w8_order = ["out", "a", "w", "a_scale", "w_scale", "bias"]
     return [

@@ -9,17 +9,17 @@ SCALAR_KINDS = ("float", "int", "bool", "str", "dtype")
 class Arg:
     """A caller-visible argument, in the order of the functional wrapper.
 
-    ``to_c`` turns a scalar into what the C function takes (an enum value);
-    ``c=False`` marks a scalar the C function never sees (the dtype of an
-    output, which the library reads from the output itself)."""
-    __slots__ = ("name", "kind", "optional", "default", "to_c", "c", "same_as")
+    ``to_c`` turns a scalar into what the C function takes (an enum value).
+    A scalar missing from the op's C order is one the C function never sees
+    (an output's dtype, which the library reads from the output itself)."""
+    __slots__ = ("name", "kind", "optional", "default", "to_c", "same_as")
 
-    def __init__(self, name, kind=TENSOR, *, optional=False, default=None, to_c=None, c=True, same_as=None):
+    def __init__(self, name, kind=TENSOR, *, optional=False, default=None, to_c=None, same_as=None):
         if kind not in (TENSOR, MUTATED) + SCALAR_KINDS:
             raise ValueError(f"{name}: unknown argument kind {kind!r}")
         self.name, self.kind, self.optional, self.default = name, kind, optional, default
         # same_as: an optional tensor that, when None, is the named argument (cu_seqlens_k).
-        self.to_c, self.c, self.same_as = to_c, c, same_as
+        self.to_c, self.same_as = to_c, same_as
 
     @property
     def is_tensor(self):
@@ -54,7 +54,3 @@ class Op:
         unknown = [n for n in self.c_order if n not in known]
         if unknown:
             raise ValueError(f"{name}: c_order names unknown arguments {unknown}")
-
-    @property
-    def mutated(self):
-        return tuple(a.name for a in self.args if a.kind == MUTATED)
