@@ -58,6 +58,26 @@ def gemm_rows(a, w, out):
     ]
 
 
+_KEEP = []
+
+
+def registration_rows(x):
+    """The same empty op (one new_empty) registered both ways: what the
+    registration itself costs a call."""
+    lib = torch.library.Library("aiter_bench_probe", "DEF")
+    lib.define("empty(Tensor x) -> Tensor")
+    lib.impl("empty", lambda t: t.new_empty(0), x.device.type.upper())
+
+    @torch.library.custom_op("aiter_bench_probe::empty_custom", mutates_args=())
+    def empty_custom(t: torch.Tensor) -> torch.Tensor:
+        return t.new_empty(0)
+
+    rows = [("Library.define + impl", lambda: torch.ops.aiter_bench_probe.empty(x)),
+            ("torch.library.custom_op", lambda: torch.ops.aiter_bench_probe.empty_custom(x))]
+    _KEEP.append(lib)  # dropping the Library would unregister the op
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -82,7 +102,8 @@ def main():
     gemm_out = torch.empty(1, n, dtype=dtype, device=device)
     with torch.inference_mode():
         for title, rows in ((f"rmsnorm [1, {args.hidden}] {args.dtype}", rmsnorm_rows(x, w, torch.empty_like(x))),
-                            (f"GEMM M=1 N=K={n} {args.dtype}", gemm_rows(a, wg, gemm_out))):
+                            (f"GEMM M=1 N=K={n} {args.dtype}", gemm_rows(a, wg, gemm_out)),
+                            ("an empty op, registered two ways", registration_rows(x))):
             print(f"\n{title}")
             for name, fn in rows:
                 print(f"  {name:34s} {per_call_us(fn, args.calls, args.loops, sync):9.2f}")
