@@ -9,8 +9,9 @@ libaiter ops.
 
 The attention runs ``torch.ops.aiter.prefill_attention`` on the batch's
 sequences packed end to end (causal masks aligned at the sequence ends, which
-is what a decode step over a KV cache needs).  Padded batches (an attention
-mask with zeros) are refused with an error rather than attended wrongly.
+is what a decode step over a KV cache needs).  In a padded batch (left or
+right padding) only each sequence's valid tokens are packed; a padded query
+row gets zeros.
 """
 import torch
 
@@ -29,22 +30,55 @@ def _packed(t):
     return t.transpose(1, 2).reshape(t.shape[0] * t.shape[2], t.shape[1], t.shape[3])
 
 
+def _packed_valid(t, valid):
+    """[B, H, S, D] -> [tokens, H, D] of the positions where ``valid`` [B, S] holds."""
+    return t.transpose(1, 2)[valid]
+
+
+def _contiguous_runs(valid):
+    """Each row of ``valid`` [B, S] is one run of True (left or right padding)."""
+    starts = (valid[:, 1:] & ~valid[:, :-1]).sum(-1) + valid[:, 0].long()
+    return bool((starts <= 1).all())
+
+
+def _padded_attention(query, key, value, mask, scaling, causal, window, softcap):
+    """Batches with padding: the valid tokens of each sequence, packed end to end.
+    The queries are the last Sq positions; a padded query row gets zeros."""
+    batch, heads, sq, _ = query.shape
+    valid_k = mask.bool()
+    valid_q = valid_k[:, valid_k.shape[1] - sq:]
+    if not _contiguous_runs(valid_k):
+        raise InvalidArgumentError("aiter attention: each attention-mask row must be one run of ones (left or "
+                                   "right padding)")
+    cu_q = torch.nn.functional.pad(valid_q.sum(-1).cumsum(0), (1, 0)).to(torch.int32)
+    cu_k = torch.nn.functional.pad(valid_k.sum(-1).cumsum(0), (1, 0)).to(torch.int32)
+    out, _ = torch.ops.aiter.prefill_attention(
+        _packed_valid(query, valid_q), _packed_valid(key, valid_k), _packed_valid(value, valid_k), cu_q, cu_k,
+        scaling, causal, window, softcap)
+    full = out.new_zeros(batch, sq, heads, value.shape[-1])
+    full[valid_q] = out
+    return full
+
+
 def attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, sliding_window=None,
                       softcap=None, **kwargs):
     """transformers' attention-function interface: q [B, Hq, Sq, D], k and v
-    [B, Hkv, Sk, D] (the cache included); returns ([B, Sq, Hq, Dv], None)."""
+    [B, Hkv, Sk, D] (the cache included), ``attention_mask`` None or the 2-D
+    [B, Sk] padding mask; returns ([B, Sq, Hq, Dv], None)."""
     if dropout:
         raise InvalidArgumentError(f"aiter attention: dropout={dropout} is not supported (inference only)")
-    if attention_mask is not None and not bool(attention_mask.all()):
-        raise InvalidArgumentError("aiter attention: padded batches (an attention mask with zeros) are not "
-                                   "supported; run sequences of equal length or one at a time")
     batch, heads, sq, _ = query.shape
     sk = key.shape[2]
+    causal = bool(getattr(module, "is_causal", True))
     window = -1 if not sliding_window else int(sliding_window) - 1
+    softcap = float(softcap or 0.0)
+    if attention_mask is not None and attention_mask.dim() != 2:
+        raise InvalidArgumentError(f"aiter attention: expected a 2-D padding mask, got {attention_mask.dim()} dims")
+    if attention_mask is not None and not bool(attention_mask.all()):
+        return _padded_attention(query, key, value, attention_mask, scaling, causal, window, softcap), None
     out, _ = torch.ops.aiter.prefill_attention(
         _packed(query), _packed(key), _packed(value), _offsets(batch, sq, query.device),
-        _offsets(batch, sk, query.device), scaling, bool(getattr(module, "is_causal", True)), window,
-        float(softcap or 0.0))
+        _offsets(batch, sk, query.device), scaling, causal, window, softcap)
     return out.reshape(batch, sq, heads, value.shape[-1]), None
 
 
