@@ -331,3 +331,15 @@ def test_compiled_llama_block_on_cuda(gen, mode):
         out = compiled(x, p, positions, cos_sin, cu)
     torch.cuda.synchronize()
     assert_close(out, f64(eager), "float32", rtol=1e-4, atol=1e-4)
+
+
+def test_strided_rows_and_argument_errors_name_the_op(gen):
+    x = torch.randn(5, 200, generator=gen)[:, 10:106]  # rows of a wider buffer
+    w = torch.randn(96, generator=gen)
+    assert_close(torch.ops.aiter.rmsnorm(x, w, 1e-6), rms_ref(f64(x), f64(w), 1e-6), "float32")
+    with pytest.raises(aiter.UnsupportedDtypeError, match="aiter.rmsnorm: x: unsupported dtype torch.complex64"):
+        torch.ops.aiter.rmsnorm(x.to(torch.complex64), w)
+    with pytest.raises(aiter.InvalidArgumentError, match="aiter_gemm_a16w16: w: expected unit stride"):
+        torch.ops.aiter.gemm_a16w16(torch.randn(4, 32), torch.randn(32, 16).t())
+    with pytest.raises(aiter.UnsupportedDtypeError, match="aiter.rmsnorm.*: weight: unsupported dtype"):
+        torch.ops.aiter.rmsnorm(x, w.to(torch.complex64))

@@ -16,10 +16,10 @@ _CACHE_LIMIT = 4096
 _structs = {}  # (data_ptr, shape, strides, dtype, device) -> (DLTensor *, dims it points to)
 _streams = {0: ffi.NULL}
 
-_CODES = {}
+DLPACK_CODES = {}  # torch dtype -> (DLPack code, bits)
 for _name, _code in DLPACK.items():
     if hasattr(torch, _name):
-        _CODES[getattr(torch, _name)] = _code
+        DLPACK_CODES[getattr(torch, _name)] = _code
 _GPU_KIND = KDL_ROCM if torch.version.hip else KDL_CUDA
 
 
@@ -33,7 +33,7 @@ def _device(t, what):
 
 
 def _build(t, key, what):
-    code = _CODES.get(t.dtype)
+    code = DLPACK_CODES.get(t.dtype)
     if code is None:
         raise UnsupportedDtypeError(f"{what}: unsupported dtype {t.dtype}")
     ndim = t.dim()

@@ -8,7 +8,8 @@ without running a kernel."""
 import torch
 
 from .._lib import check, ffi, lib
-from ._dltensor import dltensor, stream_of
+from ..errors import UnsupportedDtypeError
+from ._dltensor import DLPACK_CODES, dltensor, stream_of
 
 
 def torch_dtype(value):
@@ -55,15 +56,17 @@ def _refuse_grad(op, named):
 
 
 def _c_plan(op):
-    """For each C argument: (name, converter of a scalar or None for a tensor, is the params struct)."""
+    """For each C argument: (name, converter of a scalar or None for a tensor, is
+    the params struct, the label its errors carry)."""
     by_name = {a.name: a for a in op.args}
     plan = []
     for name in op.c_order:
         arg = by_name.get(name)
+        label = f"aiter.{op.name}: {name}"
         if name == "@params" or arg is None or arg.is_tensor:
-            plan.append((name, None, name == "@params"))
+            plan.append((name, None, name == "@params", label))
         else:
-            plan.append((name, arg.to_c or (float if arg.kind == "float" else int), False))
+            plan.append((name, arg.to_c or (float if arg.kind == "float" else int), False, label))
     return tuple(plan)
 
 
@@ -77,7 +80,8 @@ def real_kernel(op):
     same_as = tuple((a.name, a.same_as) for a in op.args if a.same_as)
     outs_spec = tuple((o.name, o.shape, o.dtype) for o in op.outs)
     out_names = tuple(o.name for o in op.outs)
-    lse_dl = lambda t: dltensor(t, "lse")  # noqa: E731
+    lse_dl = lambda t: dltensor(t, f"aiter.{op.name}: lse")  # noqa: E731
+    first_label = f"aiter.{op.name}: {first}"
 
     def kernel(*args, **kwargs):
         named = defaults.copy()
@@ -87,6 +91,8 @@ def real_kernel(op):
         if torch.is_grad_enabled():
             _refuse_grad(op, named)
         like = named[first]
+        if like.dtype not in DLPACK_CODES:  # before outputs are allocated like it
+            raise UnsupportedDtypeError(f"{first_label}: unsupported dtype {like.dtype}")
         if not kwargs:
             for name, shape, dtype in outs_spec:
                 named[name] = like.new_empty(tuple(shape(named)), dtype=torch_dtype(dtype(named)))
@@ -95,8 +101,8 @@ def real_kernel(op):
                 named[name] = named[other]
         cargs = [op.params(named, named, lse_dl) if params else
                  (convert(named[name]) if convert is not None else
-                  (ffi.NULL if named[name] is None else dltensor(named[name], name)))
-                 for name, convert, params in plan]
+                  (ffi.NULL if named[name] is None else dltensor(named[name], label)))
+                 for name, convert, params, label in plan]
         check(function(*cargs, stream_of(like)))
         if kwargs or not out_names:
             return None
