@@ -9,11 +9,7 @@ cd "$(dirname "$0")/.."
 what=${1:-all}
 out=${OUT:-$PWD/gpu-results}
 mkdir -p "$out"
-if ! python3 -c 'import cffi' 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --target /tmp/aiter-site .wheels/*.whl || exit 1
-  export PYTHONPATH=/tmp/aiter-site
-fi
-export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} AITER_LIBRARY=$PWD/build/libaiter.so.0 PYTHONUNBUFFERED=1
+. tools/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
 python3 -m aiter info | tee -a "$out/gpu.txt"
 status=0

@@ -11,11 +11,7 @@ tool=${1:?usage: tools/gpu_sanitizer.sh memcheck|racecheck|initcheck|synccheck [
 shift
 out=${OUT:-$PWD/gpu-results}
 mkdir -p "$out"
-if ! python3 -c 'import cffi' 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --target /tmp/aiter-site .wheels/*.whl || exit 1
-  export PYTHONPATH=/tmp/aiter-site
-fi
-export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} AITER_LIBRARY=$PWD/build/libaiter.so.0 PYTHONUNBUFFERED=1
+. tools/gpu_env.sh
 tests=("$@")
 [ ${#tests[@]} -gt 0 ] || tests=(tests/python)
 # SANITIZER_WORKERS=N runs the tests in N pytest-xdist workers.  Off by default:

@@ -31,6 +31,12 @@ def shaped(prep, min_ndim=1):
     return [t for t in tensors(prep) if min_ndim <= t.raw.ndim <= 8]
 
 
+def pick_dim(rng, prep, candidates=None):
+    """A tensor with indexable dims (of `candidates`, else any) and one of its dims."""
+    t = pick(rng, shaped(prep) if candidates is None else candidates)
+    return (None, None) if t is None else (t, int(rng.integers(t.raw.ndim)))
+
+
 def pick(rng, items):
     return items[int(rng.integers(len(items)))] if items else None
 
@@ -84,19 +90,17 @@ def null_strides(rng, prep):
 
 
 def bad_extent(rng, prep):
-    t = pick(rng, shaped(prep))
+    t, d = pick_dim(rng, prep)
     if t is None:
         return None
-    d = int(rng.integers(t.raw.ndim))
     t.raw.shape[d] = int(pick(rng, [-1, -2 ** 40, -INT64_MAX - 1] + HUGE))
     return f"{t.name}.shape[{d}] = {t.raw.shape[d]}", "any" if t.raw.shape[d] >= 0 else "reject"
 
 
 def other_extent(rng, prep):
-    t = pick(rng, shaped(prep))
+    t, d = pick_dim(rng, prep)
     if t is None:
         return None
-    d = int(rng.integers(t.raw.ndim))
     t.raw.shape[d] = max(0, t.raw.shape[d] + int(pick(rng, [-1, 1, 2, -5])))
     return f"{t.name}.shape[{d}] = {t.raw.shape[d]}", "any"
 
@@ -113,13 +117,17 @@ def empty_with_huge_extents(rng, prep):
     return f"{t.name}.shape = {t.raw.shape[:t.raw.ndim]}", "any"
 
 
+def explicit_strides(raw):
+    """Strides written out, so that one of them can be changed."""
+    raw.strides = raw.compact() if raw.null_strides else raw.strides
+    raw.null_strides = False
+
+
 def bad_stride(rng, prep):
-    t = pick(rng, shaped(prep))
+    t, d = pick_dim(rng, prep)
     if t is None:
         return None
-    d = int(rng.integers(t.raw.ndim))
-    t.raw.strides = t.raw.compact() if t.raw.null_strides else t.raw.strides
-    t.raw.null_strides = False
+    explicit_strides(t.raw)
     t.raw.strides[d] = int(pick(rng, [-1, -INT64_MAX - 1] + HUGE))
     if t.raw.shape[d] < 2 and rng.random() < 0.7:
         t.raw.shape[d] = 2
@@ -128,12 +136,10 @@ def bad_stride(rng, prep):
 
 def span_of_2_63(rng, prep):
     """Strides whose reach is INT64_MAX elements: 2^63 bytes for a 1-byte dtype."""
-    t = pick(rng, [t for t in shaped(prep) if t.raw.span_bytes()])
+    t, d = pick_dim(rng, prep, [t for t in shaped(prep) if t.raw.span_bytes()])
     if t is None:
         return None
-    d = int(rng.integers(t.raw.ndim))
-    t.raw.strides = t.raw.compact() if t.raw.null_strides else t.raw.strides
-    t.raw.null_strides = False
+    explicit_strides(t.raw)
     for i in range(t.raw.ndim):
         if i != d:
             t.raw.shape[i] = 1
@@ -142,12 +148,10 @@ def span_of_2_63(rng, prep):
 
 
 def zero_stride(rng, prep):
-    t = pick(rng, shaped(prep))
+    t, d = pick_dim(rng, prep)
     if t is None:
         return None
-    d = int(rng.integers(t.raw.ndim))
-    t.raw.strides = t.raw.compact() if t.raw.null_strides else t.raw.strides
-    t.raw.null_strides = False
+    explicit_strides(t.raw)
     t.raw.strides[d] = 0
     return f"{t.name}.strides[{d}] = 0", "any"
 
@@ -256,6 +260,8 @@ def bad_index(rng, prep):
     if t is None or t.raw.span_bytes() == 0:
         return None
     values = t.buffer.view(t.array).reshape(-1)
+    if values.size == 0:  # an earlier lie grew an empty index tensor
+        return None
     i = int(rng.integers(values.size))
     limits = np.iinfo(values.dtype)
     value = pick(rng, [-1, -2 ** 31, 2 ** 31 - 1, 10 ** 6, int(values.max()) + 1])
