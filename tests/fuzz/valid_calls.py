@@ -13,7 +13,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import gemm_helpers  # noqa: E402
-from harness import QMAX, SMALLEST_SUBNORMAL, f64, np_dtype, poisoned  # noqa: E402
+from harness import QMAX, SMALLEST_SUBNORMAL, f64, ml_dtypes, np_dtype, poisoned  # noqa: E402
 from test_activation import gated_ref, gelu_ref, gelu_tanh_ref, silu_ref  # noqa: E402
 from test_attention import decode_ref, prefill_ref  # noqa: E402
 from test_gemm_batched import reference as batched_reference  # noqa: E402
@@ -22,8 +22,10 @@ from test_moe import topk_ref  # noqa: E402
 from test_norm import rms_ref  # noqa: E402
 from test_rope import reference_cache, rope_ref  # noqa: E402
 
-FLOATS = ["float32", "float16", "bfloat16"]
-QUANTS = ["int8", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2"]
+# bfloat16 and fp8 NumPy arrays need ml_dtypes, which some distributions lack.
+FP8 = ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2"] if ml_dtypes is not None else []
+FLOATS = ["float32", "float16"] + (["bfloat16"] if ml_dtypes is not None else [])
+QUANTS = ["int8"] + FP8
 MANTISSA = {"int8": None, "float8_e4m3fn": 3, "float8_e4m3fnuz": 3, "float8_e5m2": 2}
 TOL = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
 
@@ -272,7 +274,7 @@ def int8_or_fp8(rng, shape, dtype):
 
 
 def gemm_a8w8(rng, batched=False):
-    qt, ot = rng.choice(["int8", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2"]), rng.choice(FLOATS)
+    qt, ot = rng.choice(QUANTS), rng.choice(FLOATS)
     b = int(rng.integers(1, 4)) if batched else 1
     m, n, k = dims(rng, 9, 40, 70)
     lead = (b,) if batched else ()
@@ -329,7 +331,7 @@ def prefill_attention(rng):
 
 
 def paged_cache(rng, kv_heads, d, dt, blocks, page):
-    cache_dt = rng.choice([dt, "float8_e4m3fn", "float8_e5m2"])
+    cache_dt = rng.choice([dt] + [f for f in FP8 if f != "float8_e4m3fnuz"])
     return rand(rng, (blocks, page, kv_heads, d), cache_dt), rand(rng, (blocks, page, kv_heads, d), cache_dt)
 
 

@@ -18,6 +18,10 @@ int main(void) { printf("%s\n", aiter_version_string()); return 0; }
 
 def _flags(*args):
     result = subprocess.run([sys.executable, "-m", "aiter", *args], capture_output=True, text=True)
+    if result.returncode != 0 and "no aiter headers in this package" in result.stdout:
+        # The package uses a system library (Debian's python3-aiter): C users take
+        # libaiter-dev's pkg-config file instead, checked by its own autopkgtest.
+        pytest.skip(result.stdout.strip())
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout.split()
 
