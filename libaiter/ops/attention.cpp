@@ -195,6 +195,18 @@ void check_slot_values(ArgCheck &c, const S *slots, int64_t tokens, int64_t num_
               t, int64_t(slots[t]), num_blocks, page_size, num_slots);
 }
 
+// The checked cache pair, block table and lengths, as decode and paged prefill read them.
+void take_paged_cache(DecodeArgs &a, const DLTensor *k_cache, const DLTensor *v_cache, const DLTensor *block_table,
+                      const DLTensor *context_lens, DType cache_dtype, const aiter_attention_params &p) {
+  const bool fp8 = is_fp8(cache_dtype);
+  a.cache = {cache_dtype,       data_ptr<const void>(k_cache), data_ptr<const void>(v_cache), k_cache->shape[0],
+             k_cache->shape[1], fp8 ? p.k_scale : 1.0f,          fp8 ? p.v_scale : 1.0f};
+  a.block_table = data_ptr<const int32_t>(block_table);
+  a.block_table_stride = stride(block_table, 0);
+  a.max_blocks = block_table->shape[1];
+  a.context_lens = data_ptr<const int32_t>(context_lens);
+}
+
 bool on_host(const DLTensor *t) { return t->device.device_type == kDLCPU; }
 
 // ---- the three ops ------------------------------------------------------------------
@@ -303,13 +315,7 @@ void check_decode(ArgCheck &c, DecodeArgs &a, DLTensor *out, const DLTensor *q, 
   a.out_strides = {stride(out, heads_dim - 1), stride(out, heads_dim)};
   a.q_seq_stride = stride(q, 0), a.out_seq_stride = stride(out, 0);
   a.q_tokens = q->ndim == 4 ? q->shape[1] : 1;
-  const bool fp8 = is_fp8(cache_dtype);
-  a.cache = {cache_dtype,       data_ptr<const void>(k_cache), data_ptr<const void>(v_cache), k_cache->shape[0],
-             k_cache->shape[1], fp8 ? p.k_scale : 1.0f,          fp8 ? p.v_scale : 1.0f};
-  a.block_table = data_ptr<const int32_t>(block_table);
-  a.block_table_stride = stride(block_table, 0);
-  a.max_blocks = block_table->shape[1];
-  a.context_lens = data_ptr<const int32_t>(context_lens);
+  take_paged_cache(a, k_cache, v_cache, block_table, context_lens, cache_dtype, p);
   a.batch = batch;
 }
 
@@ -368,13 +374,7 @@ void check_paged_prefill(ArgCheck &c, DecodeArgs &a, DLTensor *out, const DLTens
   a.q_strides = strides_of(q), a.out_strides = strides_of(out);
   a.q_seq_stride = 0, a.out_seq_stride = 0;  // rows are addressed through cu_seqlens_q
   a.q_tokens = q->shape[0];                   // a bound on any sequence's new tokens
-  const bool fp8 = is_fp8(cache_dtype);
-  a.cache = {cache_dtype,       data_ptr<const void>(k_cache), data_ptr<const void>(v_cache), k_cache->shape[0],
-             k_cache->shape[1], fp8 ? p.k_scale : 1.0f,          fp8 ? p.v_scale : 1.0f};
-  a.block_table = data_ptr<const int32_t>(block_table);
-  a.block_table_stride = stride(block_table, 0);
-  a.max_blocks = block_table->shape[1];
-  a.context_lens = data_ptr<const int32_t>(context_lens);
+  take_paged_cache(a, k_cache, v_cache, block_table, context_lens, cache_dtype, p);
   a.batch = batch;
   a.cu_seqlens_q = data_ptr<const int32_t>(cu_q);
   a.total_q = q->shape[0];
