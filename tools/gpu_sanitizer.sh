@@ -5,6 +5,9 @@
 # TOOL is memcheck, racecheck, initcheck or synccheck; the pytest arguments pick
 # the tests (default: every GPU test); any report fails the run.  The log goes to
 # $OUT/sanitizer_TOOL.log (default ./gpu-results).
+# SANITIZER_SHARDS=N (default 1) runs N sanitizer processes side by side, each
+# over every N-th test (AITER_TEST_SHARD in tests/python/conftest.py): each pytest
+# is the sanitizer's own direct child, so every test is surely instrumented.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tool=${1:?usage: tools/gpu_sanitizer.sh memcheck|racecheck|initcheck|synccheck [pytest args]}
@@ -14,20 +17,25 @@ mkdir -p "$out"
 . tools/gpu_env.sh
 tests=("$@")
 [ ${#tests[@]} -gt 0 ] || tests=(tests/python)
-# SANITIZER_WORKERS=N runs the tests in N pytest-xdist workers.  Off by default:
-# in the one such run made (H100, 2026-11-26) the sanitizer wrote a summary for one
-# process only, so whether it followed the workers is unproven.
-workers=()
-[ "${SANITIZER_WORKERS:-0}" -gt 0 ] && workers=(-n "$SANITIZER_WORKERS")
-logs=$(mktemp -d /tmp/aiter-sanitizer.XXXXXX)  # one log a process
+shards=${SANITIZER_SHARDS:-1}
+logs=$(mktemp -d /tmp/aiter-sanitizer.XXXXXX)  # one sanitizer log and one pytest log a shard
 extra=()
 [ "$tool" = racecheck ] && extra=(--racecheck-report all)
-compute-sanitizer --tool "$tool" "${extra[@]}" --target-processes all --error-exitcode 86 \
-  --print-limit 50 --log-file "$logs/%p.log" \
-  python3 -m pytest -q -p no:cacheprovider -m gpu "${workers[@]}" "${tests[@]}" 2>&1 | tee "$out/sanitizer_${tool}.log"
-status=${PIPESTATUS[0]}
-cat "$logs"/*.log >> "$out/sanitizer_${tool}.log"
-# One summary line per process: "ERROR SUMMARY: N errors".
-echo "== $tool: processes by their summary line"
-grep -h "ERROR SUMMARY" "$logs"/*.log | sort | uniq -c
+pids=()
+for ((i = 0; i < shards; i++)); do
+  AITER_TEST_SHARD=$i/$shards compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 86 \
+    --print-limit 50 --log-file "$logs/sanitizer.$i.log" \
+    python3 -m pytest -q -p no:cacheprovider -m gpu "${tests[@]}" >"$logs/pytest.$i.log" 2>&1 &
+  pids+=($!)
+done
+status=0
+for ((i = 0; i < shards; i++)); do
+  wait "${pids[$i]}" || status=$?
+  { echo "== shard $i/$shards: pytest"; tail -15 "$logs/pytest.$i.log"
+    echo "== shard $i/$shards: $tool"; cat "$logs/sanitizer.$i.log"; } >> "$out/sanitizer_${tool}.log"
+done
+# One summary line per shard: "ERROR SUMMARY: N errors" (racecheck: "RACECHECK SUMMARY").
+echo "== $tool: shards by their summary line" | tee -a "$out/sanitizer_${tool}.log"
+grep -h "SUMMARY" "$logs"/sanitizer.*.log | sort | uniq -c | tee -a "$out/sanitizer_${tool}.log"
+grep -h -E "^[0-9]+ (passed|failed)|passed|failed" "$logs"/pytest.*.log | tail -n "$shards" | tee -a "$out/sanitizer_${tool}.log"
 exit "$status"

@@ -11,6 +11,20 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA/HIP GPU (select with -m gpu)")
 
 
+def pytest_collection_modifyitems(config, items):
+    """AITER_TEST_SHARD=i/n keeps every n-th collected test from the i-th: n
+    processes, each its own direct child of a tool such as compute-sanitizer, share
+    a suite (tools/gpu_sanitizer.sh), with no doubt about which processes it followed."""
+    shard = os.environ.get("AITER_TEST_SHARD")
+    if not shard:
+        return
+    index, count = (int(part) for part in shard.split("/"))
+    kept = items[index::count]
+    kept_ids = set(map(id, kept))
+    config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept_ids])
+    items[:] = kept
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """Without ml_dtypes (Debian has none), NumPy has no bfloat16/fp8 arrays: a test
