@@ -22,7 +22,10 @@ import struct
 import sys
 
 EM_CUDA, EM_AMDGPU = 190, 224
-AMDGPU_MACH = {"gfx90a": 0x3F, "gfx942": 0x4C, "gfx950": 0x4F, "gfx1100": 0x41, "gfx1201": 0x4E}
+AMDGPU_MACH = {"gfx90a": 0x3F, "gfx942": 0x4C, "gfx950": 0x4F, "gfx1100": 0x41, "gfx1201": 0x4E,
+               # LLVM's generic processors (EF_AMDGPU_MACH_AMDGCN_GFX*_GENERIC)
+               "gfx9-generic": 0x51, "gfx10-1-generic": 0x52, "gfx10-3-generic": 0x53, "gfx11-generic": 0x54,
+               "gfx12-generic": 0x59, "gfx9-4-generic": 0x5F}
 DECLARATION = re.compile(r"//\s*aiter-kernel:\s*(.*)$")
 FAMILY = re.compile(r"//\s*aiter-kernel-family:\s*(.*)$")
 TEMPLATE_KEYS = ("op", "variant", "symbol", "block", "smem")

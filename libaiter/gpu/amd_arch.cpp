@@ -46,3 +46,47 @@ std::string find_amd_arch(const void *props, size_t size) {
 
 }  // namespace gpu
 }  // namespace aiter
+
+namespace aiter {
+namespace gpu {
+
+// LLVM's generic processors (AMDGPUUsage, "Generic Processor Versioning"): a
+// code object for one runs on every processor of its list, with what the whole
+// family shares (no gfx90a in gfx9-generic: its packed-fp32 and AGPR layout
+// differ; gfx908 likewise).  Loading one needs ROCm 6.1 or later.
+std::string amd_generic_target(const std::string &processor) {
+  static const struct {
+    const char *generic;
+    const char *members[9];
+  } families[] = {
+      {"gfx9-generic", {"gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"}},
+      {"gfx9-4-generic", {"gfx940", "gfx941", "gfx942", "gfx950"}},
+      {"gfx10-1-generic", {"gfx1010", "gfx1011", "gfx1012", "gfx1013"}},
+      {"gfx10-3-generic", {"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"}},
+      {"gfx11-generic", {"gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"}},
+      {"gfx12-generic", {"gfx1200", "gfx1201"}},
+  };
+  for (const auto &family : families)
+    for (const char *member : family.members)
+      if (member != nullptr && processor == member) return family.generic;
+  return "";
+}
+
+std::string pick_code_target(const std::vector<std::string> &candidates, const std::vector<std::string> &built) {
+  for (const std::string &candidate : candidates)
+    for (const std::string &target : built)
+      if (candidate == target) return candidate;
+  return "";
+}
+
+std::vector<std::string> amd_code_targets(const std::string &device_arch) {
+  const std::string processor = device_arch.substr(0, device_arch.find(':'));
+  if (processor.rfind("gfx", 0) != 0 || processor.size() == 3) return {};
+  std::vector<std::string> targets{processor};
+  const std::string generic = amd_generic_target(processor);
+  if (!generic.empty()) targets.push_back(generic);
+  return targets;
+}
+
+}  // namespace gpu
+}  // namespace aiter

@@ -12,6 +12,7 @@
 #include "aiter_config.h"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "gpu/amd_arch.hpp"
 
 namespace aiter {
 namespace gpu {
@@ -99,7 +100,8 @@ const Manifest &manifest() {
 
 // The targets whose code objects run on a device: sm_90 takes sm_90a first;
 // an NVIDIA cubin runs on later minors of its major (sm_80 on sm_86, sm_89);
-// an AMD target drops its feature suffix (gfx942:sramecc+:xnack- -> gfx942).
+// an AMD target drops its feature suffix (gfx942:sramecc+:xnack- -> gfx942),
+// then falls back to its family's generic target (gfx1101 -> gfx11-generic).
 std::vector<std::string> compatible_targets(const std::string &device_target) {
   std::vector<std::string> out;
   if (device_target.rfind("sm_", 0) == 0) {
@@ -107,7 +109,7 @@ std::vector<std::string> compatible_targets(const std::string &device_target) {
     if (cc == 90) out.push_back("sm_90a");
     for (int minor = cc % 10; minor >= 0; --minor) out.push_back("sm_" + std::to_string(cc / 10 * 10 + minor));
   } else {
-    out.push_back(device_target.substr(0, device_target.find(':')));
+    out = amd_code_targets(device_target);
   }
   return out;
 }
@@ -139,13 +141,13 @@ DeviceKernels &device_kernels(Driver *driver, int device) {
 aiter_status choose_target(Driver *driver, int device, DeviceKernels &dk) {
   aiter_status s = driver->device_target(device, &dk.device_target);
   if (s != AITER_OK) return s;
-  for (const std::string &t : compatible_targets(dk.device_target))
-    for (const std::string &built : manifest().targets)
-      if (t == built) {
-        dk.target = t;
-        dk.resolved = true;
-        return AITER_OK;
-      }
+  dk.target = pick_code_target(compatible_targets(dk.device_target), manifest().targets);
+  if (!dk.target.empty()) {
+    dk.resolved = true;
+    if (dk.target.find("generic") != std::string::npos)
+      log_message(LogLevel::info, "%s runs the %s code objects", dk.device_target.c_str(), dk.target.c_str());
+    return AITER_OK;
+  }
   return fail(AITER_ERR_NO_KERNEL, "no code objects for this GPU (target %s); targets built: %s%s%s",
               dk.device_target.c_str(), join(manifest().targets).c_str(), manifest().problem.empty() ? "" : "; ",
               manifest().problem.c_str());

@@ -18,7 +18,9 @@
 #define HAVE_HIP_HEADER 1
 #endif
 
+using aiter::gpu::amd_code_targets;
 using aiter::gpu::find_amd_arch;
+using aiter::gpu::pick_code_target;
 
 namespace {
 
@@ -72,6 +74,45 @@ void needs_the_terminating_nul_inside_the_buffer() {
   CHECK(find_amd_arch(b.data(), b.size()) == "gfx1201");
 }
 
+// Real GPUs (gcnArchName as ROCm reports it) against what a full build ships:
+// their exact target, else their family's generic one, else none.
+void maps_real_devices_to_code_objects() {
+  const std::vector<std::string> built = {"gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201", "gfx11-generic",
+                                          "gfx12-generic"};
+  const struct {
+    const char *gpu, *arch, *expected;
+  } devices[] = {
+      {"MI210 / MI250X", "gfx90a:sramecc+:xnack-", "gfx90a"},
+      {"MI300X / MI300A", "gfx942:sramecc+:xnack-", "gfx942"},
+      {"MI300X, xnack on", "gfx942:sramecc+:xnack+", "gfx942"},
+      {"MI355X", "gfx950:sramecc+:xnack-", "gfx950"},
+      {"RX 7900 XTX", "gfx1100", "gfx1100"},
+      {"RX 7800 XT", "gfx1101", "gfx11-generic"},
+      {"RX 7600", "gfx1102", "gfx11-generic"},
+      {"Radeon 780M (Phoenix)", "gfx1103", "gfx11-generic"},
+      {"Ryzen AI Max+ 395 (Strix Halo)", "gfx1151", "gfx11-generic"},
+      {"RX 9070 XT", "gfx1201", "gfx1201"},
+      {"RX 9060 XT", "gfx1200", "gfx12-generic"},
+      {"MI100", "gfx908:sramecc+:xnack-", ""},  // CDNA 1: no target, no generic one
+      {"RX 6900 XT", "gfx1030", ""},            // gfx10-3-generic is not built
+      {"Radeon VII", "gfx906:sramecc-:xnack-", ""},
+      {"not an AMD name", "sm_90", ""},
+  };
+  for (const auto &d : devices) {
+    const std::string got = pick_code_target(amd_code_targets(d.arch), built);
+    CHECK(got == d.expected);
+    if (got != d.expected) fprintf(stderr, "  %s (%s): got '%s', expected '%s'\n", d.gpu, d.arch, got.c_str(), d.expected);
+  }
+  // Without gfx942's own objects an MI300X takes gfx9-4-generic's; an exact
+  // target always wins over a generic one, whatever the built list's order.
+  CHECK(pick_code_target(amd_code_targets("gfx942:sramecc+:xnack-"), {"gfx9-4-generic"}) == "gfx9-4-generic");
+  CHECK(pick_code_target(amd_code_targets("gfx1100"), {"gfx11-generic", "gfx1100"}) == "gfx1100");
+  CHECK(pick_code_target(amd_code_targets("gfx1100"), {}).empty());
+  CHECK(amd_code_targets("gfx").empty() && amd_code_targets("").empty());
+  CHECK(amd_code_targets("gfx1036") == std::vector<std::string>({"gfx1036", "gfx10-3-generic"}));
+  CHECK(amd_code_targets("gfx90a:xnack-") == std::vector<std::string>({"gfx90a"}));
+}
+
 #ifdef HAVE_HIP_HEADER
 void finds_the_arch_in_the_installed_headers_struct() {
   hipDeviceProp_t props;
@@ -96,6 +137,7 @@ int main() {
   finds_the_arch_in_a_rocm6_layout();
   rejects_what_is_not_an_arch();
   needs_the_terminating_nul_inside_the_buffer();
+  maps_real_devices_to_code_objects();
 #ifdef HAVE_HIP_HEADER
   finds_the_arch_in_the_installed_headers_struct();
 #else
