@@ -26,6 +26,16 @@ aiter_status Driver::launch_cooperative(Function, Dim3, Dim3, unsigned, void *, 
   return fail(AITER_ERR_NO_KERNEL, "%s: no cooperative launch in libaiter", name());
 }
 
+static aiter_status no_ipc(const Driver *d) {
+  return fail(AITER_ERR_NO_KERNEL, "%s: no IPC memory in libaiter", d->name());
+}
+aiter_status Driver::mem_alloc(size_t, void **) { return no_ipc(this); }
+aiter_status Driver::mem_free(void *) { return no_ipc(this); }
+aiter_status Driver::ipc_get_handle(void *, void *) { return no_ipc(this); }
+aiter_status Driver::ipc_open(const void *, void **) { return no_ipc(this); }
+aiter_status Driver::ipc_close(void *) { return no_ipc(this); }
+aiter_status Driver::copy(void *, const void *, size_t) { return no_ipc(this); }
+
 aiter_status driver_for(DLDeviceType type, Driver **driver) {
   if (type == kDLCUDA) return open_cuda_driver(driver);
   if (type == kDLROCM) return open_hip_driver(driver);

@@ -73,6 +73,18 @@ class Driver {
   virtual aiter_status max_block_smem(int device, int *bytes);
   virtual aiter_status launch_cooperative(Function function, Dim3 grid, Dim3 block, unsigned smem, void *stream,
                                           void **args);
+  // Device memory shared between processes (libaiter/dist: the custom
+  // all-reduce's buffers), on the current device: plain allocations (IPC handles
+  // need them), their 64-byte IPC handles, and a peer's buffer opened from its
+  // handle (with peer access enabled).  Drivers without IPC refuse.
+  static constexpr size_t kIpcHandleBytes = 64;
+  virtual aiter_status mem_alloc(size_t bytes, void **ptr);
+  virtual aiter_status mem_free(void *ptr);
+  virtual aiter_status ipc_get_handle(void *ptr, void *handle);
+  virtual aiter_status ipc_open(const void *handle, void **ptr);
+  virtual aiter_status ipc_close(void *ptr);
+  // A synchronous copy of `bytes` between host and device memory, either way.
+  virtual aiter_status copy(void *dst, const void *src, size_t bytes);
 };
 
 // The driver for tensors of this device type, loaded once; AITER_ERR_NO_DEVICE

@@ -1,5 +1,6 @@
 // The CUDA driver API through dlopen("libcuda.so.1").  Only the functions below
 // are resolved; their signatures are the driver API's, with opaque handles as void *.
+#include <cstring>
 #include <mutex>
 
 #include "core/error.hpp"
@@ -16,6 +17,12 @@ constexpr int kMaxDynamicSmem = 8;                                           // 
 // CUtensorMapDataType, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill
 constexpr int kTensorMapUint8 = 0, kTensorMapUint16 = 1;
 constexpr int kInterleaveNone = 0, kSwizzle128B = 3, kL2Promote256B = 3, kOobFillZero = 0;
+
+// CUipcMemHandle, passed by value to cuIpcOpenMemHandle.
+struct IpcHandle {
+  char reserved[Driver::kIpcHandleBytes];
+};
+constexpr unsigned kIpcLazyEnablePeerAccess = 1;  // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
 
 struct CudaApi {
   CUresult (*cuInit)(unsigned);
@@ -40,6 +47,13 @@ struct CudaApi {
   CUresult (*cuLaunchKernelEx)(const void *, Function, void **, void **);
   CUresult (*cuLaunchCooperativeKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                         void *, void **);
+  // Optional: the custom all-reduce's shared buffers (libaiter/dist).
+  CUresult (*cuMemAlloc)(uint64_t *, size_t);
+  CUresult (*cuMemFree)(uint64_t);
+  CUresult (*cuIpcGetMemHandle)(void *, uint64_t);
+  CUresult (*cuIpcOpenMemHandle)(uint64_t *, IpcHandle, unsigned);
+  CUresult (*cuIpcCloseMemHandle)(uint64_t);
+  CUresult (*cuMemcpy)(uint64_t, uint64_t, size_t);
 };
 
 // CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte union of values.
@@ -87,6 +101,13 @@ class CudaDriver final : public Driver {
     resolve(lib, "cuOccupancyMaxActiveClusters", &api_.cuOccupancyMaxActiveClusters);
     resolve(lib, "cuLaunchKernelEx", &api_.cuLaunchKernelEx);
     resolve(lib, "cuLaunchCooperativeKernel", &api_.cuLaunchCooperativeKernel);
+    resolve(lib, "cuMemAlloc_v2", &api_.cuMemAlloc);
+    resolve(lib, "cuMemFree_v2", &api_.cuMemFree);
+    resolve(lib, "cuIpcGetMemHandle", &api_.cuIpcGetMemHandle);
+    if (!resolve(lib, "cuIpcOpenMemHandle_v2", &api_.cuIpcOpenMemHandle))
+      resolve(lib, "cuIpcOpenMemHandle", &api_.cuIpcOpenMemHandle);
+    resolve(lib, "cuIpcCloseMemHandle", &api_.cuIpcCloseMemHandle);
+    resolve(lib, "cuMemcpy", &api_.cuMemcpy);
     return check(api_.cuInit(0), "cuInit");
   }
 
@@ -161,6 +182,44 @@ class CudaDriver final : public Driver {
 
   aiter_status synchronize(void *stream) override {
     return check(api_.cuStreamSynchronize(stream), "cuStreamSynchronize");
+  }
+
+  aiter_status mem_alloc(size_t bytes, void **ptr) override {
+    if (api_.cuMemAlloc == nullptr) return Driver::mem_alloc(bytes, ptr);
+    uint64_t p = 0;
+    const aiter_status s = check(api_.cuMemAlloc(&p, bytes), "cuMemAlloc");
+    *ptr = reinterpret_cast<void *>(p);
+    return s;
+  }
+
+  aiter_status mem_free(void *ptr) override {
+    if (api_.cuMemFree == nullptr) return Driver::mem_free(ptr);
+    return check(api_.cuMemFree(reinterpret_cast<uint64_t>(ptr)), "cuMemFree");
+  }
+
+  aiter_status ipc_get_handle(void *ptr, void *handle) override {
+    if (api_.cuIpcGetMemHandle == nullptr) return Driver::ipc_get_handle(ptr, handle);
+    return check(api_.cuIpcGetMemHandle(handle, reinterpret_cast<uint64_t>(ptr)), "cuIpcGetMemHandle");
+  }
+
+  aiter_status ipc_open(const void *handle, void **ptr) override {
+    if (api_.cuIpcOpenMemHandle == nullptr) return Driver::ipc_open(handle, ptr);
+    IpcHandle h;
+    std::memcpy(&h, handle, sizeof h);
+    uint64_t p = 0;
+    const aiter_status s = check(api_.cuIpcOpenMemHandle(&p, h, kIpcLazyEnablePeerAccess), "cuIpcOpenMemHandle");
+    *ptr = reinterpret_cast<void *>(p);
+    return s;
+  }
+
+  aiter_status ipc_close(void *ptr) override {
+    if (api_.cuIpcCloseMemHandle == nullptr) return Driver::ipc_close(ptr);
+    return check(api_.cuIpcCloseMemHandle(reinterpret_cast<uint64_t>(ptr)), "cuIpcCloseMemHandle");
+  }
+
+  aiter_status copy(void *dst, const void *src, size_t bytes) override {
+    if (api_.cuMemcpy == nullptr) return Driver::copy(dst, src, bytes);
+    return check(api_.cuMemcpy(reinterpret_cast<uint64_t>(dst), reinterpret_cast<uint64_t>(src), bytes), "cuMemcpy");
   }
 
   aiter_status max_active_clusters(Function f, unsigned cluster, unsigned block, unsigned smem,

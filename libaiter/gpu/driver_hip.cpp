@@ -4,6 +4,7 @@
 //
 // Never run on an AMD GPU: the machines libaiter was written on have none.  It is
 // tested up to "no device" (ROCm 5.2's runtime from Debian, no GPU present).
+#include <cstring>
 #include <vector>
 
 #include "core/error.hpp"
@@ -26,6 +27,16 @@ constexpr int kMultiprocessors = 63, kMaxSharedPerBlock = 74;
 // the runtime writes the struct of its own version into this, with room to spare.
 constexpr size_t kPropsBytes = 8192;
 
+// hipIpcMemHandle_t, passed by value to hipIpcOpenMemHandle.
+struct IpcHandle {
+  char reserved[Driver::kIpcHandleBytes];
+};
+// Uncached device memory, so that flags one GPU writes are seen by another
+// without cache maintenance (hipDeviceMallocUncached); peer access on open
+// (hipIpcMemLazyEnablePeerAccess); copies in either direction (hipMemcpyDefault).
+constexpr unsigned kMallocUncached = 3, kIpcLazyEnablePeerAccess = 1;
+constexpr int kMemcpyDefault = 4;
+
 struct HipApi {
   hipError (*hipInit)(unsigned);
   hipError (*hipGetDeviceCount)(int *);
@@ -40,6 +51,14 @@ struct HipApi {
   hipError (*hipMemsetD32Async)(void *, int, size_t, void *);
   hipError (*hipStreamSynchronize)(void *);
   const char *(*hipGetErrorString)(hipError);
+  // Optional: the custom all-reduce's shared buffers (libaiter/dist).
+  hipError (*hipExtMallocWithFlags)(void **, size_t, unsigned);
+  hipError (*hipMalloc)(void **, size_t);
+  hipError (*hipFree)(void *);
+  hipError (*hipIpcGetMemHandle)(void *, void *);
+  hipError (*hipIpcOpenMemHandle)(void **, IpcHandle, unsigned);
+  hipError (*hipIpcCloseMemHandle)(void *);
+  hipError (*hipMemcpy)(void *, const void *, size_t, int);
 };
 
 class HipDriver final : public Driver {
@@ -70,6 +89,13 @@ class HipDriver final : public Driver {
                     resolve(lib, "hipStreamSynchronize", &api_.hipStreamSynchronize) &&
                     resolve(lib, "hipGetErrorString", &api_.hipGetErrorString);
     if (!ok) return fail(AITER_ERR_NO_DEVICE, "libamdhip64 lacks a HIP function libaiter needs: %s", dlerror());
+    resolve(lib, "hipExtMallocWithFlags", &api_.hipExtMallocWithFlags);
+    resolve(lib, "hipMalloc", &api_.hipMalloc);
+    resolve(lib, "hipFree", &api_.hipFree);
+    resolve(lib, "hipIpcGetMemHandle", &api_.hipIpcGetMemHandle);
+    resolve(lib, "hipIpcOpenMemHandle", &api_.hipIpcOpenMemHandle);
+    resolve(lib, "hipIpcCloseMemHandle", &api_.hipIpcCloseMemHandle);
+    resolve(lib, "hipMemcpy", &api_.hipMemcpy);
     return init();
   }
 
@@ -140,6 +166,40 @@ class HipDriver final : public Driver {
 
   aiter_status synchronize(void *stream) override {
     return check(api_.hipStreamSynchronize(stream), "hipStreamSynchronize");
+  }
+
+  aiter_status mem_alloc(size_t bytes, void **ptr) override {
+    if (api_.hipExtMallocWithFlags != nullptr)
+      return check(api_.hipExtMallocWithFlags(ptr, bytes, kMallocUncached), "hipExtMallocWithFlags");
+    if (api_.hipMalloc == nullptr) return Driver::mem_alloc(bytes, ptr);
+    return check(api_.hipMalloc(ptr, bytes), "hipMalloc");
+  }
+
+  aiter_status mem_free(void *ptr) override {
+    if (api_.hipFree == nullptr) return Driver::mem_free(ptr);
+    return check(api_.hipFree(ptr), "hipFree");
+  }
+
+  aiter_status ipc_get_handle(void *ptr, void *handle) override {
+    if (api_.hipIpcGetMemHandle == nullptr) return Driver::ipc_get_handle(ptr, handle);
+    return check(api_.hipIpcGetMemHandle(handle, ptr), "hipIpcGetMemHandle");
+  }
+
+  aiter_status ipc_open(const void *handle, void **ptr) override {
+    if (api_.hipIpcOpenMemHandle == nullptr) return Driver::ipc_open(handle, ptr);
+    IpcHandle h;
+    std::memcpy(&h, handle, sizeof h);
+    return check(api_.hipIpcOpenMemHandle(ptr, h, kIpcLazyEnablePeerAccess), "hipIpcOpenMemHandle");
+  }
+
+  aiter_status ipc_close(void *ptr) override {
+    if (api_.hipIpcCloseMemHandle == nullptr) return Driver::ipc_close(ptr);
+    return check(api_.hipIpcCloseMemHandle(ptr), "hipIpcCloseMemHandle");
+  }
+
+  aiter_status copy(void *dst, const void *src, size_t bytes) override {
+    if (api_.hipMemcpy == nullptr) return Driver::copy(dst, src, bytes);
+    return check(api_.hipMemcpy(dst, src, bytes, kMemcpyDefault), "hipMemcpy");
   }
 
  private:
