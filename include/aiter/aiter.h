@@ -117,6 +117,7 @@ AITER_API aiter_status aiter_synchronize(DLDevice device, void *stream);
 #include "aiter/activation.h"
 #include "aiter/attention.h"
 #include "aiter/gemm.h"
+#include "aiter/mla.h"
 #include "aiter/moe.h"
 #include "aiter/norm.h"
 #include "aiter/quant.h"

@@ -45,7 +45,7 @@ class Prepared:
         self.tensors, self.scalars, self.params = [], [], None
         for arg in case.args:
             if isinstance(arg, Params):
-                self.params = Params(dict(arg.fields))
+                self.params = Params(dict(arg.fields), arg.struct)
             elif hasattr(arg, "role"):
                 self.tensors.append(PreparedTensor(arg))
             else:
@@ -60,7 +60,7 @@ class Prepared:
         out = []
         for arg in self.case.args:
             if isinstance(arg, Params):
-                out.append(params_pointer(self.params.fields, keep))
+                out.append(params_pointer(self.params.fields, keep, self.params.struct))
             elif hasattr(arg, "role"):
                 t = by_name[arg.name]
                 out.append(ffi.NULL if t.raw is None else t.raw.to_c(keep))
@@ -91,13 +91,15 @@ class PreparedTensor:
         self.raw = None
 
 
-def params_pointer(fields, keep):
+def params_pointer(fields, keep, struct="aiter_attention_params"):
     if fields is None:
         return ffi.NULL
-    p = ffi.new("aiter_attention_params *")
-    lib.aiter_attention_params_init(p)
+    p = ffi.new(struct + " *")
+    getattr(lib, struct + "_init")(p)
+    known = dict(ffi.typeof(struct).fields)
     for name, value in fields.items():
-        setattr(p, name, value)
+        if name in known:  # a mutation may name a field another op's struct has
+            setattr(p, name, value)
     keep.append(p)
     return p
 
@@ -196,6 +198,7 @@ def call_and_check(prep, op, expect):
 # Exported functions fuzzed by fuzz_plain_functions; every other one has a builder.
 PLAIN_FUNCTIONS = {"aiter_status_string", "aiter_last_error", "aiter_version", "aiter_version_string",
                    "aiter_get_library_info", "aiter_synchronize", "aiter_attention_params_init",
+                   "aiter_mla_params_init",
                    "aiter_kernel_variants", "aiter_force_kernel_variant", "aiter_last_kernel_variant",
                    "aiter_tuned_config_device", "aiter_reload_tuned_configs", "aiter_tuned_config_sources"}
 
@@ -224,6 +227,7 @@ def fuzz_plain_functions(rng):
     lib.aiter_version(ffi.NULL, ffi.NULL, ffi.NULL)
     ffi.string(lib.aiter_version_string())
     lib.aiter_attention_params_init(ffi.NULL)
+    lib.aiter_mla_params_init(ffi.NULL)
     check_status("aiter_get_library_info", lib.aiter_get_library_info(ffi.NULL))
     size = ffi.sizeof("aiter_library_info")
     for claimed in (0, 1, 8, size - 1, size, size + 64):

@@ -46,10 +46,11 @@ class S:
 
 
 class Params:
-    """An aiter_attention_params pointer: fields over the defaults, or None for NULL."""
+    """A params struct pointer (aiter_attention_params unless named): fields over
+    the defaults, or None for NULL."""
 
-    def __init__(self, fields):
-        self.name, self.fields = "params", fields
+    def __init__(self, fields, struct="aiter_attention_params"):
+        self.name, self.fields, self.struct = "params", fields, struct
 
 
 class Case:
@@ -438,6 +439,64 @@ def reshape_and_cache(rng):
                                       S("v_scale", 1.0, "float")], check)
 
 
+# ---- MLA -------------------------------------------------------------------------------
+
+def mla_inputs(rng):
+    dt = rng.choice(["float16"] + (["bfloat16"] if ml_dtypes is not None else []))
+    batch, s_q, heads = int(rng.integers(1, 4)), int(rng.integers(1, 3)), int(rng.integers(1, 4))
+    page, blocks, max_blocks = int(rng.choice([1, 3, 16])), int(rng.integers(1, 6)), int(rng.integers(1, 4))
+    cache_dt = rng.choice([dt] + [f for f in FP8 if f != "float8_e5m2"])
+    cache = rand(rng, (blocks, page, 576), cache_dt)
+    table = rng.integers(0, blocks, (batch, max_blocks)).astype(np.int32)
+    lens = rng.integers(0, max_blocks * page + 1, batch).astype(np.int32)
+    return dt, rand(rng, (batch, s_q, heads, 576), dt), cache, table, lens
+
+
+def mla_decode(rng):
+    """Decode with the workspace the size query asks for (poisoned) and an lse-free params."""
+    from aiter._lib import ffi, lib
+    from test_mla import mla_ref
+    dt, q, cache, table, lens = mla_inputs(rng)
+    splits = int(rng.choice([0, 1, 2, 3]))
+    keep, size = [], ffi.new("size_t *")
+    descriptors = [aiter_tensor(np.ascontiguousarray(a), keep) for a in (q, cache, table)]
+    assert lib.aiter_mla_decode_workspace_size(size, *descriptors, splits) == 0
+    workspace = np.full(int(size[0]), 0xFF, np.uint8) if size[0] else None
+    ref, _ = mla_ref(q, cache, table, lens, 0.05)
+    return Case("mla_decode",
+                [T("out", poisoned(q.shape[:3] + (512,), dt), "out"), T("q", q), T("kv_cache", cache),
+                 T("block_table", table, "index"), T("context_lens", lens, "index"),
+                 T("workspace", workspace, "out"),
+                 Params({"softmax_scale": 0.05, "num_splits": splits}, "aiter_mla_params")],
+                lambda r: close(r["out"], ref, dt, "out", 2 if cache.dtype.name == dt else 20))
+
+
+def mla_decode_workspace_size(rng):
+    _, q, cache, table, _ = mla_inputs(rng)
+    return Case("mla_decode_workspace_size",
+                [S("bytes", None, "size_out"), T("q", q), T("kv_cache", cache), T("block_table", table, "index"),
+                 S("num_splits", int(rng.integers(0, 4)), "int")], lambda r: None, stream=False)
+
+
+def concat_and_cache_mla(rng):
+    dt = rng.choice(["float16"] + (["bfloat16"] if ml_dtypes is not None else []))
+    tokens, page, blocks = int(rng.integers(0, 6)), int(rng.choice([1, 4])), int(rng.integers(1, 4))
+    kv_c, k_pe = rand(rng, (tokens, 512), dt), rand(rng, (tokens, 64), dt)
+    chosen = rng.permutation(page * blocks)[:tokens]
+    slots = np.array([-1 if rng.random() < 0.2 else s for s in chosen] + [-1] * (tokens - len(chosen)))
+    slots = slots.astype(rng.choice([np.int32, np.int64]))
+    cache = np.zeros((blocks, page, 576), np_dtype(dt))
+
+    def check(r):
+        want = np.zeros((blocks * page, 576))
+        for t, s in enumerate(slots):
+            if s >= 0:
+                want[s] = np.concatenate([f64(kv_c[t]), f64(k_pe[t])])
+        close(r["kv_cache"].reshape(blocks * page, 576), want, dt, "kv_cache")
+    return Case("concat_and_cache_mla", [T("kv_cache", cache, "out"), T("kv_c", kv_c), T("k_pe", k_pe),
+                                         T("slot_mapping", slots, "index"), S("scale", 1.0, "float")], check)
+
+
 BUILDERS = {
     "rmsnorm": rmsnorm,
     "add_rmsnorm": add_rmsnorm,
@@ -463,4 +522,7 @@ BUILDERS = {
     "paged_decode_attention_workspace_size": paged_decode_attention_workspace_size,
     "paged_prefill_attention": paged_prefill_attention,
     "reshape_and_cache": reshape_and_cache,
+    "mla_decode": mla_decode,
+    "mla_decode_workspace_size": mla_decode_workspace_size,
+    "concat_and_cache_mla": concat_and_cache_mla,
 }

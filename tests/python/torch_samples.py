@@ -72,7 +72,18 @@ def samples(g):
             [20, 30], dtype=torch.int32), cu), {}),
         "reshape_and_cache": ((_randn(g, 6, 2, 64), _randn(g, 6, 2, 64), k_cache.clone(), v_cache.clone(),
                                torch.tensor([3, 17, -1, 40, 41, 100])), {}),
+        **_mla_samples(g),
     }
+
+
+def _mla_samples(g):
+    q = _randn(g, 3, 2, 5, 576, dtype=torch.bfloat16)
+    cache = _randn(g, 6, 16, 576, dtype=torch.bfloat16)
+    table = torch.randperm(6, generator=g)[:6].reshape(3, 2).to(torch.int32)
+    lens = torch.tensor([17, 1, 32], dtype=torch.int32)
+    kv_c, k_pe = _randn(g, 4, 512, dtype=torch.bfloat16), _randn(g, 4, 64, dtype=torch.bfloat16)
+    return {"mla_decode": ((q, cache, table, lens, 0.05), {}),
+            "concat_and_cache_mla": ((kv_c, k_pe, cache.clone(), torch.tensor([3, -1, 90, 40])), {})}
 
 
 def check(name, args, result):
@@ -116,6 +127,14 @@ def _check_prefill(args, result):
     assert_close(lse, ref_lse, "float32")
 
 
+def _check_mla(args, result):
+    from test_mla import mla_ref
+    q, cache, table, lens, scale = args[:5]
+    ref_out, ref_lse = mla_ref(q, cache, table.numpy(), lens.tolist(), scale)
+    assert_close(result[0], ref_out, "bfloat16")
+    assert_close(result[1], ref_lse, "float32", rtol=1e-4, atol=1e-4)
+
+
 def _check_decode(args, out):
     q, k_cache, v_cache, table, lens = args[:5]
     ref = decode_ref(q, k_cache, v_cache, table.numpy(), lens.tolist(), 1 / math.sqrt(q.shape[-1]))
@@ -124,7 +143,8 @@ def _check_decode(args, out):
 
 _CHECKS = {"rmsnorm": _check_rmsnorm, "silu_and_mul": _check_silu, "gelu_and_mul": _check_gelu,
            "gemm_a16w16": _check_gemm16, "gemm_a8w8": _check_gemm8, "prefill_attention": _check_prefill,
-           "paged_decode_attention": _check_decode, "paged_decode_attention_split_kv": _check_decode}
+           "paged_decode_attention": _check_decode, "paged_decode_attention_split_kv": _check_decode,
+           "mla_decode": _check_mla}
 
 
 def rope_checked(g):

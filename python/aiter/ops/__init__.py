@@ -2,6 +2,7 @@
 from .activation import gelu_and_mul, silu_and_mul, silu_and_mul_quant
 from .attention import (paged_decode_attention, paged_decode_workspace_size, paged_prefill_attention,
                         prefill_attention, reshape_and_cache)
+from .mla import concat_and_cache_mla, mla_decode, mla_decode_workspace_size
 from .gemm import batched_gemm_a8w8, batched_gemm_a16w16, gemm_a8w8, gemm_a8w8_blockscale, gemm_a16w16
 from .moe import topk_softmax
 from .norm import add_rmsnorm, add_rmsnorm_quant, layernorm, rmsnorm, rmsnorm_quant
@@ -14,4 +15,4 @@ __all__ = ["rmsnorm", "add_rmsnorm", "layernorm", "rmsnorm_quant", "add_rmsnorm_
            "rope", "rope_cos_sin_cache", "gemm_a16w16", "gemm_a8w8", "gemm_a8w8_blockscale",
            "batched_gemm_a16w16", "batched_gemm_a8w8", "topk_softmax",
            "prefill_attention", "paged_decode_attention", "paged_decode_workspace_size", "paged_prefill_attention",
-           "reshape_and_cache"]
+           "reshape_and_cache", "mla_decode", "mla_decode_workspace_size", "concat_and_cache_mla"]

@@ -1,0 +1,34 @@
+"""The MLA ops of the table.  mla_decode's scalars and its lse output go to the C
+function in an ``aiter_mla_params`` struct, which ``_params`` fills."""
+from .types import MUTATED, Arg, Op, Out
+
+
+def _params(a, outs, dl):
+    from .._lib import ffi, lib
+    p = ffi.new("aiter_mla_params *")
+    lib.aiter_mla_params_init(p)
+    p.softmax_scale = float(a["softmax_scale"])
+    p.kv_scale = float(a.get("kv_scale", 1.0))
+    p.num_splits = int(a.get("num_splits", 0))
+    if "lse" in outs:
+        p.lse = dl(outs["lse"])
+    return p
+
+
+def _rows(a):
+    return tuple(a["q"].shape[:3])
+
+
+def mla_ops():
+    return [
+        Op("mla_decode", "aiter_mla_decode",
+           [Arg("q"), Arg("kv_cache"), Arg("block_table"), Arg("context_lens"),
+            Arg("softmax_scale", "float"), Arg("workspace", MUTATED, optional=True),
+            Arg("kv_scale", "float", default=1.0), Arg("num_splits", "int", default=0)],
+           [Out("out", lambda a: _rows(a) + (512,), lambda a: a["q"]), Out("lse", _rows, lambda a: "float32")],
+           ["out", "q", "kv_cache", "block_table", "context_lens", "workspace", "@params"], params=_params),
+        Op("concat_and_cache_mla", "aiter_concat_and_cache_mla",
+           [Arg("kv_c"), Arg("k_pe"), Arg("kv_cache", MUTATED), Arg("slot_mapping"),
+            Arg("scale", "float", default=1.0)],
+           [], ["kv_cache", "kv_c", "k_pe", "slot_mapping", "scale"]),
+    ]
