@@ -2,6 +2,7 @@
 """Write the code-object manifest, checking every code object on the way.
 
 usage: kernel_manifest.py OUTPUT TARGET:SOURCE:OBJECT...
+       (SOURCE: a kernel source, or the .json that kernels/triton/build.py writes)
        kernel_manifest.py --check MANIFEST      (re-check an installed manifest)
 
 Each kernel source declares its kernels in comments:
@@ -12,10 +13,15 @@ or, for families of instantiations, a template expanded over lists of values:
 A list value "v@89" exists only for targets sm_89 and up; a value with ':' parts
 also binds the names after the first ("shape" binds sym, block, smem here, in the
 order the template's other fields first use them).
+A Triton code object's kernels come from build.py's .json instead, with one
+more column, args: the kernel's parameters in order as name:type, which the
+launcher packs (libaiter/gpu/triton_args.cpp); other kernels take one by-value
+struct and have "-" there.
 For every declared kernel the object must be an ELF for the target's machine
 and architecture (EM_CUDA with the SM number, or EM_AMDGPU with the gfx
 processor) and must define the symbol.  Any mismatch fails the build.
 """
+import json
 import os
 import re
 import struct
@@ -29,7 +35,7 @@ AMDGPU_MACH = {"gfx90a": 0x3F, "gfx942": 0x4C, "gfx950": 0x4F, "gfx1100": 0x41, 
 DECLARATION = re.compile(r"//\s*aiter-kernel:\s*(.*)$")
 FAMILY = re.compile(r"//\s*aiter-kernel-family:\s*(.*)$")
 TEMPLATE_KEYS = ("op", "variant", "symbol", "block", "smem")
-COLUMNS = ("target", "op", "variant", "file", "symbol", "block", "smem")
+COLUMNS = ("target", "op", "variant", "file", "symbol", "block", "smem", "args")
 
 
 def elf_facts(path):
@@ -89,6 +95,15 @@ def expand_family(fields):
         yield {k: fields[k].format(**binding) for k in TEMPLATE_KEYS}, min_sm
 
 
+def triton_declarations(metadata, obj):
+    """The kernels build.py compiled into `obj`, from its .json."""
+    with open(metadata, encoding="utf-8") as f:
+        kernels = json.load(f)["kernels"]
+    for k in kernels:
+        if k["file"] == os.path.basename(obj):
+            yield {key: str(k[key]) for key in TEMPLATE_KEYS + ("args",)}
+
+
 def declarations(source, target):
     """The kernels a source declares for a target."""
     sm = int(re.match(r"sm_(\d+)", target).group(1)) if target.startswith("sm_") else 0
@@ -118,10 +133,16 @@ def write(output, triplets):
     rows = []
     for triplet in triplets:
         target, source, obj = triplet.split(":", 2)
-        kernels = list(declarations(source, target))
+        if source.endswith(".json"):
+            kernels = list(triton_declarations(source, obj))
+            if not kernels:
+                raise ValueError(f"{obj}: not in {source}")
+        else:
+            kernels = list(declarations(source, target))
         check_object(obj, target, [k["symbol"] for k in kernels])
         for k in kernels:
-            rows.append((target, k["op"], k["variant"], os.path.basename(obj), k["symbol"], k["block"], k["smem"]))
+            rows.append((target, k["op"], k["variant"], os.path.basename(obj), k["symbol"], k["block"], k["smem"],
+                         k.get("args", "-")))
     rows.sort()
     with open(output, "w", encoding="utf-8") as f:
         f.write("# " + "\t".join(COLUMNS) + "\n")
@@ -134,7 +155,7 @@ def check_manifest(path):
     target and defines its symbol.  Returns the number of rows."""
     folder = os.path.dirname(path)
     rows = [line.rstrip("\n").split("\t") for line in open(path, encoding="utf-8") if not line.startswith("#")]
-    for target, _op, _variant, file, symbol, _block, _smem in rows:
+    for target, _op, _variant, file, symbol, *_ in rows:
         check_object(os.path.join(folder, file), target, [symbol])
     return len(rows)
 

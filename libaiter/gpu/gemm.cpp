@@ -13,6 +13,7 @@
 
 #include "gpu/gemm_tma.hpp"
 #include "gpu/launch.hpp"
+#include "gpu/triton_gemm.hpp"
 #include "kernels/gemm/gemm_params.h"
 #include "ops/gemm.hpp"
 
@@ -332,9 +333,11 @@ VariantList<GemmArgs> gemm_variants(GemmOp op) {
   static const auto lists = [] {
     const std::vector<Variant<GemmArgs>> all = all_variants(std::make_index_sequence<kCount>{});
     std::array<std::vector<Variant<GemmArgs>>, 5> per_op;
-    for (size_t o = 0; o < per_op.size(); ++o)
+    for (size_t o = 0; o < per_op.size(); ++o) {
       for (size_t i = 0; i < kCount; ++i)
         if (belongs(GemmOp(o), kKernels[i])) per_op[o].push_back(all[i]);
+      add_triton_gemm_variants(GemmOp(o), &per_op[o]);  // before the portable kernels
+    }
     return per_op;
   }();
   const auto &list = lists[size_t(op)];

@@ -21,6 +21,8 @@ namespace {
 struct Entry {
   std::string target, op, variant, file, symbol;
   int block = 0, smem = 0;
+  bool triton = false;  // takes its arguments one by one, as `params` says
+  std::vector<TritonParam> params;
 };
 
 struct Manifest {
@@ -63,6 +65,11 @@ bool parse_line(const std::string &line, Entry *e) {
     return false;
   e->block = std::atoi(block.c_str());
   e->smem = std::atoi(smem.c_str());
+  std::string args, problem;
+  if (std::getline(ss, args, '\t') && args != "-") {
+    if (!parse_triton_params(args, &e->params, &problem)) return false;
+    e->triton = true;
+  }
   return e->block > 0;
 }
 
@@ -191,7 +198,8 @@ aiter_status load_kernel(Driver *driver, DeviceKernels &dk, const Entry &e, Kern
   kernel->max_block = e.block;
   kernel->smem = e.smem;
   kernel->smem_allowed = e.smem;
-  kernel->programmatic = programmatic_launch(e.target);
+  kernel->programmatic = programmatic_launch(e.target) && !e.triton;  // Triton's kernels do not wait
+  kernel->params = e.triton ? &e.params : nullptr;
   return s;
 }
 

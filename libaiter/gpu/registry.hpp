@@ -1,5 +1,5 @@
 // Code objects built ahead of time, found through the manifest the build writes
-// (manifest.tsv: target, op, variant, file, symbol, block, smem), and loaded
+// (manifest.tsv: target, op, variant, file, symbol, block, smem[, args]), and loaded
 // lazily: once per device, the first time one of their kernels is asked for.
 #pragma once
 
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gpu/driver.hpp"
+#include "gpu/triton_args.hpp"
 
 namespace aiter {
 namespace gpu {
@@ -17,6 +18,9 @@ struct Kernel {
   int smem = 0;       // dynamic shared memory it needs, bytes
   int smem_allowed = 0;  // dynamic shared memory the driver has been told a launch may give it
   bool programmatic = false;  // launched to overlap the kernel ahead of it (programmatic_launch)
+  // A Triton kernel's parameters in order (the manifest's args column); null
+  // for kernels that take one by-value struct.  Lives as long as the manifest.
+  const std::vector<TritonParam> *params = nullptr;
 };
 
 // The kernel `op`/`variant` for the device `where` lives on.  AITER_ERR_NO_KERNEL

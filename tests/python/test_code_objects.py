@@ -61,3 +61,42 @@ def test_a_corrupted_code_object_is_caught(tmp_path):
     (tmp_path / victim).write_bytes(bytes(data))
     with pytest.raises(ValueError, match="expected"):
         kernel_manifest.check_manifest(str(tmp_path / "manifest.tsv"))
+
+
+import check_amd_isa  # noqa: E402
+
+
+def amd_manifest():
+    """The manifest, when it has AMD rows and the LLVM tools to read them are here."""
+    folder = aiter.library_info()["kernel_dir"]
+    if not folder or not any(t.startswith("gfx") for t in aiter.library_info()["gpu_targets"]):
+        pytest.skip("no AMD code objects built")
+    if not (check_amd_isa.tool("llvm-objdump") and check_amd_isa.tool("llvm-readelf")):
+        pytest.skip("llvm-objdump-19 / llvm-readelf-19 not installed")
+    return os.path.join(folder, "manifest.tsv")
+
+
+def test_amd_matrix_kernels_use_the_matrix_cores():
+    """Every AMD GEMM / attention / MLA / MoE-GEMM kernel has v_mfma (CDNA) or
+    v_wmma (RDNA 3/4) instructions, but the known gaps (portable kernels), which
+    are reported; every kernel's resources come from its metadata."""
+    failures, gaps, table = check_amd_isa.check(amd_manifest())
+    assert not failures, "\n".join(failures)
+    assert all(r.get("wavefront_size") in (32, 64) and "vgpr_count" in r for *_, r in table)
+    triton = [row for row in table if row[2].startswith("triton_") and row[3] is not None]
+    assert all(row[3] > 0 for row in triton)
+    print(f"{len(triton)} Triton kernels with matrix instructions; known gaps: {dict(gaps)}")
+
+
+def test_isa_check_catches_a_lost_matrix_path(tmp_path):
+    """A GEMM kernel without matrix instructions that is not a known gap (here a
+    portable code object listed under another family name) fails the check."""
+    manifest = amd_manifest()
+    folder = os.path.dirname(manifest)
+    rows = [line.split("\t") for line in open(manifest, encoding="utf-8") if line.startswith("gfx")]
+    target, op, variant, file, symbol, *rest = next(r for r in rows if r[3].startswith("gemm_generic."))
+    renamed = file.replace("gemm_generic.", "gemm_matrix.")
+    shutil.copy(os.path.join(folder, file), tmp_path / renamed)
+    (tmp_path / "manifest.tsv").write_text("\t".join([target, op, variant, renamed, symbol] + rest))
+    failures, _, _ = check_amd_isa.check(str(tmp_path / "manifest.tsv"))
+    assert len(failures) == 1 and "no v_mfma/v_wmma instruction" in failures[0]
