@@ -130,14 +130,14 @@ def _check_prefill(args, result):
 def _check_mla(args, result):
     from test_mla import mla_ref
     q, cache, table, lens, scale = args[:5]
-    ref_out, ref_lse = mla_ref(q, cache, table.numpy(), lens.tolist(), scale)
+    ref_out, ref_lse = mla_ref(q, cache, table.cpu().numpy(), lens.tolist(), scale)
     assert_close(result[0], ref_out, "bfloat16")
     assert_close(result[1], ref_lse, "float32", rtol=1e-4, atol=1e-4)
 
 
 def _check_decode(args, out):
     q, k_cache, v_cache, table, lens = args[:5]
-    ref = decode_ref(q, k_cache, v_cache, table.numpy(), lens.tolist(), 1 / math.sqrt(q.shape[-1]))
+    ref = decode_ref(q, k_cache, v_cache, table.cpu().numpy(), lens.tolist(), 1 / math.sqrt(q.shape[-1]))
     assert_close(out, ref, "float32")
 
 
