@@ -21,6 +21,9 @@ shards=${SANITIZER_SHARDS:-1}
 logs=$(mktemp -d /tmp/aiter-sanitizer.XXXXXX)  # one sanitizer log and one pytest log a shard
 extra=()
 [ "$tool" = racecheck ] && extra=(--racecheck-report all)
+# Without PyTorch's caching allocator every tensor is its own allocation, so the
+# sanitizer sees the exact bounds of each (and shards do not hoard GPU memory).
+export PYTORCH_NO_CUDA_MEMORY_CACHING=1
 pids=()
 for ((i = 0; i < shards; i++)); do
   AITER_TEST_SHARD=$i/$shards compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 86 \
@@ -31,7 +34,8 @@ done
 status=0
 for ((i = 0; i < shards; i++)); do
   wait "${pids[$i]}" || status=$?
-  { echo "== shard $i/$shards: pytest"; tail -15 "$logs/pytest.$i.log"
+  { echo "== shard $i/$shards: pytest"; grep -E "^(FAILED|ERROR) |^E  " "$logs/pytest.$i.log" | head -60
+    tail -3 "$logs/pytest.$i.log"
     echo "== shard $i/$shards: $tool"; cat "$logs/sanitizer.$i.log"; } >> "$out/sanitizer_${tool}.log"
 done
 # One summary line per shard: "ERROR SUMMARY: N errors" (racecheck: "RACECHECK SUMMARY").
