@@ -30,6 +30,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from aiter._lib import ffi, lib  # noqa: E402
 import mutations  # noqa: E402
+from dist_lies import FUNCTIONS as DIST_FUNCTIONS, fuzz_dist  # noqa: E402
 from raw_tensors import Buffer, RawTensor  # noqa: E402
 from valid_calls import BUILDERS, Params  # noqa: E402
 
@@ -200,7 +201,7 @@ PLAIN_FUNCTIONS = {"aiter_status_string", "aiter_last_error", "aiter_version", "
                    "aiter_get_library_info", "aiter_synchronize", "aiter_attention_params_init",
                    "aiter_mla_params_init",
                    "aiter_kernel_variants", "aiter_force_kernel_variant", "aiter_last_kernel_variant",
-                   "aiter_tuned_config_device", "aiter_reload_tuned_configs", "aiter_tuned_config_sources"}
+                   "aiter_tuned_config_device", "aiter_reload_tuned_configs", "aiter_tuned_config_sources"} | DIST_FUNCTIONS
 
 
 def fuzz_plain_functions(rng):
@@ -240,6 +241,7 @@ def fuzz_plain_functions(rng):
     check_status("aiter_reload_tuned_configs", lib.aiter_reload_tuned_configs())
     ffi.string(lib.aiter_tuned_config_sources())
     lib.aiter_force_kernel_variant(b"gemm_a16w16", ffi.NULL)
+    fuzz_dist(rng, ffi, lib, check_status, device_value)
 
 
 def check_status(name, status):
