@@ -35,7 +35,7 @@ from raw_tensors import Buffer, RawTensor  # noqa: E402
 from valid_calls import BUILDERS, Params  # noqa: E402
 
 STATUSES = range(0, 9)
-OPTIONAL = {"bias", "k"}  # tensors an op takes as NULL (rope's k, the GEMMs' and layernorm's bias)
+OPTIONAL = {"bias", "k", "correction_bias", "expert_mask"}  # tensors an op takes as NULL (rope's k, the GEMMs' and layernorm's bias)
 
 
 class Prepared:
@@ -199,7 +199,8 @@ def call_and_check(prep, op, expect):
 # Exported functions fuzzed by fuzz_plain_functions; every other one has a builder.
 PLAIN_FUNCTIONS = {"aiter_status_string", "aiter_last_error", "aiter_version", "aiter_version_string",
                    "aiter_get_library_info", "aiter_synchronize", "aiter_attention_params_init",
-                   "aiter_mla_params_init",
+                   "aiter_mla_params_init", "aiter_fused_moe_params_init", "aiter_fused_moe_workspace_size",
+                   "aiter_moe_sorting_max_rows",
                    "aiter_kernel_variants", "aiter_force_kernel_variant", "aiter_last_kernel_variant",
                    "aiter_tuned_config_device", "aiter_reload_tuned_configs", "aiter_tuned_config_sources"} | DIST_FUNCTIONS
 

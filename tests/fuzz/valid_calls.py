@@ -19,6 +19,9 @@ from test_attention import decode_ref, prefill_ref  # noqa: E402
 from test_gemm_batched import reference as batched_reference  # noqa: E402
 from test_gemm_blockscale import reference as blockscale_reference  # noqa: E402
 from test_moe import topk_ref  # noqa: E402
+from test_moe_fused import moe_ref  # noqa: E402
+from test_moe_routing import grouped_ref  # noqa: E402
+from test_moe_sorting import check_sorting  # noqa: E402
 from test_norm import rms_ref  # noqa: E402
 from test_rope import reference_cache, rope_ref  # noqa: E402
 
@@ -251,6 +254,87 @@ def topk_softmax(rng):
     return Case("topk_softmax", [T("topk_weights", poisoned((tokens, k), "float32"), "out"),
                                  T("topk_ids", np.full((tokens, k), -7, np.int32), "out"), T("gating", gating),
                                  S("renormalize", renorm, "int")], check)
+
+
+def topk_sigmoid(rng):
+    dt = rng.choice(FLOATS)
+    tokens, experts = dims(rng, 6)[0], int(rng.integers(1, 20))
+    k = int(rng.integers(1, experts + 1))
+    gating, renorm = rand(rng, (tokens, experts), dt), int(rng.integers(0, 2))
+
+    def check(r):
+        w, ids = grouped_ref(gating, k, scoring="sigmoid", renormalize=renorm)
+        close(r["topk_weights"], w, "float32", "topk_weights", 10)
+        assert (r["topk_ids"] == ids).all() or tokens == 0, "topk_ids differ"
+    return Case("topk_sigmoid", [T("topk_weights", poisoned((tokens, k), "float32"), "out"),
+                                 T("topk_ids", np.full((tokens, k), -7, np.int32), "out"), T("gating", gating),
+                                 S("renormalize", renorm, "int")], check)
+
+
+def grouped_topk(rng):
+    dt = rng.choice(FLOATS)
+    groups, size, tokens = int(rng.integers(1, 5)), int(rng.integers(1, 6)), dims(rng, 6)[0]
+    topk_group = int(rng.integers(1, groups + 1))
+    k = int(rng.integers(1, topk_group * size + 1))
+    gating = rand(rng, (tokens, groups * size), dt)
+    sigmoid, renorm, scale = int(rng.integers(0, 2)), int(rng.integers(0, 2)), float(rng.choice([1.0, 2.5]))
+    bias = rand(rng, (groups * size,), "float32", 0.1) if sigmoid and rng.random() < 0.5 else None
+
+    def check(r):
+        w, ids = grouped_ref(gating, k, groups, topk_group, bias, "sigmoid" if sigmoid else "softmax", renorm, scale)
+        close(r["topk_weights"], w, "float32", "topk_weights", 10)
+        assert (r["topk_ids"] == ids).all() or tokens == 0, "topk_ids differ"
+    return Case("grouped_topk", [T("topk_weights", poisoned((tokens, k), "float32"), "out"),
+                                 T("topk_ids", np.full((tokens, k), -7, np.int32), "out"), T("gating", gating),
+                                 T("correction_bias", bias), S("num_expert_group", groups, "int"),
+                                 S("topk_group", topk_group, "int"), S("scoring", sigmoid, "int"),
+                                 S("renormalize", renorm, "int"), S("routed_scaling_factor", scale, "float")], check)
+
+
+def moe_routed_ids(rng, tokens, k, experts):
+    return rng.integers(0, experts, (tokens, k)).astype(np.int32)
+
+
+def moe_sorting(rng):
+    tokens, k, experts = dims(rng, 9)[0], int(rng.integers(1, 4)), int(rng.integers(1, 10))
+    block = int(rng.choice([1, 4, 16]))
+    ids = moe_routed_ids(rng, tokens, k, experts)
+    mask = rng.integers(0, 2, experts).astype(rng.choice([np.int32, np.uint8])) if rng.random() < 0.3 else None
+    rows = int(np.int64(tokens * k + min(experts, tokens * k) * (block - 1)) // block * block)
+
+    def check(r):
+        check_sorting(ids, experts, block, r["sorted_ids"], r["block_experts"], r["num_valid"], mask)
+    return Case("moe_sorting", [T("sorted_ids", np.full(rows, -5, np.int32), "out"),
+                                T("block_experts", np.full(rows // block, -5, np.int32), "out"),
+                                T("num_valid", np.full(1, -5, np.int32), "out"), T("topk_ids", ids, "index"),
+                                T("expert_mask", mask, "index"), S("num_experts", experts, "int"),
+                                S("block_size", block, "int")], check)
+
+
+def fused_moe(rng):
+    from aiter._lib import ffi, lib
+    dt = rng.choice(["float16"] + (["bfloat16"] if ml_dtypes is not None else []))
+    tokens, k, experts = dims(rng, 7)[0], int(rng.integers(1, 4)), int(rng.integers(1, 6))
+    hidden, inter = int(rng.integers(1, 24)), int(rng.integers(1, 12))
+    x = rand(rng, (tokens, hidden), dt)
+    w1 = rand(rng, (experts, 2 * inter, hidden), dt, 1 / math.sqrt(hidden))
+    w2 = rand(rng, (experts, hidden, inter), dt, 1 / math.sqrt(inter))
+    weights = rng.random((tokens, k)).astype(np.float32)
+    ids = moe_routed_ids(rng, tokens, k, experts)
+    fields = {"activation": int(rng.integers(0, 3)), "weights_on_input": int(rng.integers(0, 2)),
+              "block_size": int(rng.choice([0, 32, 128]))}
+    p = ffi.new("aiter_fused_moe_params *")
+    lib.aiter_fused_moe_params_init(p)
+    for name, value in fields.items():
+        setattr(p, name, value)
+    size = int(lib.aiter_fused_moe_workspace_size(tokens, k, experts, hidden, inter, 2, p))
+    act = ["silu", "gelu", "gelu_tanh"][fields["activation"]]
+    ref = moe_ref(x, w1, w2, weights, ids, act, bool(fields["weights_on_input"]))
+    return Case("fused_moe", [T("out", poisoned((tokens, hidden), dt), "out"),
+                              T("workspace", np.full(size, 0xFF, np.uint8), "out"), T("x", x), T("w1", w1),
+                              T("w2", w2), T("topk_weights", weights), T("topk_ids", ids, "index"),
+                              T("expert_mask", None, "index"), Params(fields, "aiter_fused_moe_params")],
+                lambda r: close(r["out"], ref, dt, "out", 4))
 
 
 # ---- GEMM ---------------------------------------------------------------------------------
@@ -511,6 +595,10 @@ BUILDERS = {
     "quant_per_tensor_static": lambda rng: quant(rng, "static"),
     "rope": rope,
     "topk_softmax": topk_softmax,
+    "topk_sigmoid": topk_sigmoid,
+    "grouped_topk": grouped_topk,
+    "moe_sorting": moe_sorting,
+    "fused_moe": fused_moe,
     "gemm_a16w16": gemm_a16w16,
     "gemm_a8w8": gemm_a8w8,
     "gemm_a8w8_blockscale": gemm_a8w8_blockscale,

@@ -1,7 +1,8 @@
 """Mixture-of-experts routing."""
 import operator
 
-from .._call import Call
+from .._call import Call, c_or_null
+from .._lib import ffi, lib
 from .._route import via_torch
 from ..errors import InvalidArgumentError
 
@@ -33,3 +34,156 @@ def topk_softmax(gating, k, *, renormalize=False, topk_weights=None, topk_ids=No
         raise InvalidArgumentError(f"topk_weights: expected shape[1] == k ({k}), got shape {w_.shape}")
     c.run(w_.c, ids_.c, g_.c, 1 if renormalize else 0)
     return c.result(w_), c.result(ids_)
+
+
+def _routing_outputs(c, g_, k, topk_weights, topk_ids):
+    shape = (g_.shape[0] if g_.shape else 0, k)
+    w_ = c.output(topk_weights, "topk_weights", shape, "float32")
+    ids_ = c.output(topk_ids, "topk_ids", shape, "int32")
+    if len(w_.shape) == 2 and w_.shape[1] != k:
+        raise InvalidArgumentError(f"topk_weights: expected shape[1] == k ({k}), got shape {w_.shape}")
+    return w_, ids_
+
+
+def topk_sigmoid(gating, k, *, renormalize=False, topk_weights=None, topk_ids=None):
+    """As :func:`topk_softmax` with ``sigmoid(gating)`` as the scores: the ``k``
+    experts of the largest logits, largest first, ties to the lower id."""
+    k = _check_k(k)
+    c = Call("aiter_topk_sigmoid", like=gating)
+    g_ = c.input(gating, "gating")
+    w_, ids_ = _routing_outputs(c, g_, k, topk_weights, topk_ids)
+    c.run(w_.c, ids_.c, g_.c, 1 if renormalize else 0)
+    return c.result(w_), c.result(ids_)
+
+
+_SCORING = {"softmax": 0, "sigmoid": 1}
+
+
+def grouped_topk(gating, k, num_expert_group, topk_group, *, correction_bias=None, scoring_func="softmax",
+                 renormalize=True, routed_scaling_factor=1.0, topk_weights=None, topk_ids=None):
+    """Grouped top-k routing (DeepSeek-V2/V3; vLLM's ``grouped_topk``): the
+    experts of ``gating`` [T, E] in ``num_expert_group`` groups of consecutive
+    experts; scores = softmax or sigmoid of gating.  Groups rank by their best
+    score, or with ``correction_bias`` [E] (sigmoid only) by the sum of their
+    two best ``score + bias``; the ``topk_group`` best groups are kept and the
+    ``k`` best experts in them chosen (by score + bias where there is a bias).
+    Weights: the chosen scores (without bias), divided by their sum if
+    ``renormalize``, times ``routed_scaling_factor``.  Returns
+    ``(topk_weights [T, k] float32, topk_ids [T, k] int32)``, best first, ties
+    to the lower id (the same on CPU and GPU)."""
+    k = _check_k(k)
+    if scoring_func not in _SCORING:
+        raise InvalidArgumentError(f"scoring_func: expected 'softmax' or 'sigmoid', got {scoring_func!r}")
+    c = Call("aiter_grouped_topk", like=gating)
+    g_ = c.input(gating, "gating")
+    b_ = c.optional(correction_bias, "correction_bias")
+    w_, ids_ = _routing_outputs(c, g_, k, topk_weights, topk_ids)
+    c.run(w_.c, ids_.c, g_.c, c_or_null(b_), operator.index(num_expert_group), operator.index(topk_group),
+          _SCORING[scoring_func], 1 if renormalize else 0, float(routed_scaling_factor))
+    return c.result(w_), c.result(ids_)
+
+
+def biased_grouped_topk(gating, correction_bias, k, num_expert_group, topk_group, *, renormalize=True,
+                        routed_scaling_factor=1.0, topk_weights=None, topk_ids=None):
+    """DeepSeek-V3 routing: :func:`grouped_topk` with sigmoid scores and the
+    per-expert ``correction_bias`` used for selection only."""
+    return grouped_topk(gating, k, num_expert_group, topk_group, correction_bias=correction_bias,
+                        scoring_func="sigmoid", renormalize=renormalize,
+                        routed_scaling_factor=routed_scaling_factor, topk_weights=topk_weights, topk_ids=topk_ids)
+
+
+def moe_sorting_max_rows(tokens, k, num_experts, block_size):
+    """The most rows :func:`moe_sorting` can use: T*k + min(E, T*k)*(block_size-1),
+    rounded down to a multiple of block_size."""
+    rows = lib.aiter_moe_sorting_max_rows(tokens, k, num_experts, block_size)
+    if rows < 0:
+        raise InvalidArgumentError("moe_sorting_max_rows: sizes out of range")
+    return rows
+
+
+def moe_sorting(topk_ids, num_experts, block_size, *, expert_mask=None, sorted_ids=None, block_experts=None,
+                num_valid=None):
+    """The token-expert pairs of ``topk_ids`` [T, k] grouped by expert, each
+    expert's rows padded to ``block_size``: returns ``(sorted_ids [R] int32`` (the
+    pair t*k+j of each row, T*k on padding), ``block_experts [R / block_size] int32``
+    (-1 past the valid rows), ``num_valid [1] int32)`` with R =
+    :func:`moe_sorting_max_rows`.  ``expert_mask`` [E] (int32 / uint8 / bool)
+    keeps the pairs of this rank's experts, numbered among them."""
+    c = Call("aiter_moe_sorting", like=topk_ids)
+    ids_ = c.input(topk_ids, "topk_ids")
+    if expert_mask is not None and getattr(getattr(expert_mask, "dtype", None), "name", "") == "bool":
+        expert_mask = expert_mask.astype("uint8")
+    m_ = c.optional(expert_mask, "expert_mask")
+    tokens, k = (ids_.shape + (0, 0))[:2] if len(ids_.shape) == 2 else (0, 1)
+    rows = lib.aiter_moe_sorting_max_rows(tokens, k, num_experts, block_size)
+    rows = max(rows, 0)
+    s_ = c.output(sorted_ids, "sorted_ids", (rows,), "int32")
+    b_ = c.output(block_experts, "block_experts", (rows // block_size if block_size > 0 else 0,), "int32")
+    n_ = c.output(num_valid, "num_valid", (1,), "int32")
+    c.run(s_.c, b_.c, n_.c, ids_.c, c_or_null(m_), num_experts, block_size)
+    return c.result(s_), c.result(b_), c.result(n_)
+
+
+_ACTIVATIONS = {"silu": 0, "gelu": 1, "gelu_tanh": 2}
+_VARIANTS = {"auto": 0, "portable": 1, "mma": 2}
+
+
+def _moe_params(activation, weights_on_input, block_size, variant):
+    if activation not in _ACTIVATIONS:
+        raise InvalidArgumentError(f"activation: expected one of {', '.join(_ACTIVATIONS)}, got {activation!r}")
+    if variant not in _VARIANTS:
+        raise InvalidArgumentError(f"variant: expected one of {', '.join(_VARIANTS)}, got {variant!r}")
+    p = ffi.new("aiter_fused_moe_params *")
+    lib.aiter_fused_moe_params_init(p)
+    p.activation = _ACTIVATIONS[activation]
+    p.weights_on_input = 1 if weights_on_input else 0
+    p.block_size = operator.index(block_size)
+    p.variant = _VARIANTS[variant]
+    return p
+
+
+def fused_moe_workspace_size(tokens, k, num_experts, hidden, inter, *, elem_bytes=2, activation="silu",
+                             weights_on_input=False, block_size=0):
+    """Bytes of workspace :func:`fused_moe` needs for these sizes."""
+    p = _moe_params(activation, weights_on_input, block_size, "auto")
+    return int(lib.aiter_fused_moe_workspace_size(tokens, k, num_experts, hidden, inter, elem_bytes, p))
+
+
+def _aligned_workspace(c, workspace, size, like):
+    """The caller's workspace, or a new uint8 buffer of ``size`` bytes starting
+    on a 256-byte boundary (a slice of a slightly larger one)."""
+    if workspace is not None:
+        return c.inplace(workspace, "workspace")
+    raw = c.adapter.empty((size + 256,), "uint8", like)
+    address = int(ffi.cast("uintptr_t", c.input(raw, "workspace").c.data))
+    start = -address % 256
+    return c.inplace(raw[start:start + size], "workspace")
+
+
+def fused_moe(x, w1, w2, topk_weights, topk_ids, *, expert_mask=None, activation="silu", weights_on_input=False,
+              block_size=0, variant="auto", out=None, workspace=None):
+    """One MoE layer: ``out[t] = sum_j topk_weights[t, j] * down_e(act(gate_e(x[t])) *
+    up_e(x[t]))`` with e = topk_ids[t, j], ``w1`` [E, 2I, H] (gate rows, then up
+    rows), ``w2`` [E, H, I]; x, w1, w2 bf16 or fp16; topk_weights float32,
+    topk_ids int32.  ``weights_on_input`` scales the input instead (Llama 4);
+    ``expert_mask`` [E_global] selects this rank's experts (w1/w2 hold those).
+    ``workspace``: uint8 of :func:`fused_moe_workspace_size` bytes, 16-byte
+    aligned (allocated when not given).  Shared experts: extra columns of
+    topk_ids with weight 1."""
+    p = _moe_params(activation, weights_on_input, block_size, variant)
+    c = Call("aiter_fused_moe", like=x)
+    x_, w1_, w2_ = c.input(x, "x"), c.input(w1, "w1"), c.input(w2, "w2")
+    tw_, ids_ = c.input(topk_weights, "topk_weights"), c.input(topk_ids, "topk_ids")
+    if expert_mask is not None and getattr(getattr(expert_mask, "dtype", None), "name", "") == "bool":
+        expert_mask = expert_mask.astype("uint8")
+    m_ = c.optional(expert_mask, "expert_mask")
+    out_ = c.output(out, "out", x_.shape, x_.dtype)
+    if len(x_.shape) == 2 and len(w1_.shape) == 3 and len(ids_.shape) == 2:
+        experts = m_.shape[0] if m_ is not None and len(m_.shape) == 1 else w1_.shape[0]
+        size = lib.aiter_fused_moe_workspace_size(x_.shape[0], ids_.shape[1], experts, x_.shape[1],
+                                                  w1_.shape[1] // 2, 2, p)
+    else:
+        size = 0  # the library names the malformed argument
+    ws_ = _aligned_workspace(c, workspace, size, x)
+    c.run(out_.c, ws_.c, x_.c, w1_.c, w2_.c, tw_.c, ids_.c, c_or_null(m_), p)
+    return c.result(out_)

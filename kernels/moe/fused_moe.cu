@@ -1,0 +1,145 @@
+// Fused MoE, the portable kernels (every target; NVIDIA uses its tensor-core
+// stages from fused_moe_mma.cu where the shapes allow): the routing-weighted
+// input gather, both expert GEMM stages on CUDA/vector cores, and the combine.
+//
+// Rows are the sorted token-expert pairs (moe_sorting): a tile of 32 rows lies
+// in one expert block, whose expert block_experts names.  Tiles past num_valid,
+// of no expert, or of an expert outside w1 / w2 exit at once, so the grid is
+// sized by the upper bound of the rows and the launch needs no host sync.
+// Stage 1: inter[r, n] = act(x_r . w1[e, n]) * (x_r . w1[e, I + n]), rounded
+// to the dtype; stage 2: pair_out[p, n] = inter_r . w2[e, n], rounded.  Each
+// stage's tile: 32 rows x 32 columns, K in slices of 32 through shared memory
+// (fp32), 256 threads of 2 x 2 outputs.  Combine: out[t] = sum_j w_j y_j in fp32,
+// in j order.
+#include "../common/numeric.h"
+#include "moe_act.h"
+#include "moe_params.h"
+
+namespace {
+
+constexpr int kTile = 32, kSlice = 32, kThreads = 256, kCombineThreads = 256;
+
+__device__ __forceinline__ bool mask_on(const FusedMoeParams &p, int e) {
+  if (p.mask == nullptr) return true;
+  return p.mask_bytes == 4 ? static_cast<const int *>(p.mask)[e] != 0
+                           : static_cast<const unsigned char *>(p.mask)[e] != 0;
+}
+
+// The tile's expert, or -1 when the tile has nothing to do.
+__device__ __forceinline__ int tile_expert(const FusedMoeParams &p, long long m0) {
+  if (m0 >= p.num_valid[0]) return -1;
+  const int e = p.block_experts[m0 / p.block];
+  return e >= 0 && e < p.local_experts ? e : -1;
+}
+
+// Stage 1 (GATED) or 2 over one 32 x 32 tile.  A rows: the input rows of the
+// tile's pairs (stage 1) or its inter rows (stage 2); W rows: w1's gate and up
+// rows of the tile's columns, or w2's.
+template <class T, bool GATED>
+__device__ __forceinline__ void stage_tile(const FusedMoeParams &p) {
+  __shared__ float a_s[kTile][kSlice + 1], g_s[kTile][kSlice + 1], u_s[GATED ? kTile : 1][kSlice + 1];
+  __shared__ const T *rows[kTile];
+  const long long m0 = (long long)block_y() * kTile;
+  const int e = tile_expert(p, m0);
+  if (e < 0) return;
+  const long long pairs = p.tokens * p.topk;
+  const int n_total = GATED ? p.inter : p.hidden, k_total = GATED ? p.hidden : p.inter;
+  const int n0 = block_x() * kTile, tid = thread_x();
+  if (tid < kTile) {
+    const long long r = m0 + tid, q = p.sorted[r];
+    const T *src = nullptr;
+    if (q < pairs && q >= 0) {
+      if (!GATED)
+        src = static_cast<const T *>(p.inter_buf) + r * p.inter;
+      else if (p.weights_on_input)
+        src = static_cast<const T *>(p.x_sorted) + r * p.hidden;
+      else
+        src = static_cast<const T *>(p.x) + (q / p.topk) * p.x_stride;
+    }
+    rows[tid] = src;
+  }
+  const T *w = static_cast<const T *>(GATED ? p.w1 : p.w2) + (long long)e * (GATED ? 2LL : 1LL) * n_total * k_total;
+  const int tr = (tid / 16) * 2, tc = (tid % 16) * 2;
+  float g[2][2] = {}, u[2][2] = {};
+  sync_block();
+  for (int k0 = 0; k0 < k_total; k0 += kSlice) {
+    for (int i = tid; i < kTile * kSlice; i += kThreads) {
+      const int r = i / kSlice, c = i % kSlice, k = k0 + c, n = n0 + r;
+      a_s[r][c] = rows[r] != nullptr && k < k_total ? to_f32(rows[r][k]) : 0.0f;
+      g_s[r][c] = n < n_total && k < k_total ? to_f32(w[(long long)n * k_total + k]) : 0.0f;
+      if (GATED) u_s[r][c] = n < n_total && k < k_total ? to_f32(w[(long long)(n_total + n) * k_total + k]) : 0.0f;
+    }
+    sync_block();
+#pragma unroll 8
+    for (int c = 0; c < kSlice; ++c)
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          g[i][j] += a_s[tr + i][c] * g_s[tc + j][c];
+          if (GATED) u[i][j] += a_s[tr + i][c] * u_s[tc + j][c];
+        }
+    sync_block();
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const long long r = m0 + tr + i, q = p.sorted[r];
+    if (rows[tr + i] == nullptr) continue;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int n = n0 + tc + j;
+      if (n >= n_total) continue;
+      if (GATED)
+        static_cast<T *>(p.inter_buf)[r * p.inter + n] = from_f32<T>(moe_gated(p.act, g[i][j], u[i][j]));
+      else
+        static_cast<T *>(p.pair_out)[q * p.hidden + n] = from_f32<T>(g[i][j]);
+    }
+  }
+}
+
+// weights_on_input: x_sorted[r] = x[t] * w[t, j], rounded, for the valid rows.
+template <class T>
+__device__ __forceinline__ void gather_scaled(const FusedMoeParams &p) {
+  const long long r = block_x(), pairs = p.tokens * p.topk;
+  if (r >= p.num_valid[0]) return;
+  const long long q = p.sorted[r];
+  if (q < 0 || q >= pairs) return;
+  const long long t = q / p.topk;
+  const float w = p.weights[t * p.weights_stride + q % p.topk];
+  const T *x = static_cast<const T *>(p.x) + t * p.x_stride;
+  T *dst = static_cast<T *>(p.x_sorted) + r * p.hidden;
+  for (int i = thread_x(); i < p.hidden; i += kCombineThreads) dst[i] = from_f32<T>(to_f32(x[i]) * w);
+}
+
+// out[t, n] = sum_j w[t, j] * pair_out[t k + j, n] over the token's valid pairs.
+template <class T>
+__device__ __forceinline__ void combine(const FusedMoeParams &p) {
+  const long long t = block_x();
+  const int n = block_y() * kCombineThreads + thread_x();
+  if (n >= p.hidden) return;
+  float acc = 0.0f;
+  for (int j = 0; j < p.topk; ++j) {
+    const int e = p.ids[t * p.ids_stride + j];
+    if (e < 0 || e >= p.experts || !mask_on(p, e)) continue;
+    const float w = p.weights_on_input ? 1.0f : p.weights[t * p.weights_stride + j];
+    acc += w * to_f32(static_cast<const T *>(p.pair_out)[(t * p.topk + j) * p.hidden + n]);
+  }
+  static_cast<T *>(p.out)[t * p.out_stride + n] = from_f32<T>(acc);
+}
+
+}  // namespace
+
+#define PORTABLE(dt, T)                                                                            \
+  AITER_ENTRY(aiter_moe_stage1_##dt, kThreads, FusedMoeParams, (stage_tile<T, true>))              \
+  AITER_ENTRY(aiter_moe_stage2_##dt, kThreads, FusedMoeParams, (stage_tile<T, false>))             \
+  AITER_ENTRY(aiter_moe_gather_##dt, kCombineThreads, FusedMoeParams, gather_scaled<T>)            \
+  AITER_ENTRY(aiter_moe_combine_##dt, kCombineThreads, FusedMoeParams, combine<T>)
+PORTABLE(bf16, bf16_t)
+PORTABLE(f16, half_t)
+
+// Variant names: <dtype>.  Tiles of 32 rows x 32 columns (stage 1 and 2),
+// a row a block (gather), a token's 256 columns a block (combine; grid x over tokens).
+// aiter-kernel-family: op=moe_stage1 variant={dt}.portable symbol=aiter_moe_stage1_{dt} block=256 smem=0 dt=bf16,f16
+// aiter-kernel-family: op=moe_stage2 variant={dt}.portable symbol=aiter_moe_stage2_{dt} block=256 smem=0 dt=bf16,f16
+// aiter-kernel-family: op=moe_gather variant={dt} symbol=aiter_moe_gather_{dt} block=256 smem=0 dt=bf16,f16
+// aiter-kernel-family: op=moe_combine variant={dt} symbol=aiter_moe_combine_{dt} block=256 smem=0 dt=bf16,f16

@@ -1,0 +1,185 @@
+// Fused MoE stages on NVIDIA tensor cores (mma.sync m16n8k16, bf16 / fp16 in,
+// fp32 accumulators), using the GEMM family's pieces (kernels/gemm/stage_copy.h:
+// cp.async, the 128-byte XOR swizzle, ldmatrix).
+//
+// A block computes a 64-row tile of sorted pair rows (within one expert block:
+// block_size is 64 or 128) against 128 rows of the expert's weights, K in
+// 128-byte stages through a 4-deep cp.async ring.  Four warps, 2 x 2, each 32
+// rows x 64 weight rows.  Stage 1 loads, for 64 output columns of inter, the
+// gate and the up rows interleaved per warp (32 gate rows, then their 32 up
+// rows), so each warp holds both halves of its 32 columns and applies
+// act(gate) * up in registers; stage 2 loads 128 rows of w2 and writes each
+// row's output to its pair's row of pair_out.  Rows of padding are zero-filled
+// and not stored.  Needs hidden and inter multiples of 8 and 16-byte aligned
+// rows (the launcher checks; otherwise the portable kernels run).
+#include "../gemm/stage_copy.h"
+#include "moe_act.h"
+#include "moe_params.h"
+
+namespace {
+
+constexpr int kBM = 64, kBW = 128, kThreads = 128, kStages = 4;
+constexpr int kWM = 32, kWN = 64, kTilesM = kWM / 16, kTilesN = kWN / 8;
+constexpr int kStageBytes = (kBM + kBW) * kRowBytes;
+constexpr int kCopies = (kBM + kBW) * 8 / kThreads;
+
+template <class T, bool GATED>
+struct MoeStage {
+  using Mma = MmaOf<T>;
+  struct Fragments {
+    uint32_t a[kTilesM][4], b[kTilesN][2];
+  };
+
+  static __device__ __forceinline__ void load_fragments(uint32_t stage, int warp_m, int warp_n, int step,
+                                                        Fragments &f) {
+    const int lane = threadIdx.x % 32, q = lane / 8, r8 = lane % 8;
+#pragma unroll
+    for (int i = 0; i < kTilesM; ++i) {
+      const int row = warp_m * kWM + i * 16 + (q % 2) * 8 + r8;
+      load_matrix_x4(stage + swizzled(row, 2 * step + q / 2), f.a[i]);
+    }
+#pragma unroll
+    for (int j = 0; j < kTilesN; j += 2) {
+      const int row = kBM + warp_n * kWN + j * 8 + (q / 2) * 8 + r8;
+      uint32_t r[4];
+      load_matrix_x4(stage + swizzled(row, 2 * step + q % 2), r);
+      f.b[j][0] = r[0], f.b[j][1] = r[1], f.b[j + 1][0] = r[2], f.b[j + 1][1] = r[3];
+    }
+  }
+
+  static __device__ __forceinline__ void multiply_stage(uint32_t stage, int warp_m, int warp_n,
+                                                        float (&acc)[kTilesM][kTilesN][4]) {
+    Fragments f[2];
+    load_fragments(stage, warp_m, warp_n, 0, f[0]);
+#pragma unroll
+    for (int step = 0; step < 4; ++step) {
+      if (step < 3) load_fragments(stage, warp_m, warp_n, step + 1, f[(step + 1) % 2]);
+      const Fragments &c = f[step % 2];
+#pragma unroll
+      for (int i = 0; i < kTilesM; ++i)
+#pragma unroll
+        for (int j = 0; j < kTilesN; ++j)
+          Mma::run(acc[i][j], c.a[i][0], c.a[i][1], c.a[i][2], c.a[i][3], c.b[j][0], c.b[j][1]);
+    }
+  }
+
+  // The source row of tile row r (null: padding) and of weight row w.
+  static __device__ __forceinline__ const char *a_row(const FusedMoeParams &p, long long m) {
+    const long long q = p.sorted[m];
+    if (q < 0 || q >= p.tokens * p.topk) return nullptr;
+    if (!GATED) return reinterpret_cast<const char *>(static_cast<const T *>(p.inter_buf) + m * p.inter);
+    if (p.weights_on_input)
+      return reinterpret_cast<const char *>(static_cast<const T *>(p.x_sorted) + m * p.hidden);
+    return reinterpret_cast<const char *>(static_cast<const T *>(p.x) + (q / p.topk) * p.x_stride);
+  }
+
+  static __device__ __forceinline__ const char *w_row(const FusedMoeParams &p, int e, int n0, int r) {
+    const int n_total = GATED ? p.inter : p.hidden, k_total = GATED ? p.hidden : p.inter;
+    long long n;
+    if (GATED) {
+      const int half = r / kWN, q = r % kWN, col = n0 + half * (kWN / 2) + q % (kWN / 2);
+      if (col >= n_total) return nullptr;
+      n = q < kWN / 2 ? col : n_total + col;
+    } else {
+      n = n0 + r;
+      if (n >= n_total) return nullptr;
+    }
+    const T *w = static_cast<const T *>(GATED ? p.w1 : p.w2) + (long long)e * (GATED ? 2 : 1) * n_total * k_total;
+    return reinterpret_cast<const char *>(w + n * k_total);
+  }
+
+  static __device__ __forceinline__ void store(const FusedMoeParams &p, long long m0, int n0, int warp_m,
+                                               int warp_n, const float (&acc)[kTilesM][kTilesN][4]) {
+    const int g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
+    const long long pairs = p.tokens * p.topk;
+#pragma unroll
+    for (int i = 0; i < kTilesM; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const long long m = m0 + warp_m * kWM + i * 16 + h * 8 + g, q = p.sorted[m];
+        if (q < 0 || q >= pairs) continue;
+        if (GATED) {
+#pragma unroll
+          for (int j = 0; j < kTilesN / 2; ++j) {
+            const int col = n0 + warp_n * (kWN / 2) + j * 8 + 2 * t;
+            if (col >= p.inter) continue;
+            const float v0 = moe_gated(p.act, acc[i][j][2 * h], acc[i][j + kTilesN / 2][2 * h]);
+            const float v1 = moe_gated(p.act, acc[i][j][2 * h + 1], acc[i][j + kTilesN / 2][2 * h + 1]);
+            put_pair(static_cast<T *>(p.inter_buf) + m * p.inter + col, v0, v1);
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < kTilesN; ++j) {
+            const int col = n0 + warp_n * kWN + j * 8 + 2 * t;
+            if (col >= p.hidden) continue;
+            put_pair(static_cast<T *>(p.pair_out) + q * p.hidden + col, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+          }
+        }
+      }
+  }
+
+  // Two adjacent elements, 4-byte aligned (the row lengths are multiples of 8).
+  static __device__ __forceinline__ void put_pair(T *at, float v0, float v1) {
+    *reinterpret_cast<uint32_t *>(at) = uint32_t(from_f32<T>(v0).bits) | uint32_t(from_f32<T>(v1).bits) << 16;
+  }
+
+  static __device__ __forceinline__ void run(const FusedMoeParams &p) {
+    extern __shared__ __align__(128) unsigned char ring[];
+    const long long m0 = (long long)blockIdx.y * kBM;
+    if (m0 >= p.num_valid[0]) return;
+    const int e = p.block_experts[m0 / p.block];
+    if (e < 0 || e >= p.local_experts) return;
+    const int n0 = blockIdx.x * (GATED ? kBW / 2 : kBW);
+    const int k_total = GATED ? p.hidden : p.inter;
+    const int warp = threadIdx.x / 32, warp_m = warp / 2, warp_n = warp % 2;
+    const uint32_t base = smem_address(ring);
+    const int chunk = threadIdx.x % 8;
+    const char *row[kCopies];
+    uint32_t place[kCopies];
+#pragma unroll
+    for (int j = 0; j < kCopies; ++j) {
+      const int r = (threadIdx.x + j * kThreads) / 8;
+      row[j] = r < kBM ? a_row(p, m0 + r) : w_row(p, e, n0, r - kBM);
+      place[j] = swizzled(r, chunk);
+    }
+    const long long k_bytes = (long long)k_total * sizeof(T);
+    const int stages_k = int((k_bytes + kRowBytes - 1) / kRowBytes);
+    auto copy = [&](int s, uint32_t stage) {
+      const long long byte = (long long)s * kRowBytes + chunk * 16;
+      const bool k_in = byte < k_bytes;
+#pragma unroll
+      for (int j = 0; j < kCopies; ++j) {
+        const bool valid = k_in && row[j] != nullptr;
+        copy_async_16(stage + place[j], valid ? row[j] + byte : reinterpret_cast<const char *>(p.sorted), valid);
+      }
+    };
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < stages_k) copy(s, base + s * kStageBytes);
+      copy_async_commit();
+    }
+    float acc[kTilesM][kTilesN][4] = {};
+    for (int kt = 0; kt < stages_k; ++kt) {
+      copy_async_wait<kStages - 2>();
+      __syncthreads();
+      const int next = kt + kStages - 1;
+      if (next < stages_k) copy(next, base + (next % kStages) * kStageBytes);
+      copy_async_commit();
+      multiply_stage(base + (kt % kStages) * kStageBytes, warp_m, warp_n, acc);
+    }
+    store(p, m0, n0, warp_m, warp_n, acc);
+  }
+};
+
+}  // namespace
+
+#define MMA_STAGES(dt, T)                                                                             \
+  AITER_ENTRY(aiter_moe_stage1_mma_##dt, kThreads, FusedMoeParams, (MoeStage<T, true>::run))         \
+  AITER_ENTRY(aiter_moe_stage2_mma_##dt, kThreads, FusedMoeParams, (MoeStage<T, false>::run))
+MMA_STAGES(bf16, bf16_t)
+MMA_STAGES(f16, half_t)
+
+// Variant names: <dtype>.mma; 64-row tiles, 64 (stage 1) or 128 (stage 2)
+// output columns; shared memory: 4 stages of (64 + 128) rows of 128 bytes.
+// aiter-kernel-family: op=moe_stage1 variant={dt}.mma symbol=aiter_moe_stage1_mma_{dt} block=128 smem=98304 dt=bf16,f16
+// aiter-kernel-family: op=moe_stage2 variant={dt}.mma symbol=aiter_moe_stage2_mma_{dt} block=128 smem=98304 dt=bf16,f16

@@ -1,0 +1,51 @@
+// Arguments of the MoE kernels, shared by the kernel sources and the host
+// launchers (libaiter/gpu/moe*.cpp): plain data, passed by value.
+#pragma once
+
+constexpr int kMoeMaxExperts = 1024;  // the routing and sorting kernels keep an expert a lane slot / a shared int
+constexpr int kRouteThreads = 128;    // four teams of 32 lanes, one token each
+constexpr int kSortThreads = 1024;    // one block sorts every pair
+
+struct RoutingParams {
+  const void *gating;  // [tokens, experts] fp32 / fp16 / bf16
+  const void *bias;    // [experts] or null
+  float *weights;      // [tokens, k]
+  int *ids;            // [tokens, k]
+  long long tokens, gating_stride, weights_stride, ids_stride;
+  int experts, k, groups, topk_group;
+  int bias_kind;       // 0 fp32, 1 fp16, 2 bf16
+  int sigmoid, renormalize;
+  float scale;
+};
+
+struct SortingParams {
+  const int *ids;      // topk_ids [tokens, topk]
+  const void *mask;    // [experts] or null
+  int *sorted;         // [rows]
+  int *block_experts;  // [blocks]
+  int *num_valid;      // [1]
+  long long tokens, ids_stride, rows, blocks;
+  int topk, experts, block, mask_bytes;
+};
+
+enum MoeAct { kMoeSilu = 0, kMoeGelu = 1, kMoeGeluTanh = 2 };
+
+// Both stages and the gather / combine kernels.
+struct FusedMoeParams {
+  const void *x;          // [tokens, hidden]
+  const void *w1;         // [local experts, 2 inter, hidden]
+  const void *w2;         // [local experts, hidden, inter]
+  void *out;              // [tokens, hidden]
+  const float *weights;   // [tokens, topk]
+  const int *ids;         // [tokens, topk]
+  const void *mask;       // [experts] or null
+  const int *sorted;      // [rows]: the pair of each row, pairs on padding rows
+  const int *block_experts;
+  const int *num_valid;
+  void *x_sorted;         // [rows, hidden]: weights_on_input's scaled input, else null
+  void *inter_buf;        // [rows, inter]
+  void *pair_out;         // [pairs, hidden]
+  long long tokens, x_stride, out_stride, weights_stride, ids_stride, rows, blocks;
+  int topk, hidden, inter, local_experts, experts, block, mask_bytes;
+  int act, weights_on_input;
+};

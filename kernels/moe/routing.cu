@@ -1,0 +1,284 @@
+// MoE routing and sorting.
+//
+// Routing (topk_softmax, topk_sigmoid, grouped_topk): a team of 32 lanes per
+// token (four a block; on AMD's 64-wide waves two teams share a wave, and
+// shuffles with masks below 32 stay inside a team).  Expert e lives in lane
+// e % 32, slot e / 32 of PER register slots.  Group values and the k winners
+// come from team-wide arg-max reductions under the library's tie rule (larger
+// first, then the lower id; NaN as -inf), the rule the CPU backend follows, so
+// both choose the same experts.  Every team runs the same loops (tokens past
+// the end compute on row 0 and store nothing), so the NVIDIA shuffles always
+// see their whole warp.
+//
+// Sorting: one block of 1024 threads: expert counts in shared memory, a scan
+// of the padded counts and of the local-expert flags, the block table, then
+// every pair scattered to its expert's next row (shared atomics: the order
+// within an expert is unspecified).
+#include "../common/numeric.h"
+#include "moe_params.h"
+
+namespace {
+
+constexpr int kTeam = 32;
+
+__device__ __forceinline__ int shfl_int(int v, int mask) {
+  return __builtin_bit_cast(int, shfl_xor(__builtin_bit_cast(float, v), mask));
+}
+
+__device__ __forceinline__ float rank_key(float v) { return v != v ? -__builtin_huge_valf() : v; }
+
+// a before b: larger key, then lower id.
+__device__ __forceinline__ bool before(float ka, int a, float kb, int b) { return ka > kb || (ka == kb && a < b); }
+
+// e^x in double from double arithmetic only (AMD's -nogpulib build has no exp):
+// x = n ln2 + r, |r| <= ln2 / 2, a degree-13 Taylor polynomial of e^r (error
+// below 1e-16 relative), times 2^n built in two halves (n down to -1075).
+__device__ __forceinline__ double exp_f64(double x) {
+  x = x < -745.0 ? -745.0 : x > 709.0 ? 709.0 : x;
+  const double n = __builtin_rint(x * 1.4426950408889634);
+  const double r = (x - n * 6.93147180369123816490e-01) - n * 1.90821492927058770002e-10;
+  double p = 1.0 / 6227020800.0;
+  const double inv[] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0,
+                        1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0};
+#pragma unroll
+  for (int i = 0; i < 13; ++i) p = p * r + inv[i];
+  const long long ni = (long long)n, half = ni / 2;
+  const double s1 = __builtin_bit_cast(double, (unsigned long long)(half + 1023) << 52);
+  const double s2 = __builtin_bit_cast(double, (unsigned long long)(ni - half + 1023) << 52);
+  return p * s1 * s2;
+}
+
+// float(sigmoid(x)) through double, rounded once (as the CPU computes it).
+__device__ __forceinline__ float sigmoid_exact(float x) { return float(1.0 / (1.0 + exp_f64(-double(x)))); }
+
+__device__ __forceinline__ float bias_value(const RoutingParams &p, int e) {
+  if (p.bias_kind == 1) return to_f32(static_cast<const half_t *>(p.bias)[e]);
+  if (p.bias_kind == 2) return to_f32(static_cast<const bf16_t *>(p.bias)[e]);
+  return static_cast<const float *>(p.bias)[e];
+}
+
+// The team's best (key, id); an empty candidate has key -inf and id INT_MAX.
+__device__ __forceinline__ void team_best(float &key, int &id) {
+#pragma unroll
+  for (int m = kTeam / 2; m > 0; m >>= 1) {
+    const float ok = shfl_xor(key, m);
+    const int oid = shfl_int(id, m);
+    if (before(ok, oid, key, id)) key = ok, id = oid;
+  }
+}
+
+__device__ __forceinline__ float team_max(float v) {
+#pragma unroll
+  for (int m = kTeam / 2; m > 0; m >>= 1) v = fmaxf(v, shfl_xor(v, m));
+  return v;
+}
+
+__device__ __forceinline__ float team_sum(float v) {
+#pragma unroll
+  for (int m = kTeam / 2; m > 0; m >>= 1) v += shfl_xor(v, m);
+  return v;
+}
+
+constexpr int kNone = 0x7fffffff;
+
+template <int PER>
+struct Token {
+  float logit[PER], key[PER];
+  unsigned allowed, taken;  // bit s: slot s
+};
+
+// Marks the experts of the topk_group best groups allowed (all where every group is kept).
+template <int PER>
+__device__ __forceinline__ void select_groups(const RoutingParams &p, int lane, Token<PER> &t) {
+  t.allowed = 0;
+#pragma unroll
+  for (int s = 0; s < PER; ++s)
+    if (s * kTeam + lane < p.experts) t.allowed |= 1u << s;
+  if (p.topk_group == p.groups) return;
+  const int size = p.experts / p.groups;
+  float gval[PER];
+#pragma unroll
+  for (int s = 0; s < PER; ++s) gval[s] = -__builtin_huge_valf();
+  for (int g = 0; g < p.groups; ++g) {
+    float b1 = -__builtin_huge_valf(), b2 = -__builtin_huge_valf();
+#pragma unroll
+    for (int s = 0; s < PER; ++s) {
+      const int e = s * kTeam + lane;
+      if (e < p.experts && e / size == g) {
+        const float v = t.key[s];
+        if (v > b1) b2 = b1, b1 = v;
+        else if (v > b2) b2 = v;
+      }
+    }
+#pragma unroll
+    for (int m = kTeam / 2; m > 0; m >>= 1) {
+      const float c1 = shfl_xor(b1, m), c2 = shfl_xor(b2, m);
+      const float top = fmaxf(b1, c1), second = fmaxf(fminf(b1, c1), fmaxf(b2, c2));
+      b1 = top, b2 = second;
+    }
+    const float v = rank_key(p.bias != nullptr && size > 1 ? b1 + b2 : b1);
+#pragma unroll
+    for (int s = 0; s < PER; ++s)
+      if (g == s * kTeam + lane) gval[s] = v;
+  }
+  t.allowed = 0;
+  unsigned group_taken = 0;
+  for (int i = 0; i < p.topk_group; ++i) {
+    float key = -__builtin_huge_valf();
+    int id = kNone;
+#pragma unroll
+    for (int s = 0; s < PER; ++s) {
+      const int g = s * kTeam + lane;
+      if (g < p.groups && !(group_taken >> s & 1u) && before(gval[s], g, key, id)) key = gval[s], id = g;
+    }
+    team_best(key, id);
+#pragma unroll
+    for (int s = 0; s < PER; ++s) {
+      const int e = s * kTeam + lane;
+      if (id == e) group_taken |= 1u << s;
+      if (e < p.experts && e / size == id) t.allowed |= 1u << s;
+    }
+  }
+}
+
+template <class T, int PER>
+__device__ __forceinline__ void route_token(const RoutingParams &p) {
+  const int lane = thread_x() % kTeam;
+  const long long token = (long long)block_x() * (kRouteThreads / kTeam) + thread_x() / kTeam;
+  const bool active = token < p.tokens;
+  const T *row = static_cast<const T *>(p.gating) + (active ? token : 0) * p.gating_stride;
+  Token<PER> t;
+  float max = -__builtin_huge_valf();
+#pragma unroll
+  for (int s = 0; s < PER; ++s) {
+    const int e = s * kTeam + lane;
+    t.logit[s] = e < p.experts ? to_f32(row[e]) : -__builtin_huge_valf();
+    t.key[s] = rank_key(p.bias != nullptr && e < p.experts ? sigmoid_exact(t.logit[s]) + bias_value(p, e)
+                                                           : t.logit[s]);
+    max = fmaxf(max, t.logit[s]);
+  }
+  float sum = 0.0f;
+  if (!p.sigmoid) {
+    max = team_max(max);
+#pragma unroll
+    for (int s = 0; s < PER; ++s)
+      if (s * kTeam + lane < p.experts) sum += fast_exp(t.logit[s] - max);
+    sum = team_sum(sum);
+  }
+  select_groups<PER>(p, lane, t);
+  t.taken = 0;
+  float mine[PER];  // the score of winner j, in lane j % 32, slot j / 32
+  int mine_id[PER];
+  float total = 0.0f;
+  for (int j = 0; j < p.k; ++j) {
+    float key = -__builtin_huge_valf();
+    int id = kNone;
+    float logit = 0.0f;
+#pragma unroll
+    for (int s = 0; s < PER; ++s) {
+      const int e = s * kTeam + lane;
+      if ((t.allowed & ~t.taken) >> s & 1u && before(t.key[s], e, key, id)) key = t.key[s], id = e, logit = t.logit[s];
+    }
+    team_best(key, id);
+#pragma unroll
+    for (int s = 0; s < PER; ++s)
+      if (s * kTeam + lane == id) t.taken |= 1u << s;
+    // The winner's logit, from its lane to all (its slot is id / 32).
+    float w = 0.0f;
+#pragma unroll
+    for (int s = 0; s < PER; ++s)
+      if (s * kTeam + lane == id) w = logit;
+    w = team_sum(w);  // one lane holds it, the others 0
+    const float score = p.sigmoid ? sigmoid_exact(w) : fast_exp(w - max) * (1.0f / sum);
+    total += score;
+#pragma unroll
+    for (int s = 0; s < PER; ++s)
+      if (j == s * kTeam + lane) mine[s] = score, mine_id[s] = id;
+  }
+  if (!active) return;
+#pragma unroll
+  for (int s = 0; s < PER; ++s) {
+    const int j = s * kTeam + lane;
+    if (j < p.k) {
+      p.ids[token * p.ids_stride + j] = mine_id[s];
+      p.weights[token * p.weights_stride + j] = p.renormalize ? mine[s] / total * p.scale : mine[s] * p.scale;
+    }
+  }
+}
+
+// ---- sorting ---------------------------------------------------------------------
+__device__ __forceinline__ int shared_add(int *p, int v) {
+#if defined(AITER_AMD)
+  return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
+#else
+  return atomicAdd(p, v);
+#endif
+}
+
+__device__ __forceinline__ bool is_local(const SortingParams &p, int e) {
+  if (p.mask == nullptr) return true;
+  return p.mask_bytes == 4 ? static_cast<const int *>(p.mask)[e] != 0
+                           : static_cast<const unsigned char *>(p.mask)[e] != 0;
+}
+
+// The expert of pair q, or -1 where it is out of range or not local.
+__device__ __forceinline__ int pair_expert(const SortingParams &p, long long q) {
+  const long long t = q / p.topk, j = q % p.topk;
+  const int e = p.ids[t * p.ids_stride + j];
+  return e >= 0 && e < p.experts && is_local(p, e) ? e : -1;
+}
+
+// Inclusive scans of a[] and b[] over kSortThreads entries (one a thread).
+__device__ __forceinline__ void scan2(int *a, int *b) {
+  const int i = thread_x();
+  for (int d = 1; d < kSortThreads; d <<= 1) {
+    const int va = i >= d ? a[i - d] : 0, vb = i >= d ? b[i - d] : 0;
+    sync_block();
+    a[i] += va, b[i] += vb;
+    sync_block();
+  }
+}
+
+__device__ __forceinline__ void sort_pairs(const SortingParams &p) {
+  __shared__ int count[kSortThreads], padded[kSortThreads], local[kSortThreads];
+  const int i = thread_x();
+  const long long pairs = p.tokens * p.topk;
+  count[i] = 0;
+  sync_block();
+  for (long long q = i; q < pairs; q += kSortThreads) {
+    const int e = pair_expert(p, q);
+    if (e >= 0) shared_add(&count[e], 1);
+  }
+  sync_block();
+  const int mine = count[i];
+  padded[i] = (mine + p.block - 1) / p.block * p.block;
+  local[i] = i < p.experts && is_local(p, i) ? 1 : 0;
+  scan2(padded, local);
+  const int end = padded[i], start = end - (mine + p.block - 1) / p.block * p.block;
+  const int total = padded[kSortThreads - 1];
+  const int sentinel = int(pairs);
+  if (i == 0) p.num_valid[0] = total;
+  for (long long r = i; r < p.rows; r += kSortThreads) p.sorted[r] = sentinel;
+  for (int b = start / p.block; b < end / p.block; ++b) p.block_experts[b] = local[i] - 1;
+  for (long long b = total / p.block + i; b < p.blocks; b += kSortThreads) p.block_experts[b] = -1;
+  sync_block();  // the sentinels land before the pairs overwrite them
+  count[i] = start;  // now each expert's next row
+  sync_block();
+  for (long long q = i; q < pairs; q += kSortThreads) {
+    const int e = pair_expert(p, q);
+    if (e >= 0) p.sorted[shared_add(&count[e], 1)] = int(q);
+  }
+}
+
+}  // namespace
+
+#define ROUTE(dt, T, PER) AITER_ENTRY(aiter_moe_route_##dt##_##PER, kRouteThreads, RoutingParams, route_token<T, PER>)
+#define ROUTE_ALL(dt, T) ROUTE(dt, T, 1) ROUTE(dt, T, 2) ROUTE(dt, T, 4) ROUTE(dt, T, 8) ROUTE(dt, T, 16) ROUTE(dt, T, 32)
+ROUTE_ALL(f32, float)
+ROUTE_ALL(f16, half_t)
+ROUTE_ALL(bf16, bf16_t)
+AITER_ENTRY(aiter_moe_sort, kSortThreads, SortingParams, sort_pairs)
+
+// Variant names: <dtype>.<slots a lane> (experts <= 32 * slots).
+// aiter-kernel-family: op=moe_route variant={dt}.{per} symbol=aiter_moe_route_{dt}_{per} block=128 smem=0 dt=f32,f16,bf16 per=1,2,4,8,16,32
+// aiter-kernel: op=moe_sort variant=any symbol=aiter_moe_sort block=1024 smem=0

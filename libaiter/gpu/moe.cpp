@@ -1,0 +1,66 @@
+// GPU launchers of the MoE routing and sorting kernels (kernels/moe/routing.cu).
+#include <string>
+
+#include "gpu/launch.hpp"
+#include "kernels/moe/moe_params.h"
+#include "ops/moe.hpp"
+
+namespace aiter {
+namespace gpu {
+
+aiter_status route(const RoutingArgs &a, const GpuCall &call) {
+  const int64_t experts = a.gating_rows.cols, tokens = a.gating_rows.rows;
+  if (tokens == 0) return AITER_OK;
+  if (experts > kMoeMaxExperts)
+    return fail(AITER_ERR_UNSUPPORTED_SHAPE, "%s: at most %d experts on the GPU, got %lld", a.op, kMoeMaxExperts,
+                (long long)experts);
+  int per = 1;
+  while (per * 32 < experts) per *= 2;
+  RoutingParams p{};
+  p.gating = a.gating;
+  p.bias = a.bias;
+  p.weights = a.weights;
+  p.ids = a.ids;
+  p.tokens = tokens;
+  p.gating_stride = a.gating_rows.row_stride;
+  p.weights_stride = a.weights_rows.row_stride;
+  p.ids_stride = a.ids_rows.row_stride;
+  p.experts = int(experts);
+  p.k = int(a.weights_rows.cols);
+  p.groups = a.groups;
+  p.topk_group = a.topk_group;
+  p.bias_kind = a.bias_dtype == DType::f16 ? 1 : a.bias_dtype == DType::bf16 ? 2 : 0;
+  p.sigmoid = a.sigmoid;
+  p.renormalize = a.renormalize;
+  p.scale = a.scale;
+  const int64_t per_block = kRouteThreads / 32;
+  const int64_t blocks = (tokens + per_block - 1) / per_block;
+  if (blocks > INT32_MAX) return fail(AITER_ERR_UNSUPPORTED_SHAPE, "%s: too many tokens for the GPU grid", a.op);
+  const std::string variant = std::string(dtype_tag(a.dtype)) + "." + std::to_string(per);
+  return launch(call, "moe_route", variant, Dim3{unsigned(blocks), 1, 1}, unsigned(kRouteThreads), p);
+}
+
+aiter_status moe_sorting(const SortingArgs &a, const GpuCall &call) {
+  if (a.experts > kMoeMaxExperts)
+    return fail(AITER_ERR_UNSUPPORTED_SHAPE, "%s: at most %d experts on the GPU, got %d", a.op, kMoeMaxExperts,
+                a.experts);
+  SortingParams p{};
+  p.ids = a.ids;
+  p.mask = a.mask;
+  p.sorted = a.sorted;
+  p.block_experts = a.block_experts;
+  p.num_valid = a.num_valid;
+  p.tokens = a.ids_rows.rows;
+  p.ids_stride = a.ids_rows.row_stride;
+  p.rows = a.rows;
+  p.blocks = a.blocks;
+  p.topk = int(a.ids_rows.cols);
+  p.experts = a.experts;
+  p.block = a.block;
+  p.mask_bytes = a.mask_bytes;
+  // Even with no pairs the block writes num_valid = 0 and the -1 blocks.
+  return launch(call, "moe_sort", "any", Dim3{1, 1, 1}, unsigned(kSortThreads), p);
+}
+
+}  // namespace gpu
+}  // namespace aiter

@@ -1,0 +1,185 @@
+// aiter_fused_moe and its workspace query: argument checks, the workspace
+// layout, dispatch.
+#include <cstddef>
+
+#include "core/backend.hpp"
+#include "core/error.hpp"
+#include "ops/moe.hpp"
+
+namespace aiter {
+
+namespace {
+constexpr size_t kAlign = 256;
+size_t aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+constexpr int32_t kDefaultBlock = 64;
+}  // namespace
+
+MoeWorkspace moe_workspace(int64_t tokens, int64_t topk, int64_t experts, int64_t hidden, int64_t inter,
+                           int64_t elem_bytes, int64_t block, bool weights_on_input) {
+  MoeWorkspace w{};
+  w.rows = moe_max_rows(tokens, topk, experts, block);
+  w.blocks = block > 0 ? w.rows / block : 0;
+  size_t at = 0;
+  w.sorted = at, at += aligned(size_t(w.rows) * 4);
+  w.block_experts = at, at += aligned(size_t(w.blocks) * 4);
+  w.num_valid = at, at += aligned(4);
+  w.x_sorted = at, at += weights_on_input ? aligned(size_t(w.rows * hidden * elem_bytes)) : 0;
+  w.inter = at, at += aligned(size_t(w.rows * inter * elem_bytes));
+  w.pair_out = at, at += aligned(size_t(tokens * topk * hidden * elem_bytes));
+  w.total = at;
+  return w;
+}
+
+namespace {
+
+const OpImpl<FusedMoeArgs> kFusedMoe{"aiter_fused_moe", cpu::fused_moe, gpu::fused_moe};
+
+aiter_fused_moe_params defaults() {
+  aiter_fused_moe_params p{};
+  p.struct_size = sizeof(p);
+  p.activation = AITER_MOE_ACT_SILU;
+  return p;
+}
+
+bool read_params(ArgCheck &c, const aiter_fused_moe_params *in, aiter_fused_moe_params *p) {
+  *p = defaults();
+  if (in != nullptr) {
+    c.require(in->struct_size >= sizeof(aiter_fused_moe_params), AITER_ERR_INVALID_ARGUMENT,
+              "params: expected struct_size >= %zu, got %zu", sizeof(aiter_fused_moe_params), in->struct_size);
+    if (!c.ok()) return false;
+    *p = *in;
+  }
+  if (p->block_size == 0) p->block_size = kDefaultBlock;
+  c.require(p->activation >= AITER_MOE_ACT_SILU && p->activation <= AITER_MOE_ACT_GELU_TANH,
+            AITER_ERR_INVALID_ARGUMENT, "params.activation: expected 0 (SiLU), 1 (GELU) or 2 (tanh GELU), got %d",
+            p->activation);
+  c.require(p->block_size == 32 || p->block_size == 64 || p->block_size == 128, AITER_ERR_INVALID_ARGUMENT,
+            "params.block_size: expected 0, 32, 64 or 128, got %d", p->block_size);
+  c.require(p->variant >= 0 && p->variant <= 2, AITER_ERR_INVALID_ARGUMENT,
+            "params.variant: expected 0 (auto), 1 (portable) or 2 (tensor cores), got %d", p->variant);
+  return c.ok();
+}
+
+void rows2(ArgCheck &c, const DLTensor *t, const char *name, RowView *v) {
+  if (!c.ok()) return;
+  if (numel(t) == 0)
+    *v = RowView{t->shape[0], t->shape[1], t->shape[1]};
+  else
+    c.rows(t, name, v);
+}
+
+void check_tensors(ArgCheck &c, FusedMoeArgs &a, DLTensor *out, const DLTensor *x, const DLTensor *w1,
+                   const DLTensor *w2, const DLTensor *weights, const DLTensor *ids) {
+  c.tensor(out, "out").tensor(x, "x").tensor(w1, "w1").tensor(w2, "w2").tensor(weights, "topk_weights");
+  c.ndim(x, "x", 2).dtype(x, "x", {DType::bf16, DType::f16});
+  c.ndim(w1, "w1", 3).same_dtype(w1, "w1", x, "x").contiguous(w1, "w1");
+  c.ndim(w2, "w2", 3).same_dtype(w2, "w2", x, "x").contiguous(w2, "w2");
+  c.ndim(out, "out", 2).same_dtype(out, "out", x, "x").same_shape(out, "out", x, "x");
+  c.ndim(weights, "topk_weights", 2).dtype(weights, "topk_weights", {DType::f32});
+  for (const DLTensor *t : {(const DLTensor *)out, w1, w2, weights, ids}) c.same_device(t, "tensors", x, "x");
+  if (!c.ok()) return;
+  const int64_t hidden = x->shape[1], inter2 = w1->shape[1];
+  c.dim(w1, "w1", 2, hidden, "the hidden size of x");
+  c.require(inter2 % 2 == 0, AITER_ERR_INVALID_ARGUMENT,
+            "w1: expected [experts, 2 * inter, hidden] (gate and up rows), got shape %s", shape_string(w1).c_str());
+  if (!c.ok()) return;
+  c.dim(w2, "w2", 0, w1->shape[0], "the experts of w1").dim(w2, "w2", 1, hidden, "the hidden size of x");
+  c.dim(w2, "w2", 2, inter2 / 2, "the intermediate size (w1.shape[1] / 2)");
+  c.dim(ids, "topk_ids", 0, x->shape[0], "the tokens of x");
+  c.same_shape(weights, "topk_weights", ids, "topk_ids");
+  c.require(hidden >= 1 && inter2 >= 2 && hidden <= INT32_MAX && inter2 <= INT32_MAX, AITER_ERR_INVALID_ARGUMENT,
+            "w1: expected hidden and intermediate sizes in [1, 2^31), got shape %s", shape_string(w1).c_str());
+  c.disjoint(ids, "topk_ids", out, "out");
+  c.disjoint(x, "x", out, "out").disjoint(w1, "w1", out, "out").disjoint(w2, "w2", out, "out");
+  c.disjoint(weights, "topk_weights", out, "out");
+  RowView xr, outr, wr;
+  rows2(c, x, "x", &xr);
+  rows2(c, out, "out", &outr);
+  rows2(c, weights, "topk_weights", &wr);
+  if (!c.ok()) return;
+  a.dtype = dtype_of(x->dtype);
+  a.x = data_ptr<const void>(x), a.x_stride = xr.row_stride;
+  a.out = data_ptr<void>(out), a.out_stride = outr.row_stride;
+  a.w1 = data_ptr<const void>(w1), a.w2 = data_ptr<const void>(w2);
+  a.weights = data_ptr<const float>(weights), a.weights_stride = wr.row_stride;
+  a.tokens = x->shape[0], a.hidden = hidden, a.inter = inter2 / 2, a.local_experts = w1->shape[0];
+}
+
+void check_workspace(ArgCheck &c, FusedMoeArgs &a, DLTensor *ws, const DLTensor *out, const DLTensor *x,
+                     const DLTensor *mask,
+                     const MoeWorkspace &layout) {
+  c.tensor(ws, "workspace").ndim(ws, "workspace", 1).dtype(ws, "workspace", {DType::u8});
+  c.contiguous(ws, "workspace").same_device(ws, "workspace", x, "x");
+  if (!c.ok()) return;
+  c.require(size_t(ws->shape[0]) >= layout.total, AITER_ERR_INVALID_ARGUMENT,
+            "workspace: expected at least %zu bytes (aiter_fused_moe_workspace_size), got %lld", layout.total,
+            (long long)ws->shape[0]);
+  char *base = data_ptr<char>(ws);
+  c.require(layout.total == 0 || reinterpret_cast<uintptr_t>(base) % 16 == 0, AITER_ERR_INVALID_ARGUMENT,
+            "workspace: expected a 16-byte aligned start");
+  if (mask) c.disjoint(mask, "expert_mask", ws, "workspace").disjoint(mask, "expert_mask", out, "out");
+  if (!c.ok()) return;
+  a.sort.sorted = reinterpret_cast<int32_t *>(base + layout.sorted);
+  a.sort.rows = layout.rows;
+  a.sort.block_experts = reinterpret_cast<int32_t *>(base + layout.block_experts);
+  a.sort.blocks = layout.blocks;
+  a.sort.num_valid = reinterpret_cast<int32_t *>(base + layout.num_valid);
+  a.x_sorted = a.weights_on_input ? base + layout.x_sorted : nullptr;
+  a.inter_buf = base + layout.inter;
+  a.pair_out = base + layout.pair_out;
+}
+
+}  // namespace
+}  // namespace aiter
+
+using namespace aiter;
+
+extern "C" {
+
+AITER_API void aiter_fused_moe_params_init(aiter_fused_moe_params *params) {
+  if (params != nullptr) *params = defaults();
+}
+
+AITER_API size_t aiter_fused_moe_workspace_size(int64_t tokens, int64_t topk, int64_t experts, int64_t hidden,
+                                                int64_t inter, int64_t elem_bytes,
+                                                const aiter_fused_moe_params *params) {
+  ArgCheck c("aiter_fused_moe_workspace_size");
+  aiter_fused_moe_params p;
+  if (!read_params(c, params, &p) || tokens < 0 || topk < 0 || experts < 0 || hidden < 0 || inter < 0 ||
+      elem_bytes < 0 || tokens > (int64_t(1) << 32) || hidden > INT32_MAX || inter > INT32_MAX || topk > 4096)
+    return 0;
+  return moe_workspace(tokens, topk, experts, hidden, inter, elem_bytes, p.block_size, p.weights_on_input != 0).total;
+}
+
+AITER_API aiter_status aiter_fused_moe(DLTensor *out, DLTensor *workspace, const DLTensor *x, const DLTensor *w1,
+                                       const DLTensor *w2, const DLTensor *topk_weights, const DLTensor *topk_ids,
+                                       const DLTensor *expert_mask, const aiter_fused_moe_params *params,
+                                       void *stream) {
+  return guard(kFusedMoe.name, [&] {
+    ArgCheck c(kFusedMoe.name);
+    FusedMoeArgs a{};
+    aiter_fused_moe_params p;
+    if (!read_params(c, params, &p)) return c.status();
+    c.tensor(topk_ids, "topk_ids").tensor(w1, "w1").optional(expert_mask, "expert_mask");
+    c.ndim(w1, "w1", 3);
+    if (!c.ok()) return c.status();
+    const int64_t experts = expert_mask && expert_mask->ndim == 1 ? expert_mask->shape[0] : w1->shape[0];
+    check_sort_inputs(c, a.sort, topk_ids, expert_mask, experts, p.block_size);
+    check_tensors(c, a, out, x, w1, w2, topk_weights, topk_ids);
+    if (!c.ok()) return c.status();
+    a.topk = a.sort.ids_rows.cols;
+    a.act = p.activation;
+    a.weights_on_input = p.weights_on_input != 0;
+    a.variant = p.variant;
+    const MoeWorkspace layout = moe_workspace(a.tokens, a.topk, experts, a.hidden, a.inter, dtype_size(a.dtype),
+                                              p.block_size, a.weights_on_input);
+    check_workspace(c, a, workspace, out, x, expert_mask, layout);
+    c.disjoint(x, "x", workspace, "workspace").disjoint(w1, "w1", workspace, "workspace");
+    c.disjoint(w2, "w2", workspace, "workspace").disjoint(topk_weights, "topk_weights", workspace, "workspace");
+    c.disjoint(topk_ids, "topk_ids", workspace, "workspace").disjoint(out, "out", workspace, "workspace");
+    if (!c.ok()) return c.status();
+    return run(kFusedMoe, x, a, stream);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,196 @@
+"""fused_moe on the CPU and the GPU against a float64 NumPy MoE layer."""
+import math
+
+import numpy as np
+import pytest
+
+import aiter
+from harness import f64, np_dtype, on_host, poisoned_on, to_device
+
+# Stage 1's output and each expert's output are rounded to the dtype, then the
+# sum: errors of a few units of the dtype's precision relative to the outputs'
+# size (measured against the rms of the reference).
+TOL = {"bfloat16": (2e-2, 3e-2), "float16": (4e-3, 5e-3)}
+
+
+def act64(name, g):
+    if name == "silu":
+        return g / (1.0 + np.exp(-g))
+    if name == "gelu":
+        return 0.5 * g * (1.0 + np.vectorize(math.erf)(g / math.sqrt(2.0)))
+    return 0.5 * g * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (g + 0.044715 * g ** 3)))
+
+
+def moe_ref(x, w1, w2, weights, ids, act="silu", weights_on_input=False, mask=None):
+    x, w1, w2, weights = f64(x), f64(w1), f64(w2), f64(weights)
+    tokens, k = ids.shape
+    inter = w1.shape[1] // 2
+    local = np.arange(w1.shape[0]) if mask is None else np.cumsum(mask.astype(bool)) - 1
+    out = np.zeros_like(x)
+    for t in range(tokens):
+        for j in range(k):
+            e = ids[t, j]
+            if mask is not None and not mask[e]:
+                continue
+            w = w1[local[e]]
+            xin = x[t] * weights[t, j] if weights_on_input else x[t]
+            h = act64(act, w[:inter] @ xin) * (w[inter:] @ xin)
+            out[t] += (1.0 if weights_on_input else weights[t, j]) * (w2[local[e]] @ h)
+    return out
+
+
+def check_out(out, ref, dtype):
+    rtol, atol = TOL[dtype]
+    out = f64(on_host(out))
+    assert not np.isnan(out).any(), f"{np.isnan(out).sum()} outputs unwritten"
+    scale = np.sqrt(np.mean(ref ** 2)) + 1e-30
+    np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol * scale)
+
+
+def make_layer(rng, tokens, experts, k, hidden, inter, dtype, skew=False):
+    dt = np_dtype(dtype)
+    x = rng.standard_normal((tokens, hidden)).astype(dt)
+    w1 = (rng.standard_normal((experts, 2 * inter, hidden)) / math.sqrt(hidden)).astype(dt)
+    w2 = (rng.standard_normal((experts, hidden, inter)) / math.sqrt(inter)).astype(dt)
+    if skew:
+        ids = np.tile(np.arange(k, dtype=np.int32), (tokens, 1))
+    else:
+        ids = np.array([rng.permutation(experts)[:k] for _ in range(tokens)], np.int32).reshape(tokens, k)
+    weights = rng.random((tokens, k)).astype(np.float32)
+    return x, w1, w2, weights, ids
+
+
+def run(device, x, w1, w2, weights, ids, **kw):
+    dev = [to_device(a, device) for a in (x, w1, w2, weights, ids)]
+    if "expert_mask" in kw:
+        kw["expert_mask"] = to_device(kw["expert_mask"], device)
+    out = poisoned_on(x.shape, x.dtype.name, device)
+    experts = kw["expert_mask"].shape[0] if "expert_mask" in kw else w1.shape[0]
+    size = aiter.fused_moe_workspace_size(x.shape[0], ids.shape[1], experts, x.shape[1], w1.shape[1] // 2,
+                                          weights_on_input=kw.get("weights_on_input", False),
+                                          block_size=kw.get("block_size", 0))
+    raw = np.full(size + 256, 0xFF, np.uint8)  # NaN bytes in every 16-bit slot
+    workspace = to_device(raw, device)
+    start = -int(workspace.__array_interface__["data"][0] if device == "cpu" else workspace.data_ptr()) % 256
+    aiter.fused_moe(*dev, out=out, workspace=workspace[start:start + size], **kw)
+    return out
+
+
+# (T, E, k, H, I): one token, odd sizes (E 7, k 3), unaligned H / I (portable path on the GPU), many tokens.
+CPU_CASES = [(1, 8, 2, 64, 32), (3, 7, 3, 40, 24), (17, 8, 2, 128, 64), (60, 16, 4, 64, 48), (5, 4, 4, 20, 10)]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("case", CPU_CASES)
+def test_fused_moe(rng, device, dtype, case):
+    x, w1, w2, weights, ids = make_layer(rng, *case, dtype)
+    check_out(run(device, x, w1, w2, weights, ids), moe_ref(x, w1, w2, weights, ids), dtype)
+
+
+@pytest.mark.parametrize("act", ["silu", "gelu", "gelu_tanh"])
+@pytest.mark.parametrize("block_size", [32, 64, 128])
+def test_fused_moe_activations_and_blocks(rng, device, act, block_size):
+    x, w1, w2, weights, ids = make_layer(rng, 9, 6, 3, 64, 32, "bfloat16")
+    out = run(device, x, w1, w2, weights, ids, activation=act, block_size=block_size)
+    check_out(out, moe_ref(x, w1, w2, weights, ids, act), "bfloat16")
+
+
+def test_fused_moe_weights_on_input_and_skew(rng, device):
+    x, w1, w2, weights, ids = make_layer(rng, 21, 8, 1, 64, 32, "bfloat16", skew=True)
+    out = run(device, x, w1, w2, weights, ids, weights_on_input=True)
+    check_out(out, moe_ref(x, w1, w2, weights, ids, weights_on_input=True), "bfloat16")
+
+
+def test_fused_moe_shared_expert(rng, device):
+    """A shared expert as an extra expert (id E) every token uses with weight 1."""
+    x, w1, w2, weights, ids = make_layer(rng, 11, 9, 2, 64, 32, "float16")
+    ids[:, 1] = 8
+    weights[:, 1] = 1.0
+    check_out(run(device, x, w1, w2, weights, ids), moe_ref(x, w1, w2, weights, ids), "float16")
+
+
+def test_fused_moe_expert_mask(rng, device):
+    """Expert parallelism: this rank holds experts 1, 4, 5 of 8; other pairs add nothing."""
+    x, w1, w2, weights, ids = make_layer(rng, 13, 8, 3, 64, 32, "bfloat16")
+    mask = np.zeros(8, np.int32)
+    mask[[1, 4, 5]] = 1
+    w1, w2 = w1[[1, 4, 5]], w2[[1, 4, 5]]
+    out = run(device, x, w1, w2, weights, ids, expert_mask=mask)
+    check_out(out, moe_ref(x, w1, w2, weights, ids, mask=mask), "bfloat16")
+
+
+GPU_CASES = [(1000, 128, 8, 256, 128), (257, 8, 2, 1024, 512), (64, 256, 8, 512, 256), (1, 128, 8, 2048, 768)]
+
+
+@pytest.mark.parametrize("variant", ["auto", "portable", "mma"])
+@pytest.mark.parametrize("case", GPU_CASES)
+def test_fused_moe_gpu_shapes(rng, device, variant, case):
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    x, w1, w2, weights, ids = make_layer(rng, *case, "bfloat16")
+    out = run(device, x, w1, w2, weights, ids, variant=variant)
+    check_out(out, moe_ref(x, w1, w2, weights, ids), "bfloat16")
+
+
+def test_fused_moe_gpu_matches_cpu(rng, device):
+    """Same rounding steps on both backends: close to each other well within the dtype."""
+    if device == "cpu":
+        pytest.skip("GPU against CPU")
+    x, w1, w2, weights, ids = make_layer(rng, 100, 16, 4, 128, 64, "bfloat16")
+    gpu = f64(on_host(run(device, x, w1, w2, weights, ids)))
+    cpu = f64(run("cpu", x, w1, w2, weights, ids))
+    np.testing.assert_allclose(gpu, cpu, rtol=2e-2, atol=2e-2 * np.sqrt(np.mean(cpu ** 2)))
+
+
+def test_fused_moe_graph_capture(rng, device):
+    """A CUDA graph captured once replays with new routing (same T)."""
+    if device == "cpu":
+        pytest.skip("CUDA graphs")
+    import torch
+    x, w1, w2, weights, ids = make_layer(rng, 33, 8, 2, 128, 64, "bfloat16")
+    dev = [to_device(a, device) for a in (x, w1, w2, weights, ids)]
+    size = aiter.fused_moe_workspace_size(33, 2, 8, 128, 64)
+    ws = torch.empty(size, dtype=torch.uint8, device="cuda")
+    out = torch.empty_like(dev[0])
+    aiter.fused_moe(*dev, out=out, workspace=ws)  # loads the kernels
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        aiter.fused_moe(*dev, out=out, workspace=ws)
+    for _ in range(2):
+        _, _, _, new_w, new_ids = make_layer(rng, 33, 8, 2, 128, 64, "bfloat16")
+        dev[3].copy_(torch.from_numpy(new_w))
+        dev[4].copy_(torch.from_numpy(new_ids))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        check_out(out, moe_ref(x, w1, w2, new_w, new_ids), "bfloat16")
+
+
+def test_fused_moe_rejects_bad_arguments(rng):
+    x, w1, w2, weights, ids = make_layer(rng, 4, 8, 2, 32, 16, "bfloat16")
+    bad_ids = ids.copy()
+    bad_ids[2, 1] = 8
+    cases = [
+        (aiter.InvalidArgumentError, r"topk_ids\[2, 1\] = 8 is outside", dict(topk_ids=bad_ids)),
+        (aiter.InvalidArgumentError, r"w2: expected shape\[2\] == 16", dict(w2=w2[:, :, :8].copy())),
+        (aiter.InvalidArgumentError, r"w1: expected shape\[2\] == 32", dict(w1=w1[:, :, :16].copy())),
+        (aiter.InvalidArgumentError, r"topk_weights: expected the shape of topk_ids",
+         dict(topk_weights=weights[:, :1].copy())),
+        (aiter.UnsupportedDtypeError, "w1: expected the dtype of x", dict(w1=w1.astype(np.float32))),
+        (aiter.UnsupportedDtypeError, "x: expected dtype", dict(x=x.astype(np.float32), w1=w1.astype(np.float32),
+                                                                 w2=w2.astype(np.float32))),
+        (aiter.InvalidArgumentError, "expert_mask: expected as many local experts",
+         dict(expert_mask=np.ones(9, np.int32))),
+        (aiter.InvalidArgumentError, "params.block_size", dict(block_size=48)),
+        (aiter.InvalidArgumentError, "activation: expected", dict(activation="relu")),
+        (aiter.InvalidArgumentError, "workspace: expected at least", dict(workspace=np.zeros(64, np.uint8))),
+    ]
+    for error, message, change in cases:
+        args = dict(x=x, w1=w1, w2=w2, topk_weights=weights, topk_ids=ids)
+        args.update(change)
+        out = np.full(x.shape, np.nan, x.dtype)
+        with pytest.raises(error, match=message):
+            aiter.fused_moe(args.pop("x"), args.pop("w1"), args.pop("w2"), args.pop("topk_weights"),
+                            args.pop("topk_ids"), out=out, **args)
+        assert np.isnan(f64(out)).all(), message
