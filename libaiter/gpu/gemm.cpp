@@ -1,4 +1,5 @@
-// GPU GEMM variants (kernels/gemm/): the skinny tensor-core kernels for M <= 16,
+// GPU GEMM variants (kernels/gemm/): the vendor BLAS (vendor_blas/, listed first),
+// the skinny tensor-core kernels for M <= 16,
 // the tiled mma.sync kernels (NVIDIA targets), the wgmma kernels (sm_90a: with
 // every thread copying, and warp-specialized with TMA copies), and the portable
 // kernel that runs any call on every target.  Each variant is one row of
@@ -14,6 +15,7 @@
 #include "gpu/gemm_tma.hpp"
 #include "gpu/launch.hpp"
 #include "gpu/triton_gemm.hpp"
+#include "gpu/vendor_blas/gemm_vendor.hpp"
 #include "kernels/gemm/gemm_params.h"
 #include "ops/gemm.hpp"
 
@@ -334,6 +336,7 @@ VariantList<GemmArgs> gemm_variants(GemmOp op) {
     const std::vector<Variant<GemmArgs>> all = all_variants(std::make_index_sequence<kCount>{});
     std::array<std::vector<Variant<GemmArgs>>, 5> per_op;
     for (size_t o = 0; o < per_op.size(); ++o) {
+      per_op[o] = vendor_gemm_variants(GemmOp(o));  // first: the heuristic asks their rule first
       for (size_t i = 0; i < kCount; ++i)
         if (belongs(GemmOp(o), kKernels[i])) per_op[o].push_back(all[i]);
       add_triton_gemm_variants(GemmOp(o), &per_op[o]);  // before the portable kernels

@@ -18,6 +18,7 @@ namespace {
 struct Settings {
   bool log_untuned = false;
   bool log_lookups = false;
+  bool vendor_blas = true;
   std::string untuned_path;
 };
 
@@ -36,6 +37,8 @@ Settings read_settings() {
   Settings s;
   s.log_untuned = env_on("AITER_LOG_UNTUNED");
   s.log_lookups = env_on("AITER_LOG_TUNED_CONFIG");
+  const char *vendor = std::getenv("AITER_VENDOR_BLAS");
+  s.vendor_blas = vendor == nullptr || std::strcmp(vendor, "0") != 0;
   const char *path = std::getenv("AITER_UNTUNED_PATH");
   s.untuned_path = path != nullptr && path[0] != '\0' ? path : "aiter_untuned_gemm.csv";
   return s;
@@ -106,6 +109,8 @@ void log_lookup(const TuneKey &key, const char *variant, const char *how) {
            (long long)m_bucket(key.m), (long long)key.n, (long long)key.k, dtype_name(key.a_dtype),
            dtype_name(key.out_dtype), variant, how);
 }
+
+bool vendor_blas_enabled() { return loaded()->settings.vendor_blas; }
 
 aiter_status reload_tuned_configs() {
   std::lock_guard<std::mutex> lock(loaded_mutex);

@@ -34,6 +34,10 @@ std::string tuned_variant(const TuneKey &key);
 void note_untuned(const TuneKey &key);
 void log_lookup(const TuneKey &key, const char *variant, const char *how);
 
+// Whether the vendor BLAS variants (cuBLASLt, hipBLASLt) may run: off with
+// AITER_VENDOR_BLAS=0 (then they are never chosen and a forced one cannot run).
+bool vendor_blas_enabled();
+
 // Forgets the loaded tables and settings; the next lookup reads them again.
 aiter_status reload_tuned_configs();
 std::string tuned_config_sources();

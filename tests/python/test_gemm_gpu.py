@@ -18,7 +18,18 @@ CUDA = "cuda"
 
 
 def variants(op):
-    return aiter.tuning.variants(op, device=CUDA)
+    # the vendor BLAS variants are tested in test_gemm_vendor.py
+    return [v for v in aiter.tuning.variants(op, device=CUDA) if not v.startswith(("cublaslt.", "hipblaslt."))]
+
+
+@pytest.fixture
+def own_kernels_only(monkeypatch):
+    """The heuristic among libaiter's own kernels: the vendor BLAS switched off."""
+    monkeypatch.setenv("AITER_VENDOR_BLAS", "0")
+    aiter.tuning.reload()
+    yield
+    monkeypatch.delenv("AITER_VENDOR_BLAS")
+    aiter.tuning.reload()
 
 
 def forced(op, variant):
@@ -191,7 +202,7 @@ def test_batched_shared_weight(rng, variant):
     check(on_host(out), np.einsum("bmk,nk->bmn", f64(a), f64(w)), "bfloat16", k, 1.0)
 
 
-def test_heuristic_choices(rng):
+def test_heuristic_choices(rng, own_kernels_only):
     """Without a tuned row: the skinny kernels for a few tokens, tensor-core tiles
     (warp-specialized wgmma on Hopper) for more."""
     n, k = 256, 520  # no shipped table has this shape
@@ -207,7 +218,7 @@ def test_heuristic_choices(rng):
 
 
 @pytest.mark.skipif(torch.cuda.get_device_capability() != (9, 0), reason="Hopper's warp-specialized tiles")
-def test_heuristic_fits_tile_width_to_waves(rng):
+def test_heuristic_fits_tile_width_to_waves(rng, own_kernels_only):
     """512 x 6144 (untuned K): 128 x 192 tiles make 128 blocks, one wave on 132
     SMs, where 128 x 256 would leave a quarter of them idle."""
     a, w = rand(rng, (512, 520), "bfloat16"), rand(rng, (6144, 520), "bfloat16")
@@ -221,7 +232,7 @@ def test_heuristic_fits_tile_width_to_waves(rng):
                                             (32, 8192, "wgmma_ws.bf16.64x64.s12"),
                                             (32, 4096, "wgmma_ws.bf16.64x32.s16"),
                                             (1024, 10240, "wgmma_ws.bf16.128x256.s4")])
-def test_heuristic_tiles_for_untuned_shapes(rng, m, n, expected):
+def test_heuristic_tiles_for_untuned_shapes(rng, own_kernels_only, m, n, expected):
     """Untuned K: 65-128 rows take a 128-row warp-specialized tile as wide as
     fills the GPU (not an mma.sync tile); 64 x 32 only where 64 x 64 tiles fill
     half the SMs or less; no 224- or 160-wide tiles (no staged epilogue)."""

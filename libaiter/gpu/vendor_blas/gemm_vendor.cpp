@@ -1,0 +1,232 @@
+// cuBLASLt / hipBLASLt as variants of the GEMM ops (see gemm_vendor.hpp): the
+// checks a call must pass, the heuristic's rule, and the call itself.
+#include "gpu/vendor_blas/gemm_vendor.hpp"
+
+#include <climits>
+#include <string>
+#include <utility>
+
+#include "gpu/launch.hpp"
+#include "gpu/vendor_blas/blaslt_plan.hpp"
+#include "gpu/vendor_blas/blaslt_workspace.hpp"
+#include "tuning/config.hpp"
+
+namespace aiter {
+namespace gpu {
+namespace {
+
+using blas::BlasLtApi;
+using blas::MatmulShape;
+using blas::Plan;
+using blas::Scaling;
+using blas::Vendor;
+
+enum class Kind { a16w16, a8w8, blockscale };
+
+struct VendorKernel {
+  const Vendor *vendor;
+  DType dtype;
+  Kind kind;
+};
+
+// fp8 only as e4m3 (cuBLASLt has no e5m2 x e5m2 product; scaled int8 with a
+// bf16 output is in neither library), e4m3fnuz for AMD's CDNA 3.
+constexpr VendorKernel kVendorKernels[] = {
+    {&blas::kCublasLt, DType::bf16, Kind::a16w16},      {&blas::kCublasLt, DType::f16, Kind::a16w16},
+    {&blas::kCublasLt, DType::f32, Kind::a16w16},       {&blas::kCublasLt, DType::e4m3fn, Kind::a8w8},
+    {&blas::kCublasLt, DType::e4m3fn, Kind::blockscale}, {&blas::kHipblasLt, DType::bf16, Kind::a16w16},
+    {&blas::kHipblasLt, DType::f16, Kind::a16w16},      {&blas::kHipblasLt, DType::f32, Kind::a16w16},
+    {&blas::kHipblasLt, DType::e4m3fn, Kind::a8w8},     {&blas::kHipblasLt, DType::e4m3fnuz, Kind::a8w8},
+    {&blas::kHipblasLt, DType::e4m3fn, Kind::blockscale}, {&blas::kHipblasLt, DType::e4m3fnuz, Kind::blockscale},
+};
+constexpr size_t kVendorCount = std::size(kVendorKernels);
+
+std::string name_of(const VendorKernel &k) {
+  return std::string(k.vendor->variant_prefix) + "." + dtype_tag(k.dtype) + (k.kind == Kind::blockscale ? ".bs" : "");
+}
+
+const std::string &vendor_name(size_t i) {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const VendorKernel &k : kVendorKernels) v.push_back(name_of(k));
+    return v;
+  }();
+  return names[i];
+}
+
+// The largest power of two (at most 256) dividing the address and every byte step.
+uint32_t alignment(const void *p, std::initializer_list<int64_t> steps) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(p) | 256;
+  for (int64_t s : steps) bits |= uint64_t(s);
+  return uint32_t(bits & (~bits + 1));
+}
+
+bool fits_int32(const GemmArgs &g) {
+  for (int64_t v : {g.m, g.n, g.k, g.a.row_stride, g.w.row_stride, g.out_row_stride, g.batch})
+    if (v > INT32_MAX) return false;
+  return true;
+}
+
+// cuBLASLt's block scales: whole 128-wide K groups, rows of four groups (16
+// bytes, as PyTorch requires of them), the transposed A scales within the
+// workspace, 16-byte aligned scale pointers.
+bool block_scales_fit(const GemmArgs &g) {
+  const int64_t groups = g.k / 128;
+  return g.batch == 1 && g.k % 128 == 0 && groups % 4 == 0 &&
+         uint64_t(g.m) * uint64_t(groups) * 4 <= blas::kScaleBytes && alignment(g.a_scale, {}) >= 16 &&
+         alignment(g.w_scale, {}) >= 16;
+}
+
+Scaling scaling(bool per_element) { return per_element ? Scaling::outer_vec : Scaling::scalar; }
+
+MatmulShape shape_of(const VendorKernel &k, const GemmArgs &g, const blas::Workspace &ws) {
+  const int64_t size = dtype_size(g.in_dtype), out_size = dtype_size(g.out_dtype);
+  MatmulShape s{};
+  s.in = g.in_dtype, s.out = g.out_dtype, s.bias = g.bias ? g.bias_dtype : DType::unknown;
+  if (k.kind == Kind::a8w8)
+    s.w_scale = scaling(g.w_scale_per_channel), s.a_scale = scaling(g.a_scale_per_token);
+  if (k.kind == Kind::blockscale) s.w_scale = Scaling::blk128x128, s.a_scale = Scaling::vec128;
+  s.m = g.m, s.n = g.n, s.k = g.k;
+  s.lda = g.a.row_stride, s.ldw = g.w.row_stride, s.ldo = g.out_row_stride;
+  s.batch = g.batch, s.a_batch = g.a_batch_stride, s.w_batch = g.w_batch_stride, s.o_batch = g.out_batch_stride;
+  s.align_a = alignment(g.a.data, {s.lda * size, s.a_batch * size});
+  s.align_w = alignment(g.w.data, {s.ldw * size, s.w_batch * size});
+  s.align_o = alignment(g.out, {s.ldo * out_size, s.o_batch * out_size});
+  s.workspace_bytes = ws.blas ? blas::kBlasWorkspaceBytes : 0;
+  return s;
+}
+
+// Runs `body(plan, handle, workspace)` with the call's device current and the
+// plan cache locked; UNSUPPORTED_SHAPE when the library has no algorithm.
+template <class Body>
+aiter_status with_plan(const VendorKernel &k, const BlasLtApi &api, const GemmArgs &g, const GpuCall &call,
+                       Body &&body) {
+  DeviceScope scope(call.device);
+  if (scope.status() != AITER_OK) return scope.status();
+  const int slot = device_slot(call.device);
+  const blas::Workspace ws = blas::workspace_for(api, slot, call.stream);
+  if (k.kind == Kind::blockscale && ws.scales == nullptr)
+    return fail(AITER_ERR_UNSUPPORTED_SHAPE, "%s: no workspace on this stream (first used while being captured)",
+                k.vendor->name);
+  std::unique_lock<std::mutex> lock;
+  const Plan *plan = blas::plan_for(*k.vendor, api, slot, shape_of(k, g, ws), &lock);
+  if (plan == nullptr)
+    return fail(AITER_ERR_UNSUPPORTED_SHAPE, "%s has no algorithm for this shape, dtype and scaling",
+                k.vendor->name);
+  return body(*plan, blas::handle_for(*k.vendor, api, slot), ws);
+}
+
+bool can_run(const VendorKernel &k, const GemmArgs &g, const GpuCall *call) {
+  if (call == nullptr || call->device.device_type != k.vendor->device_type || device_slot(call->device) < 0)
+    return false;
+  if (g.in_dtype != k.dtype || g.block_scaled != (k.kind == Kind::blockscale) || g.k == 0 || !fits_int32(g))
+    return false;
+  if (k.kind == Kind::a8w8 && g.batch > 1 && (g.a_scale_per_token || g.w_scale_per_channel))
+    return false;  // the libraries take no batch stride for scale vectors
+  if (k.kind == Kind::blockscale && !block_scales_fit(g)) return false;
+  if (!vendor_blas_enabled()) return false;
+  const BlasLtApi *api = blas::blaslt_api(*k.vendor);
+  if (api == nullptr) return false;
+  if (g.m == 0 || g.n == 0) return true;  // nothing to compute
+  const aiter_status s = with_plan(k, *api, g, *call, [](const Plan &, void *, const blas::Workspace &) {
+    return AITER_OK;
+  });
+  if (s != AITER_OK) clear_error();
+  return s == AITER_OK;
+}
+
+template <class T>
+bool set_pointer(const BlasLtApi &api, const Plan &p, int attribute, T *pointer) {
+  const void *value = pointer;
+  return api.matmul_desc_set(p.desc, attribute, &value, sizeof(value)) == 0;
+}
+
+// The 1 x 128 scales of A, transposed into the workspace ([K / 128, M]).
+blas::Status transpose_a_scales(const BlasLtApi &api, const Plan &p, void *handle, const GemmArgs &g, float *dst,
+                                void *stream) {
+  const float one = 1.0f, zero = 0.0f;
+  return api.transform(handle, p.scale_t, &one, g.a_scale, p.scale_src, &zero, g.a_scale, p.scale_src, dst,
+                       p.scale_dst, stream);
+}
+
+aiter_status run_vendor(const VendorKernel &k, const GemmArgs &g, const GpuCall &call) {
+  if (g.m == 0 || g.n == 0) return AITER_OK;
+  const BlasLtApi *api = blas::blaslt_api(*k.vendor);
+  if (api == nullptr) return fail(AITER_ERR_NO_KERNEL, "%s", blas::unavailable_reason(*k.vendor));
+  const Vendor &v = *k.vendor;
+  return with_plan(k, *api, g, call, [&](const Plan &p, void *handle, const blas::Workspace &ws) {
+    bool ok = handle != nullptr;
+    if (ok && g.bias) ok = set_pointer(*api, p, v.desc.bias_pointer, g.bias);
+    const float *a_scale = g.a_scale;
+    if (ok && k.kind == Kind::blockscale) {
+      ok = transpose_a_scales(*api, p, handle, g, ws.scales, call.stream) == 0;
+      a_scale = ws.scales;
+    }
+    if (ok && k.kind != Kind::a16w16)  // the library's A is our W
+      ok = set_pointer(*api, p, v.desc.a_scale_pointer, g.w_scale) &&
+           set_pointer(*api, p, v.desc.b_scale_pointer, a_scale);
+    if (!ok) return fail(AITER_ERR_DEVICE, "%s: setting up the call failed", v.name);
+    const float one = 1.0f, zero = 0.0f;
+    const blas::Status s =
+        api->matmul(handle, p.desc, &one, g.w.data, p.a, g.a.data, p.b, &zero, g.out, p.d, g.out, p.d, p.algo,
+                    ws.blas, ws.blas ? blas::kBlasWorkspaceBytes : 0, call.stream);
+    if (s != 0) return fail(AITER_ERR_DEVICE, "%s: matmul failed with status %d", v.name, s);
+    return AITER_OK;
+  });
+}
+
+// Where the library is the heuristic's choice for a shape without a tuned row.
+// NVIDIA: where libaiter's own kernels trailed cuBLAS untuned on the H100
+// (docs/performance_gemm.md, "Vendor BLAS"): 16-bit above 16 rows, fp8 above
+// 128, block-scaled above 16; fp32 inputs always (no tensor-core kernel of
+// ours).  AMD: always, as libaiter has no matrix-core GEMM there yet (not
+// measured: no AMD GPU).
+bool preferred(const VendorKernel &k, const GemmArgs &g) {
+  if (k.vendor->device_type == kDLROCM) return true;
+  switch (k.kind) {
+    case Kind::a16w16: return g.in_dtype == DType::f32 || g.m > 16;
+    case Kind::a8w8: return g.m > 128;
+    case Kind::blockscale: return g.m > 16;
+  }
+  return false;
+}
+
+template <size_t I>
+bool supports(const GemmArgs &g, const GpuCall *call) {
+  return can_run(kVendorKernels[I], g, call);
+}
+template <size_t I>
+bool good_fit(const GemmArgs &g) {
+  return preferred(kVendorKernels[I], g);
+}
+template <size_t I>
+aiter_status run(const GemmArgs &g, const GpuCall *call) {
+  return run_vendor(kVendorKernels[I], g, *call);
+}
+
+template <size_t... I>
+std::vector<Variant<GemmArgs>> all_vendor_variants(std::index_sequence<I...>) {
+  return {Variant<GemmArgs>{vendor_name(I).c_str(), supports<I>, good_fit<I>, run<I>}...};
+}
+
+Kind kind_of(GemmOp op) {
+  switch (op) {
+    case GemmOp::a8w8:
+    case GemmOp::batched_a8w8: return Kind::a8w8;
+    case GemmOp::a8w8_blockscale: return Kind::blockscale;
+    default: return Kind::a16w16;
+  }
+}
+
+}  // namespace
+
+std::vector<Variant<GemmArgs>> vendor_gemm_variants(GemmOp op) {
+  static const std::vector<Variant<GemmArgs>> all = all_vendor_variants(std::make_index_sequence<kVendorCount>{});
+  std::vector<Variant<GemmArgs>> mine;
+  for (size_t i = 0; i < kVendorCount; ++i)
+    if (kVendorKernels[i].kind == kind_of(op)) mine.push_back(all[i]);
+  return mine;
+}
+
+}  // namespace gpu
+}  // namespace aiter
