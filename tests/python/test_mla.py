@@ -258,3 +258,53 @@ def test_decode_bad_input(rng):
     with pytest.raises(aiter.InvalidArgumentError, match="block_table: overlaps the memory of params.lse"):
         aiter.mla_decode(q, cache, buffer[:2 * table.shape[1]].reshape(table.shape), lens, 0.1,
                          lse=buffer[:16].view(np.float32).reshape(2, 2, 4))
+
+
+# ---- AITER-compatible names ---------------------------------------------------------------
+
+def torch_on(a, device):
+    """A NumPy array as a torch tensor on `device` ("cpu" too: the compat names take torch only)."""
+    import torch
+    a = np.ascontiguousarray(a)
+    name = a.dtype.name
+    if name == "bfloat16" or name.startswith("float8"):
+        raw = torch.from_numpy(a.view(np.uint16 if name == "bfloat16" else np.uint8))
+        return raw.view(getattr(torch, name)).to(device)
+    return torch.from_numpy(a).to(device)
+
+
+@pytest.mark.parametrize("s_q", [1, 2])
+def test_compat_mla_decode_fwd(rng, device, s_q):
+    """AITER's CSR page lists (kv_indptr, kv_indices, kv_last_page_lens) over a
+    4-dim kv_buffer; o written in place, the lse returned."""
+    torch = pytest.importorskip("torch")
+    import aiter.compat as compat
+    q, cache, table, lens = make_case(rng, [40, 1, 0, 70], 16, 8, s_q)
+    pages = [-(-int(n) // 16) for n in lens]
+    indptr = np.concatenate([[0], np.cumsum(pages)]).astype(np.int32)
+    indices = np.concatenate([table[b, :n] for b, n in enumerate(pages)] + [[0, 0]]).astype(np.int32)  # spare tail
+    last = np.array([(int(n) - 1) % 16 + 1 if n else 0 for n in lens], np.int32)
+    qo_indptr = np.arange(0, 5 * s_q, s_q, dtype=np.int32)
+    o = torch.full((4 * s_q, 8, DV), float("nan"), dtype=torch.bfloat16, device=device)
+    args = [torch_on(a, device) for a in (q.reshape(4 * s_q, 8, D), cache[:, :, None, :])]
+    index = [torch_on(a, device) for a in (qo_indptr, indptr, indices, last)]
+    got, lse = compat.mla_decode_fwd(args[0], args[1], o, *index, s_q, sm_scale=0.05, return_lse=True)
+    assert got is o
+    ref, ref_lse = mla_ref(q, cache, table, lens, 0.05)
+    check(on_host(o).reshape(ref.shape), on_host(lse).reshape(ref_lse.shape), ref, ref_lse, "bfloat16")
+    with pytest.raises(aiter.InvalidArgumentError, match="logit_cap"):
+        compat.mla_decode_fwd(args[0], args[1], o, *index, s_q, logit_cap=30.0)
+
+
+def test_compat_concat_and_cache_mla(rng, device):
+    torch = pytest.importorskip("torch")
+    import aiter.compat as compat
+    kv_c, k_pe = rand(rng, (5, DV), "bfloat16"), rand(rng, (5, 1, 64), "bfloat16")
+    cache = torch_on(np.zeros((2, 4, D), np_dtype("bfloat16")), device)
+    slots = np.array([7, -1, 0, 3, 5], np.int64)
+    assert compat.concat_and_cache_mla(torch_on(kv_c, device), torch_on(k_pe, device), cache,
+                                       torch_on(slots, device), "auto", torch.tensor(1.0)) is None
+    want = np.zeros((8, D), np_dtype("bfloat16"))
+    rows = np.concatenate([kv_c, k_pe[:, 0]], axis=1)
+    want[slots[slots >= 0]] = rows[slots >= 0]
+    assert (on_host(cache).reshape(8, D).view(np.uint16) == want.view(np.uint16)).all()
