@@ -18,13 +18,15 @@
 
 namespace {
 
-constexpr int kBM = 64, kBW = 128, kThreads = 128, kStages = 4;
-constexpr int kWM = 32, kWN = 64, kTilesM = kWM / 16, kTilesN = kWN / 8;
-constexpr int kStageBytes = (kBM + kBW) * kRowBytes;
-constexpr int kCopies = (kBM + kBW) * 8 / kThreads;
+constexpr int kBM = 64, kThreads = 128, kStages = 4;
+constexpr int kWM = 32, kTilesM = kWM / 16;
 
-template <class T, bool GATED>
+// BW: the weight rows of a tile (128, or 64 for few tokens: twice the blocks).
+template <class T, bool GATED, int BW>
 struct MoeStage {
+  static constexpr int kBW = BW, kWN = BW / 2, kTilesN = kWN / 8;
+  static constexpr int kStageBytes = (kBM + kBW) * kRowBytes;
+  static constexpr int kCopies = (kBM + kBW) * 8 / kThreads;
   using Mma = MmaOf<T>;
   struct Fragments {
     uint32_t a[kTilesM][4], b[kTilesN][2];
@@ -118,6 +120,21 @@ struct MoeStage {
       }
   }
 
+  // The tile of this block.  Tiles go in groups of kGroupM row tiles, column
+  // by column within a group, so that the blocks running at once share a few
+  // row tiles' inputs and one column tile's weights in L2: row tiles first made
+  // every row tile stream all of its expert's weights from memory (Mixtral,
+  // 235 MB of w1 an expert).
+  static __device__ __forceinline__ void tile_of(const FusedMoeParams &p, long long *m0, int *n0) {
+    constexpr long long kGroupM = 16;
+    const int cols = GATED ? kBW / 2 : kBW;
+    const long long tiles_m = p.rows / kBM, tiles_n = ((GATED ? p.inter : p.hidden) + cols - 1) / cols;
+    const long long tile = blockIdx.x, per_group = kGroupM * tiles_n, first = tile / per_group * kGroupM;
+    const long long rows = tiles_m - first < kGroupM ? tiles_m - first : kGroupM;
+    *m0 = (first + tile % per_group % rows) * kBM;
+    *n0 = int(tile % per_group / rows) * cols;
+  }
+
   // Two adjacent elements, 4-byte aligned (the row lengths are multiples of 8).
   static __device__ __forceinline__ void put_pair(T *at, float v0, float v1) {
     *reinterpret_cast<uint32_t *>(at) = uint32_t(from_f32<T>(v0).bits) | uint32_t(from_f32<T>(v1).bits) << 16;
@@ -125,11 +142,12 @@ struct MoeStage {
 
   static __device__ __forceinline__ void run(const FusedMoeParams &p) {
     extern __shared__ __align__(128) unsigned char ring[];
-    const long long m0 = (long long)blockIdx.y * kBM;
+    long long m0;
+    int n0;
+    tile_of(p, &m0, &n0);
     if (m0 >= p.num_valid[0]) return;
     const int e = p.block_experts[m0 / p.block];
     if (e < 0 || e >= p.local_experts) return;
-    const int n0 = blockIdx.x * (GATED ? kBW / 2 : kBW);
     const int k_total = GATED ? p.hidden : p.inter;
     const int warp = threadIdx.x / 32, warp_m = warp / 2, warp_n = warp % 2;
     const uint32_t base = smem_address(ring);
@@ -173,13 +191,16 @@ struct MoeStage {
 
 }  // namespace
 
-#define MMA_STAGES(dt, T)                                                                             \
-  AITER_ENTRY(aiter_moe_stage1_mma_##dt, kThreads, FusedMoeParams, (MoeStage<T, true>::run))         \
-  AITER_ENTRY(aiter_moe_stage2_mma_##dt, kThreads, FusedMoeParams, (MoeStage<T, false>::run))
-MMA_STAGES(bf16, bf16_t)
-MMA_STAGES(f16, half_t)
+#define MMA_STAGES(dt, T, BW)                                                                                 \
+  AITER_ENTRY(aiter_moe_stage1_mma_##dt##_##BW, kThreads, FusedMoeParams, (MoeStage<T, true, BW>::run))      \
+  AITER_ENTRY(aiter_moe_stage2_mma_##dt##_##BW, kThreads, FusedMoeParams, (MoeStage<T, false, BW>::run))
+MMA_STAGES(bf16, bf16_t, 128)
+MMA_STAGES(f16, half_t, 128)
+MMA_STAGES(bf16, bf16_t, 64)
+MMA_STAGES(f16, half_t, 64)
 
-// Variant names: <dtype>.mma; 64-row tiles, 64 (stage 1) or 128 (stage 2)
-// output columns; shared memory: 4 stages of (64 + 128) rows of 128 bytes.
-// aiter-kernel-family: op=moe_stage1 variant={dt}.mma symbol=aiter_moe_stage1_mma_{dt} block=128 smem=98304 dt=bf16,f16
-// aiter-kernel-family: op=moe_stage2 variant={dt}.mma symbol=aiter_moe_stage2_mma_{dt} block=128 smem=98304 dt=bf16,f16
+// Variant names: <dtype>.mma (128 weight rows a tile: 64 output columns in
+// stage 1, 128 in stage 2) and <dtype>.mma.n64 (64 weight rows); 64-row tiles;
+// shared memory: 4 stages of (64 + BW) rows of 128 bytes.
+// aiter-kernel-family: op=moe_stage1 variant={dt}.{bw} symbol=aiter_moe_stage1_mma_{dt}_{sym} block=128 smem={smem} dt=bf16,f16 bw=mma:128:98304,mma.n64:64:65536
+// aiter-kernel-family: op=moe_stage2 variant={dt}.{bw} symbol=aiter_moe_stage2_mma_{dt}_{sym} block=128 smem={smem} dt=bf16,f16 bw=mma:128:98304,mma.n64:64:65536

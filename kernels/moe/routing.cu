@@ -253,6 +253,7 @@ __device__ __forceinline__ void sort_pairs(const SortingParams &p) {
   const int mine = count[i];
   padded[i] = (mine + p.block - 1) / p.block * p.block;
   local[i] = i < p.experts && is_local(p, i) ? 1 : 0;
+  sync_block();  // every thread's entry written before the scan reads its neighbours'
   scan2(padded, local);
   const int end = padded[i], start = end - (mine + p.block - 1) / p.block * p.block;
   const int total = padded[kSortThreads - 1];

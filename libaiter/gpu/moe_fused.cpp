@@ -3,6 +3,7 @@
 // caller's stream with grids sized by the rows' upper bound (no host sync).
 // Stages run on tensor cores (kernels/moe/fused_moe_mma.cu) on NVIDIA where the
 // shapes allow, else the portable kernels (kernels/moe/fused_moe.cu).
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -46,12 +47,22 @@ aiter_status run_stages(const FusedMoeArgs &a, const FusedMoeParams &p, bool mma
   const std::string dt = dtype_tag(a.dtype);
   aiter_status s;
   if (mma) {
-    const unsigned tiles = unsigned(a.sort.rows / kMmaRows);
-    s = launch(call, "moe_stage1", dt + ".mma", Dim3{unsigned(ceil_div(a.inter, kMmaCols1)), tiles, 1},
-               unsigned(kMmaThreads), p);
-    if (s == AITER_OK)
-      s = launch(call, "moe_stage2", dt + ".mma", Dim3{unsigned(ceil_div(a.hidden, kMmaCols2)), tiles, 1},
-                 unsigned(kMmaThreads), p);
+    int sms = 0;
+    s = multiprocessors(call, &sms);
+    if (s != AITER_OK) return s;
+    // One block a tile, in the kernel's grouped order (a 1-D grid).  Where the
+    // tiles in use (at most one per pair block plus one per expert) give too
+    // few blocks of 128 weight rows to keep two on every SM, tiles of 64 rows.
+    const int64_t tiles = a.sort.rows / kMmaRows;
+    const int64_t used = std::min(tiles, ceil_div(a.tokens * a.topk, kMmaRows) + std::min(a.local_experts, a.tokens * a.topk));
+    const bool narrow = used * ceil_div(a.inter, kMmaCols1) < 2 * int64_t(sms);
+    const int64_t cols1 = narrow ? kMmaCols1 / 2 : kMmaCols1, cols2 = narrow ? kMmaCols2 / 2 : kMmaCols2;
+    const int64_t grid1 = tiles * ceil_div(a.inter, cols1), grid2 = tiles * ceil_div(a.hidden, cols2);
+    if (grid1 > INT32_MAX || grid2 > INT32_MAX)
+      return fail(AITER_ERR_UNSUPPORTED_SHAPE, "aiter_fused_moe: too many tiles for the GPU grid");
+    const std::string variant = dt + (narrow ? ".mma.n64" : ".mma");
+    s = launch(call, "moe_stage1", variant, Dim3{unsigned(grid1), 1, 1}, unsigned(kMmaThreads), p);
+    if (s == AITER_OK) s = launch(call, "moe_stage2", variant, Dim3{unsigned(grid2), 1, 1}, unsigned(kMmaThreads), p);
     return s;
   }
   const unsigned tiles = unsigned(a.sort.rows / kTile);

@@ -92,6 +92,16 @@ def biased_grouped_topk(gating, correction_bias, k, num_expert_group, topk_group
                         routed_scaling_factor=routed_scaling_factor, topk_weights=topk_weights, topk_ids=topk_ids)
 
 
+def _mask_bytes(mask):
+    """A boolean expert mask as uint8 (DLPack's bool is not a dtype the library takes)."""
+    name = str(getattr(mask, "dtype", ""))
+    if name == "bool":
+        return mask.astype("uint8")
+    if name == "torch.bool":
+        return mask.byte()
+    return mask
+
+
 def moe_sorting_max_rows(tokens, k, num_experts, block_size):
     """The most rows :func:`moe_sorting` can use: T*k + min(E, T*k)*(block_size-1),
     rounded down to a multiple of block_size."""
@@ -111,8 +121,7 @@ def moe_sorting(topk_ids, num_experts, block_size, *, expert_mask=None, sorted_i
     keeps the pairs of this rank's experts, numbered among them."""
     c = Call("aiter_moe_sorting", like=topk_ids)
     ids_ = c.input(topk_ids, "topk_ids")
-    if expert_mask is not None and getattr(getattr(expert_mask, "dtype", None), "name", "") == "bool":
-        expert_mask = expert_mask.astype("uint8")
+    expert_mask = _mask_bytes(expert_mask)
     m_ = c.optional(expert_mask, "expert_mask")
     tokens, k = (ids_.shape + (0, 0))[:2] if len(ids_.shape) == 2 else (0, 1)
     rows = lib.aiter_moe_sorting_max_rows(tokens, k, num_experts, block_size)
@@ -174,8 +183,7 @@ def fused_moe(x, w1, w2, topk_weights, topk_ids, *, expert_mask=None, activation
     c = Call("aiter_fused_moe", like=x)
     x_, w1_, w2_ = c.input(x, "x"), c.input(w1, "w1"), c.input(w2, "w2")
     tw_, ids_ = c.input(topk_weights, "topk_weights"), c.input(topk_ids, "topk_ids")
-    if expert_mask is not None and getattr(getattr(expert_mask, "dtype", None), "name", "") == "bool":
-        expert_mask = expert_mask.astype("uint8")
+    expert_mask = _mask_bytes(expert_mask)
     m_ = c.optional(expert_mask, "expert_mask")
     out_ = c.output(out, "out", x_.shape, x_.dtype)
     if len(x_.shape) == 2 and len(w1_.shape) == 3 and len(ids_.shape) == 2:
