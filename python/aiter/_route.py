@@ -17,6 +17,7 @@ class _NoType:
 
 tensor_type = _NoType
 functions = {}  # op name -> the torch form of the functional wrapper
+eager = {}  # op name -> its plain eager call on torch tensors, or NotImplemented
 
 
 def _first(args, kwargs):
@@ -47,6 +48,10 @@ def via_torch(name):
         def routed(*args, **kwargs):
             first = _first(args, kwargs)
             if isinstance(first, tensor_type) or (tensor_type is _NoType and _load_torch_if_torch(first)):
+                direct = eager.get(name)
+                result = NotImplemented if direct is None else direct(*args, **kwargs)
+                if result is not NotImplemented:
+                    return result
                 result = functions[name](*args, **kwargs)
                 if result is not NotImplemented:
                     return result
@@ -55,8 +60,9 @@ def via_torch(name):
     return decorate
 
 
-def install(torch_tensor_type, torch_functions):
+def install(torch_tensor_type, torch_functions, eager_functions):
     """Called by aiter.torch once its ops are registered."""
     global tensor_type
     functions.update(torch_functions)
+    eager.update(eager_functions)
     tensor_type = torch_tensor_type

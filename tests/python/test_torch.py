@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch")
 import aiter  # noqa: E402
 import aiter.torch  # noqa: E402,F401
 from aiter.spec import OPS  # noqa: E402
+from aiter.torch._functional import EAGER  # noqa: E402
 from harness import assert_close, f64  # noqa: E402
 from test_norm import rms_ref  # noqa: E402
 from torch_samples import check, rope_checked, samples  # noqa: E402
@@ -83,6 +84,38 @@ def test_results_match_float64_references_and_out_overload(gen, name):
     assert getattr(torch.ops.aiter, name).out(*copy.deepcopy(args), **kwargs, **outs) is None
     for o, t in zip(op.outs, fresh):
         assert torch.equal(outs[o.name], t), f"{name}.out: {o.name} differs from the functional form"
+
+
+def _tensors(result):
+    return [t for t in (result if isinstance(result, tuple) else (result,)) if isinstance(t, torch.Tensor)]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in EAGER if hasattr(getattr(aiter, n, None), "__wrapped__")))
+def test_eager_shortcut_matches_the_op_and_steps_aside_under_a_mode(gen, name):
+    """aiter.<name>(torch tensors) skips the dispatcher in plain eager calls; it
+    must give the registered op's results, and any dispatch mode must still see
+    the op (as torch.compile, export and jit.trace do)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Seen(TorchDispatchMode):
+        names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func.name())
+            return func(*args, **(kwargs or {}))
+
+    args, kwargs = samples(gen)[name]
+    op_args, api_args = copy.deepcopy(args), copy.deepcopy(args)
+    via_op = getattr(torch.ops.aiter, name)(*op_args, **kwargs)
+    via_api = getattr(aiter, name)(*api_args, **kwargs)
+    expected = _tensors(via_op) or [a for a in op_args if isinstance(a, torch.Tensor)]
+    got = _tensors(via_api) if via_op is not None else [a for a in api_args if isinstance(a, torch.Tensor)]
+    assert len(got) == len(expected)
+    for e, g in zip(expected, got):
+        assert torch.equal(e, g), f"aiter.{name}: the eager shortcut differs from torch.ops.aiter.{name}"
+    with Seen():
+        getattr(aiter, name)(*copy.deepcopy(args), **kwargs)
+    assert any(n.startswith(f"aiter::{name}") for n in Seen.names), Seen.names
 
 
 def test_rope_rotates_in_place(gen):

@@ -25,9 +25,9 @@ import torch
 
 from .. import _route
 from ._register import NAMESPACE  # first: the functional forms look the ops up
-from ._functional import FUNCTIONS  # noqa: E402
+from ._functional import EAGER, FUNCTIONS  # noqa: E402
 
-_route.install(torch.Tensor, FUNCTIONS)
+_route.install(torch.Tensor, FUNCTIONS, EAGER)
 
 ops = getattr(torch.ops, NAMESPACE)
 
