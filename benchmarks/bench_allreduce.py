@@ -45,10 +45,19 @@ def time_graph(fn, calls, rounds):
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
-    graph.replay()
+    try:
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+        run = graph.replay
+    except RuntimeError as e:  # timed eagerly instead, and said so
+        print(f"graph capture failed ({str(e)[:80]}); timing eagerly", flush=True)
+        torch.cuda.synchronize()
+
+        def run():
+            for _ in range(calls):
+                fn()
+    run()
     torch.cuda.synchronize()
     times = []
     for _ in range(rounds):
@@ -56,7 +65,7 @@ def time_graph(fn, calls, rounds):
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        graph.replay()
+        run()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1000 / calls)
@@ -154,6 +163,17 @@ def print_tables(r):
     sys.stdout.flush()
 
 
+def wait_for_result(queue, procs):
+    """Rank 0's result, or None once a rank has died without it."""
+    import queue as queues
+    while True:
+        try:
+            return queue.get(timeout=2)
+        except queues.Empty:
+            if any(p.exitcode not in (None, 0) for p in procs):
+                return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--world", type=int, action="append", help="ranks (GPUs); repeatable")
@@ -172,9 +192,14 @@ def main():
         procs = [ctx.Process(target=run_rank, args=(r, world, port, args, queue)) for r in range(world)]
         for p in procs:
             p.start()
-        result = queue.get(timeout=900)
+        result = wait_for_result(queue, procs)
         for p in procs:
             p.join(timeout=60)
+            if p.is_alive():
+                p.kill()
+        if result is None:
+            print(f"world {world}: a rank died (exit codes {[p.exitcode for p in procs]}); no table")
+            continue
         print_tables(result)
         results.append(result)
     if args.json:

@@ -4,6 +4,7 @@ machine with 2 or more GPUs (marked gpu): one process per GPU
 (tests/python/dist_worker.py) for 2 and 4 ranks, every op against a float64
 reference, bitwise identical across ranks, under CUDA-graph replay."""
 import os
+import queue as queue_module
 import socket
 import subprocess
 import sys
@@ -101,8 +102,12 @@ def test_multi_gpu(world):
         p.start()
     results = []
     try:
-        for _ in range(world):
-            results.append(queue.get(timeout=600))
+        while len(results) < world:  # until every rank has reported, or one died without
+            try:
+                results.append(queue.get(timeout=2))
+            except queue_module.Empty:
+                dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                assert not dead, f"a rank died: exit codes {[p.exitcode for p in procs]}"
     finally:
         for p in procs:
             p.join(timeout=30)
