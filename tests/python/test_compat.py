@@ -286,12 +286,27 @@ def compat_samples(g):
                                     torch.tensor([1, 2, 63]), "auto", one, one),
         "topk_softmax": (torch.empty(6, 2), torch.empty(6, 2, dtype=torch.int32), torch.empty(6, 2, dtype=torch.int32),
                          randn(g, 6, 8), True),
+        **moe_compat_samples(g),
         "gemm_a8w8_CK": (xq, wq, torch.rand(5, 1, generator=g), torch.rand(1, 24, generator=g), None, torch.float32),
         "gemm_a8w8_blockscale": None,  # fp8 only: covered by test_gemm_a8w8_blockscale
         "gemm_a16w16": (randn(g, 2, 3, 64), randn(g, 24, 64), None, torch.float32),
         "paged_attention_v1": (torch.empty(2, 4, 64), torch.empty(1), randn(g, 2, 4, 64), kc, vc, 0.125, table, None,
                                lens, 20, None, "auto", "NHD", 0.0, one, one),
     }
+
+
+def moe_compat_samples(g):
+    ids = torch.tensor([[0, 3], [2, 3], [1, 0]], dtype=torch.int32)
+    rows = 6 + 4 * 4 - 2
+    x, w1, w2 = randn(g, 3, 32).to(torch.bfloat16), randn(g, 4, 32, 32).to(torch.bfloat16), randn(g, 4, 32, 16).to(
+        torch.bfloat16)
+    return {"grouped_topk": (randn(g, 5, 16), torch.empty(5, 3), torch.empty(5, 3, dtype=torch.int32), 4, 2, True),
+            "biased_grouped_topk": (randn(g, 5, 16), randn(g, 16), torch.empty(5, 3),
+                                    torch.empty(5, 3, dtype=torch.int32), 4, 2, True),
+            "moe_sorting_fwd": (ids, torch.rand(3, 2, generator=g), torch.empty(rows, dtype=torch.int32),
+                                torch.empty(rows), torch.empty(rows // 4 + 1, dtype=torch.int32),
+                                torch.empty(2, dtype=torch.int32), torch.empty(3, 8), 4, 4),
+            "fused_moe": (x, w1, w2, torch.rand(3, 2, generator=g), ids)}
 
 
 @pytest.mark.parametrize("name", [n for n in compat.__all__[1:] if n != "flash_attn_varlen_func"])

@@ -73,6 +73,7 @@ def samples(g):
         "reshape_and_cache": ((_randn(g, 6, 2, 64), _randn(g, 6, 2, 64), k_cache.clone(), v_cache.clone(),
                                torch.tensor([3, 17, -1, 40, 41, 100])), {}),
         **_mla_samples(g),
+        **_moe_samples(g),
     }
 
 
@@ -84,6 +85,17 @@ def _mla_samples(g):
     kv_c, k_pe = _randn(g, 4, 512, dtype=torch.bfloat16), _randn(g, 4, 64, dtype=torch.bfloat16)
     return {"mla_decode": ((q, cache, table, lens, 0.05), {}),
             "concat_and_cache_mla": ((kv_c, k_pe, cache.clone(), torch.tensor([3, -1, 90, 40])), {})}
+
+
+def _moe_samples(g):
+    from aiter.ops.moe import fused_moe_workspace_size
+    x, ids = _randn(g, 7, 32, dtype=torch.bfloat16), torch.randint(0, 6, (7, 2), generator=g, dtype=torch.int32)
+    w1, w2 = _randn(g, 6, 32, 32, dtype=torch.bfloat16, scale=0.2), _randn(g, 6, 32, 16, dtype=torch.bfloat16, scale=0.2)
+    workspace = torch.zeros(fused_moe_workspace_size(7, 2, 6, 32, 16), dtype=torch.uint8)
+    return {"topk_sigmoid": ((_randn(g, 11, 8), 3, True), {}),
+            "grouped_topk": ((_randn(g, 9, 16), 3, 4, 2, torch.zeros(16), "sigmoid", True, 2.5), {}),
+            "moe_sorting": ((ids, 6, 4), {}),
+            "fused_moe": ((x, w1, w2, torch.rand(7, 2, generator=g), ids, workspace), {})}
 
 
 def check(name, args, result):
@@ -141,10 +153,26 @@ def _check_decode(args, out):
     assert_close(out, ref, "float32")
 
 
+def _check_grouped_topk(args, result):
+    from test_moe_routing import grouped_ref
+    gating, k, groups, topk_group, bias, scoring, renorm, scale = args
+    w, ids = grouped_ref(gating.numpy(), k, groups, topk_group, bias.numpy(), scoring, renorm, scale)
+    assert torch.equal(result[1], torch.from_numpy(ids).to(torch.int32))
+    assert_close(result[0], w, "float32", rtol=2e-5, atol=1e-6)
+
+
+def _check_fused_moe(args, out):
+    from test_moe_fused import check_out, moe_ref
+    x, w1, w2, weights, ids, _ = args
+    f = lambda t: f64(t.float().numpy())  # noqa: E731
+    check_out(out.float().numpy(), moe_ref(f(x), f(w1), f(w2), f(weights), ids.numpy()), "bfloat16")
+
+
 _CHECKS = {"rmsnorm": _check_rmsnorm, "silu_and_mul": _check_silu, "gelu_and_mul": _check_gelu,
            "gemm_a16w16": _check_gemm16, "gemm_a8w8": _check_gemm8, "prefill_attention": _check_prefill,
            "paged_decode_attention": _check_decode, "paged_decode_attention_split_kv": _check_decode,
-           "mla_decode": _check_mla}
+           "mla_decode": _check_mla, "grouped_topk": _check_grouped_topk, "fused_moe": _check_fused_moe}
+
 
 
 def rope_checked(g):

@@ -21,7 +21,7 @@ from .attention import flash_attn_varlen_func, paged_attention_v1
 from .cache import reshape_and_cache, reshape_and_cache_flash
 from .gemm import gemm_a8w8_blockscale, gemm_a8w8_CK, gemm_a16w16
 from .mla import concat_and_cache_mla, mla_decode_fwd
-from .moe import topk_softmax
+from .moe import biased_grouped_topk, fused_moe, grouped_topk, moe_sorting_fwd, topk_softmax
 from .norm import (layernorm2d_fwd, rms_norm, rmsnorm2d_fwd, rmsnorm2d_fwd_with_add,
                    rmsnorm2d_fwd_with_add_dynamicquant, rmsnorm2d_fwd_with_dynamicquant)
 from .quant import dynamic_per_tensor_quant, dynamic_per_token_scaled_quant, static_per_tensor_quant
@@ -32,4 +32,5 @@ __all__ = ["NAMESPACE", "rms_norm", "rmsnorm2d_fwd", "rmsnorm2d_fwd_with_add", "
            "gelu_tanh_and_mul", "dynamic_per_token_scaled_quant", "dynamic_per_tensor_quant",
            "static_per_tensor_quant", "rotary_embedding_fwd", "reshape_and_cache", "reshape_and_cache_flash",
            "topk_softmax", "gemm_a8w8_CK", "gemm_a8w8_blockscale", "gemm_a16w16", "flash_attn_varlen_func",
-           "paged_attention_v1", "mla_decode_fwd", "concat_and_cache_mla"]
+           "paged_attention_v1", "mla_decode_fwd", "concat_and_cache_mla", "grouped_topk", "biased_grouped_topk",
+           "moe_sorting_fwd", "fused_moe"]

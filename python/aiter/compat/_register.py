@@ -25,6 +25,9 @@ REGISTERED = {
     quant.dynamic_per_token_scaled_quant: ("out", "scales"),
     rope.rotary_embedding_fwd: ("query", "key"),
     moe.topk_softmax: ("topk_weights", "topk_indices", "token_expert_indices"),
+    moe.grouped_topk: ("topk_weights", "topk_ids"), moe.biased_grouped_topk: ("topk_weights", "topk_ids"),
+    moe.moe_sorting_fwd: ("sorted_token_ids", "sorted_weights", "sorted_expert_ids", "num_valid_ids", "moe_buf"),
+    moe.fused_moe: (),
     gemm.gemm_a8w8_CK: (), gemm.gemm_a8w8_blockscale: (), gemm.gemm_a16w16: (),
 }
 # Registered under AITER's name, the public function calling the op (paged_attention_v1

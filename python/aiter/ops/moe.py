@@ -45,6 +45,7 @@ def _routing_outputs(c, g_, k, topk_weights, topk_ids):
     return w_, ids_
 
 
+@via_torch("topk_sigmoid")
 def topk_sigmoid(gating, k, *, renormalize=False, topk_weights=None, topk_ids=None):
     """As :func:`topk_softmax` with ``sigmoid(gating)`` as the scores: the ``k``
     experts of the largest logits, largest first, ties to the lower id."""
@@ -59,6 +60,7 @@ def topk_sigmoid(gating, k, *, renormalize=False, topk_weights=None, topk_ids=No
 _SCORING = {"softmax": 0, "sigmoid": 1}
 
 
+@via_torch("grouped_topk")
 def grouped_topk(gating, k, num_expert_group, topk_group, *, correction_bias=None, scoring_func="softmax",
                  renormalize=True, routed_scaling_factor=1.0, topk_weights=None, topk_ids=None):
     """Grouped top-k routing (DeepSeek-V2/V3; vLLM's ``grouped_topk``): the
@@ -119,9 +121,15 @@ def moe_sorting(topk_ids, num_experts, block_size, *, expert_mask=None, sorted_i
     (-1 past the valid rows), ``num_valid [1] int32)`` with R =
     :func:`moe_sorting_max_rows`.  ``expert_mask`` [E] (int32 / uint8 / bool)
     keeps the pairs of this rank's experts, numbered among them."""
+    return _moe_sorting(topk_ids, num_experts, block_size, expert_mask=_mask_bytes(expert_mask),
+                        sorted_ids=sorted_ids, block_experts=block_experts, num_valid=num_valid)
+
+
+@via_torch("moe_sorting")
+def _moe_sorting(topk_ids, num_experts, block_size, expert_mask=None, *, sorted_ids=None, block_experts=None,
+                 num_valid=None):
     c = Call("aiter_moe_sorting", like=topk_ids)
     ids_ = c.input(topk_ids, "topk_ids")
-    expert_mask = _mask_bytes(expert_mask)
     m_ = c.optional(expert_mask, "expert_mask")
     tokens, k = (ids_.shape + (0, 0))[:2] if len(ids_.shape) == 2 else (0, 1)
     rows = lib.aiter_moe_sorting_max_rows(tokens, k, num_experts, block_size)
@@ -158,40 +166,51 @@ def fused_moe_workspace_size(tokens, k, num_experts, hidden, inter, *, elem_byte
     return int(lib.aiter_fused_moe_workspace_size(tokens, k, num_experts, hidden, inter, elem_bytes, p))
 
 
-def _aligned_workspace(c, workspace, size, like):
-    """The caller's workspace, or a new uint8 buffer of ``size`` bytes starting
-    on a 256-byte boundary (a slice of a slightly larger one)."""
-    if workspace is not None:
-        return c.inplace(workspace, "workspace")
-    raw = c.adapter.empty((size + 256,), "uint8", like)
-    address = int(ffi.cast("uintptr_t", c.input(raw, "workspace").c.data))
-    start = -address % 256
-    return c.inplace(raw[start:start + size], "workspace")
-
-
-def fused_moe(x, w1, w2, topk_weights, topk_ids, *, expert_mask=None, activation="silu", weights_on_input=False,
-              block_size=0, variant="auto", out=None, workspace=None):
+def fused_moe(x, w1, w2, topk_weights, topk_ids, workspace=None, *, expert_mask=None, activation="silu",
+              weights_on_input=False, block_size=0, variant="auto", out=None):
     """One MoE layer: ``out[t] = sum_j topk_weights[t, j] * down_e(act(gate_e(x[t])) *
     up_e(x[t]))`` with e = topk_ids[t, j], ``w1`` [E, 2I, H] (gate rows, then up
     rows), ``w2`` [E, H, I]; x, w1, w2 bf16 or fp16; topk_weights float32,
-    topk_ids int32.  ``weights_on_input`` scales the input instead (Llama 4);
-    ``expert_mask`` [E_global] selects this rank's experts (w1/w2 hold those).
-    ``workspace``: uint8 of :func:`fused_moe_workspace_size` bytes, 16-byte
-    aligned (allocated when not given).  Shared experts: extra columns of
-    topk_ids with weight 1."""
-    p = _moe_params(activation, weights_on_input, block_size, variant)
-    c = Call("aiter_fused_moe", like=x)
-    x_, w1_, w2_ = c.input(x, "x"), c.input(w1, "w1"), c.input(w2, "w2")
-    tw_, ids_ = c.input(topk_weights, "topk_weights"), c.input(topk_ids, "topk_ids")
+    topk_ids int32.  ``activation``: "silu", "gelu" (erf) or "gelu_tanh".
+    ``weights_on_input`` scales the input instead (Llama 4); ``expert_mask``
+    [E_global] (int32 / uint8 / bool) selects this rank's experts (w1/w2 hold
+    those).  ``workspace``: uint8 of :func:`fused_moe_workspace_size` bytes,
+    16-byte aligned (allocated here when not given; pass one for CUDA graphs).
+    Shared experts: extra columns of topk_ids with weight 1.  ``variant``:
+    "auto", "portable" or "mma" (NVIDIA tensor cores) for tests and tuning."""
     expert_mask = _mask_bytes(expert_mask)
+    if workspace is None:
+        workspace = _new_workspace(x, w1, topk_ids, expert_mask, activation, weights_on_input, block_size)
+    return _fused_moe(x, w1, w2, topk_weights, topk_ids, workspace, expert_mask=expert_mask, activation=activation,
+                      weights_on_input=weights_on_input, block_size=block_size, variant=variant, out=out)
+
+
+def _new_workspace(x, w1, topk_ids, expert_mask, activation, weights_on_input, block_size):
+    """A uint8 workspace like x, of the size the library asks for, starting on
+    a 256-byte boundary (a slice of a slightly larger buffer)."""
+    p = _moe_params(activation, weights_on_input, block_size, "auto")
+    c = Call("aiter_fused_moe", like=x)
+    x_, w1_, ids_ = c.input(x, "x"), c.input(w1, "w1"), c.input(topk_ids, "topk_ids")
     m_ = c.optional(expert_mask, "expert_mask")
-    out_ = c.output(out, "out", x_.shape, x_.dtype)
+    size = 0  # a malformed argument: the library names it
     if len(x_.shape) == 2 and len(w1_.shape) == 3 and len(ids_.shape) == 2:
         experts = m_.shape[0] if m_ is not None and len(m_.shape) == 1 else w1_.shape[0]
         size = lib.aiter_fused_moe_workspace_size(x_.shape[0], ids_.shape[1], experts, x_.shape[1],
                                                   w1_.shape[1] // 2, 2, p)
-    else:
-        size = 0  # the library names the malformed argument
-    ws_ = _aligned_workspace(c, workspace, size, x)
+    raw = c.adapter.empty((size + 256,), "uint8", x)
+    start = -int(ffi.cast("uintptr_t", c.input(raw, "workspace").c.data)) % 256
+    return raw[start:start + size]
+
+
+@via_torch("fused_moe")
+def _fused_moe(x, w1, w2, topk_weights, topk_ids, workspace, expert_mask=None, activation="silu",
+               weights_on_input=False, block_size=0, variant="auto", *, out=None):
+    p = _moe_params(activation, weights_on_input, block_size, variant)
+    c = Call("aiter_fused_moe", like=x)
+    x_, w1_, w2_ = c.input(x, "x"), c.input(w1, "w1"), c.input(w2, "w2")
+    tw_, ids_ = c.input(topk_weights, "topk_weights"), c.input(topk_ids, "topk_ids")
+    m_ = c.optional(expert_mask, "expert_mask")
+    out_ = c.output(out, "out", x_.shape, x_.dtype)
+    ws_ = c.inplace(workspace, "workspace")
     c.run(out_.c, ws_.c, x_.c, w1_.c, w2_.c, tw_.c, ids_.c, c_or_null(m_), p)
     return c.result(out_)

@@ -147,11 +147,16 @@ def _attention_ops():
     return attention_ops()
 
 
+def _moe_ops():
+    from .moe import moe_ops
+    return moe_ops()
+
+
 def _mla_ops():
     from .mla import mla_ops
     return mla_ops()
 
 
 OPS = tuple(_norm_ops() + _activation_ops() + _quant_ops() + _rope_moe_ops() + _gemm_ops() + _attention_ops()
-            + _mla_ops())
+            + _mla_ops() + _moe_ops())
 OPS_BY_NAME = {op.name: op for op in OPS}
