@@ -5,87 +5,48 @@ shows every AMD kernel's resources.
 usage: check_amd_isa.py MANIFEST [--table]
 
 Each AMD code object of the manifest is disassembled (llvm-objdump-19) and its
-kernels' metadata read (llvm-readelf-19 --notes: VGPRs, AGPRs, SGPRs, spills,
-LDS bytes, wavefront size).  A kernel of a GEMM, attention, MLA or MoE-GEMM op
+kernels' metadata note read (python/aiter/cli/code_objects.py: VGPRs, AGPRs,
+SGPRs, spills, LDS bytes, wavefront size).  A kernel of a GEMM, attention, MLA or MoE-GEMM op
 must hold a v_mfma* (CDNA: gfx9*) or v_wmma* (RDNA 3/4: gfx11*, gfx12*)
 instruction, except the known gaps below: families that have no matrix-core
 AMD kernel yet, whose ops AMD runs through a portable kernel (or, for GEMM, a
 Triton variant).  So the check fails on a regression (a kernel that had matrix
 instructions lost them, a new matrix kernel without them) and when a gap closes
 without leaving this list (a known gap that now has them), not on the gaps
-themselves, which it reports.  Exit status 1 on a failure, 2 when the LLVM
-tools are missing.
+themselves, which it reports.  Exit status 1 on a failure, 2 when llvm-objdump
+is missing.
 """
 import collections
+import importlib.util
 import os
 import re
-import shutil
-import subprocess
 import sys
 
 # Ops whose kernels multiply matrices (manifest op column).  Routing, sorting,
 # caches and norms are not here.
-MATRIX_OPS = re.compile(r"^(gemm.*|.*attention.*|mla.*|fused_moe.*|moe_gemm.*|moe_mlp.*)$")
+MATRIX_OPS = re.compile(r"^(gemm.*|.*attention.*|mla_(decode|prefill).*|moe_stage\d.*|fused_moe.*|moe_gemm.*)$")
 # Code-object family (file name before .<target>) -> why it has no matrix instruction.
 KNOWN_GAPS = {
     "gemm_generic": "portable GEMM (clang-built, no MFMA/WMMA builtins yet); the Triton variants are AMD's matrix-core GEMMs",
     "attention_prefill": "portable prefill attention: no matrix-core AMD kernel yet (NVIDIA: attention_prefill_mma)",
     "attention_decode": "portable paged decode attention: no matrix-core AMD kernel yet",
+    "mla": "portable MLA decode: no matrix-core AMD kernel yet (NVIDIA: mla_mma)",
+    "moe_fused": "portable fused-MoE expert GEMMs (stages 1 and 2): no matrix-core AMD kernel yet",
 }
-RESOURCES = ("vgpr_count", "agpr_count", "sgpr_count", "vgpr_spill_count", "sgpr_spill_count",
-             "group_segment_fixed_size", "private_segment_fixed_size", "wavefront_size")
 
 
-def tool(name):
-    for candidate in (f"{name}-19", name, f"/usr/lib/llvm-19/bin/{name}"):
-        path = shutil.which(candidate)
-        if path:
-            return path
-    return None
+def _code_objects():
+    """python/aiter/cli/code_objects.py, loaded by path: the checks run from the
+    source tree at build time, where `import aiter` would load a library."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "aiter", "cli", "code_objects.py")
+    spec = importlib.util.spec_from_file_location("aiter_code_objects", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def matrix_instructions(objdump, path):
-    """{kernel symbol: Counter of its v_mfma* / v_wmma* / v_smfmac* mnemonics},
-    or None when this LLVM cannot disassemble the target (LLVM 19: gfx950)."""
-    run = subprocess.run([objdump, "--disassemble", "--no-show-raw-insn", path], capture_output=True, text=True)
-    if run.returncode != 0:
-        return None
-    text = run.stdout
-    found, current = {}, None
-    for line in text.splitlines():
-        label = re.match(r"^[0-9a-f]+ <([^>]+)>:$", line)
-        if label:
-            current = found.setdefault(label.group(1), collections.Counter())
-            continue
-        op = re.match(r"^\s+(v_(?:mfma|wmma|smfmac|swmmac)\w*)", line)
-        if op and current is not None:
-            current[op.group(1)] += 1
-    return found
-
-
-def kernel_resources(readelf, path):
-    """{kernel name: {resource: value}} from the code object's AMDGPU metadata note."""
-    text = subprocess.run([readelf, "--notes", path], check=True, capture_output=True, text=True).stdout
-    lines = text.splitlines()
-    # A kernel's map starts with "- ." at the least indentation (its .args list
-    # items start the same way, deeper).
-    starts = [len(line) - len(line.lstrip()) for line in lines if line.lstrip().startswith("- .")]
-    kernel_indent = min(starts, default=0)
-    kernels, current = {}, None
-    for line in lines:
-        if line.lstrip().startswith("- .") and len(line) - len(line.lstrip()) == kernel_indent:
-            current = {}
-        entry = re.match(r"^\s+(?:- )?\.(\w+):\s+(\S+)$", line)
-        if not entry:
-            continue
-        key, value = entry.groups()
-        if current is None:
-            continue
-        if key == "name":
-            kernels[value] = current
-        elif key in RESOURCES:
-            current[key] = int(value)
-    return kernels
+code_objects = _code_objects()
+tool = code_objects.llvm_tool
 
 
 def family_of(file, target):
@@ -94,9 +55,9 @@ def family_of(file, target):
 
 def check(manifest, show_table=False, out=sys.stdout):
     """Returns (failures, known gaps, table rows)."""
-    objdump, readelf = tool("llvm-objdump"), tool("llvm-readelf")
-    if not objdump or not readelf:
-        raise FileNotFoundError("llvm-objdump-19 and llvm-readelf-19 are needed (apt install llvm-19)")
+    objdump = tool("llvm-objdump")
+    if not objdump:
+        raise FileNotFoundError("llvm-objdump-19 is needed (apt install llvm-19)")
     folder = os.path.dirname(manifest)
     rows = [line.rstrip("\n").split("\t") for line in open(manifest, encoding="utf-8") if not line.startswith("#")]
     rows = [r for r in rows if r[0].startswith("gfx")]
@@ -106,7 +67,7 @@ def check(manifest, show_table=False, out=sys.stdout):
     for target, op, variant, file, symbol, *_ in rows:
         if file not in cache:
             path = os.path.join(folder, file)
-            cache[file] = (matrix_instructions(objdump, path), kernel_resources(readelf, path))
+            cache[file] = (code_objects.matrix_instructions(path, objdump), code_objects.amd_kernel_resources(path))
         instructions, resources = cache[file]
         if instructions is None:
             unreadable.add(target)

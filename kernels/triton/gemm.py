@@ -73,7 +73,7 @@ def gemm_kernel(a, w, out, bias, a_scale, w_scale, m, n, k, lda, ldw, ldo,
             sw = tl.load(w_scale + b * w_scale_batch + (rn // 128) * kgroups + step, mask=rn < n, other=0.0)
             acc += tl.dot(x, tl.trans(y)) * sa[:, None] * sw[None, :]
         else:
-            acc = tl.dot(x, tl.trans(y), acc)
+            acc = tl.dot(x, tl.trans(y), acc, out_dtype=acc.dtype)
         a_rows += BK
         w_rows += BK
     value = acc.to(tl.float32)

@@ -8,7 +8,10 @@ def _parser():
     from .gemm_problems import OPS, add_problem_options
     parser = argparse.ArgumentParser(prog="python -m aiter", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("info", help="version, backends, devices, GPU targets, code objects and tuned tables")
+    info = commands.add_parser("info", help="version, backends, devices, GPU targets, code objects and tuned tables")
+    info.add_argument("--kernels", action="store_true",
+                      help="every code object's kernels with their resources (AMD: VGPRs, AGPRs, SGPRs, spills, "
+                           "LDS, wavefront, matrix instructions; NVIDIA: registers, shared memory)")
     demo = commands.add_parser("demo", help="a Llama-style decoder layer, verified against NumPy float64")
     demo.add_argument("--dtype", choices=["bfloat16", "float16", "float32"], default=None,
                       help="activation/weight dtype (default: bfloat16 if ml_dtypes is installed, else float32)")
@@ -40,7 +43,7 @@ def main(argv):
     args = _parser().parse_args(argv)
     if args.command == "info":
         from .info import run
-        return run()
+        return run(kernels=args.kernels)
     if args.command == "demo":
         from .demo import run
         return run(dtype=args.dtype, decode_steps=args.decode_steps, seed=args.seed, device=args.device)

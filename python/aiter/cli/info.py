@@ -2,8 +2,11 @@
 import aiter
 
 
-def run():
+def run(kernels=False):
     info = aiter.library_info()
+    if kernels:
+        from .kernels import run as list_kernels
+        return list_kernels(info["kernel_dir"])
     print(f"libaiter {info['version']}")
     print(f"  library:      {info['library_path']}")
     print(f"  build:        {info['build_config']}")
