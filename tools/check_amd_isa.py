@@ -36,9 +36,12 @@ KNOWN_GAPS = {
 
 
 def _code_objects():
-    """python/aiter/cli/code_objects.py, loaded by path: the checks run from the
-    source tree at build time, where `import aiter` would load a library."""
+    """python/aiter/cli/code_objects.py, loaded by path where the source tree is
+    here (`import aiter` would load a library), else the installed package's."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "aiter", "cli", "code_objects.py")
+    if not os.path.exists(path):
+        from aiter.cli import code_objects as installed
+        return installed
     spec = importlib.util.spec_from_file_location("aiter_code_objects", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -123,3 +123,25 @@ def test_info_kernels_lists_every_kernel_with_its_resources():
                          check=True).stdout
     assert all(f"{op}/{variant} ({symbol}," in out for _t, op, variant, _f, symbol, *_ in rows)
     assert out.count("registers ") + out.count("vgpr ") == len(rows)
+
+
+def test_triton_kernels_and_gemm_variants_agree():
+    """Every Triton kernel kernels/triton/build.py compiles for a target is a
+    GEMM variant the library lists (before the portable kernels), and every
+    listed Triton variant is built for some target: no kernel built but never
+    reachable, no variant that no build provides."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "kernels", "triton", "build.py")
+    if not os.path.exists(path):
+        pytest.skip("kernels/triton/build.py is not in this test tree")
+    spec = importlib.util.spec_from_file_location("aiter_triton_build", path)
+    triton_build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(triton_build)  # kernels_for() needs no triton
+    built = {v for target in triton_build.TARGETS for v, *_ in triton_build.kernels_for(target)}
+    listed = set()
+    for op in ("gemm_a16w16", "gemm_a8w8", "gemm_a8w8_blockscale", "batched_gemm_a16w16", "batched_gemm_a8w8"):
+        names = aiter.tuning.variants(op, device="cuda")
+        triton = [i for i, v in enumerate(names) if v.startswith("triton_")]
+        assert triton and max(triton) < min(i for i, v in enumerate(names) if v.startswith("generic.")), names
+        listed |= {names[i] for i in triton}
+    assert built == listed, f"built only: {sorted(built - listed)}; listed only: {sorted(listed - built)}"
