@@ -17,6 +17,7 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int kKeys = 32;  // positions a tile of the portable decode
 constexpr int kDim = 576, kValueDim = 512, kParts = kThreads / kKeys, kPartDim = kDim / kParts;
+constexpr int kMaxCombineSplits = 128;  // kMlaMaxSplits (libaiter/ops/mla.hpp)
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -__builtin_huge_valf();
 
@@ -133,26 +134,32 @@ __device__ __forceinline__ void portable_block(const MlaDecodeParams &p) {
   }
 }
 
-// One row of the output from its splits: each weighted by exp(its lse - the
-// largest); a split that saw no position (lse -inf) by 0, its partial unread.
+// A quarter (128 columns) of one row of the output from its splits: each
+// weighted by exp(its lse - the largest), a split that saw no position (lse
+// -inf) by 0.  Every split's block wrote its partial row (zeros when it saw
+// nothing), so the weighted sum reads no unwritten workspace; the loads of
+// successive splits are independent, so many are in flight at once.
 template <class T>
 __device__ __forceinline__ void combine_row(const MlaCombineParams &p) {
+  __shared__ float weight[kMaxCombineSplits];
   const long long row = block_x();
+  const int t = int(thread_x()), col = int(block_y()) * kThreads + t;
   const float *lse = p.partial_lse + row * p.splits;
-  float top = kNegInf;
-  for (int s = 0; s < p.splits; ++s) top = fmaxf(top, lse[s]);
-  float total = 0.0f;
-  for (int s = 0; s < p.splits; ++s) total += lse[s] == kNegInf ? 0.0f : fast_exp(lse[s] - top);
+  for (int s = t; s < p.splits; s += kThreads) weight[s] = lse[s];
+  sync_block();
+  float top = kNegInf, total = 0.0f;
+  for (int s = 0; s < p.splits; ++s) top = fmaxf(top, weight[s]);
+  for (int s = 0; s < p.splits; ++s) total += weight[s] == kNegInf ? 0.0f : fast_exp(weight[s] - top);
+  sync_block();
   const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-  const float *part = p.partial_out + row * p.splits * kValueDim;
-  T *out = static_cast<T *>(p.out) + row * kValueDim;
-  for (int d = int(thread_x()); d < kValueDim; d += kThreads) {
-    float acc = 0.0f;
-    for (int s = 0; s < p.splits; ++s)
-      if (lse[s] != kNegInf) acc += fast_exp(lse[s] - top) * part[s * kValueDim + d];
-    out[d] = from_f32<T>(acc * inv);
-  }
-  if (thread_x() == 0 && p.lse != nullptr) p.lse[row] = total > 0.0f ? top + __builtin_logf(total) : kNegInf;
+  for (int s = t; s < p.splits; s += kThreads) weight[s] = lse[s] == kNegInf ? 0.0f : fast_exp(lse[s] - top) * inv;
+  sync_block();
+  const float *part = p.partial_out + row * p.splits * kValueDim + col;
+  float acc = 0.0f;
+#pragma unroll 8
+  for (int s = 0; s < p.splits; ++s) acc += weight[s] * part[(long long)s * kValueDim];
+  static_cast<T *>(p.out)[row * kValueDim + col] = from_f32<T>(acc);
+  if (col == 0 && p.lse != nullptr) p.lse[row] = total > 0.0f ? top + __builtin_logf(total) : kNegInf;
 }
 
 // One token's 576-wide row: kv_c then k_pe, copied bit for bit or quantized as

@@ -28,7 +28,7 @@ struct MlaDecodeParams {
   int quant;                 // QuantKind of an fp8 cache (fp8 variants only)
 };
 
-// Merge of the splits' partial results: one block per row of the whole batch.
+// Merge of the splits' partial results: a block per 128 columns of a row of the whole batch.
 struct MlaCombineParams {
   const float *partial_out, *partial_lse;
   void *out;                 // [total rows, 512]

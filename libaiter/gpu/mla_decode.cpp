@@ -18,6 +18,8 @@ namespace aiter {
 namespace gpu {
 namespace {
 
+static_assert(kMlaMaxSplits <= 128, "the merge (kernels/mla/mla.cu combine_row) holds 128 split weights");
+
 constexpr unsigned kPortableThreads = 128;
 constexpr int64_t kTileKeys = 64;  // the tensor-core kernel's keys a tile: splits start on tile boundaries
 constexpr int64_t kMaxGridY = 65535;
@@ -25,8 +27,8 @@ constexpr double kLog2e = 1.4426950408889634;
 
 bool aligned(const void *p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
-// AITER_MLA_KERNEL=portable runs the portable kernel on NVIDIA too (to test it
-// where AMD hardware is not at hand).
+// AITER_MLA_KERNEL=portable runs the portable kernel on NVIDIA too: the AMD
+// targets' kernel, tested where AMD hardware is not at hand.
 bool portable_forced() {
   static const bool forced = [] {
     const char *env = std::getenv("AITER_MLA_KERNEL");
@@ -69,7 +71,8 @@ aiter_status combine(const MlaDecodeArgs &a, const MlaDecodeParams &p, const Gpu
   c.lse = a.lse;
   c.splits = p.splits;
   const int64_t rows = a.batch * p.rows;
-  return launch(call, "mla_decode", std::string("combine.") + dtype_tag(a.dtype), Dim3{unsigned(rows), 1, 1},
+  const unsigned quarters = unsigned(kMlaValueDim / kPortableThreads);  // a block per 128 columns of a row
+  return launch(call, "mla_decode", std::string("combine.") + dtype_tag(a.dtype), Dim3{unsigned(rows), quarters, 1},
                 kPortableThreads, c);
 }
 
@@ -116,8 +119,7 @@ aiter_status mla_decode(const MlaDecodeArgs &a, const GpuCall &call) {
   const std::string types = std::string(dtype_tag(a.dtype)) + (is_fp8(a.cache_dtype) ? ".fp8" : ".same");
   const Dim3 grid{unsigned(a.batch * splits), unsigned(tiles), 1};
   if (mma)
-    s = launch(call, "mla_decode", "mma." + types + ".m" + std::to_string(tile_rows), grid,
-               unsigned(tile_rows * 8), p);
+    s = launch(call, "mla_decode", "mma." + types + ".m" + std::to_string(tile_rows), grid, unsigned(tile_rows * 8), p);
   else
     s = launch(call, "mla_decode", "portable." + types, grid, kPortableThreads, p);
   if (s != AITER_OK || splits == 1) return s;

@@ -30,10 +30,13 @@ def nan_like(t, dtype=None):
     return torch.full(t.shape, float("nan"), dtype=dtype or t.dtype)
 
 
+PLAIN = ("flash_attn_varlen_func", "mla_decode_fwd")  # return types by return_lse: not registered
+
+
 def test_every_name_is_exported_and_registered():
     for name in compat.__all__[1:]:
         assert callable(getattr(compat, name)), name
-        if name != "flash_attn_varlen_func":
+        if name not in PLAIN:
             assert hasattr(torch.ops.aiter_compat, name), name
 
 
@@ -292,6 +295,8 @@ def compat_samples(g):
         "gemm_a16w16": (randn(g, 2, 3, 64), randn(g, 24, 64), None, torch.float32),
         "paged_attention_v1": (torch.empty(2, 4, 64), torch.empty(1), randn(g, 2, 4, 64), kc, vc, 0.125, table, None,
                                lens, 20, None, "auto", "NHD", 0.0, one, one),
+        "concat_and_cache_mla": (randn(g, 3, 512, dtype=torch.bfloat16), randn(g, 3, 64, dtype=torch.bfloat16),
+                                 torch.zeros(2, 4, 576, dtype=torch.bfloat16), torch.tensor([5, -1, 7]), "auto", one),
     }
 
 
@@ -309,7 +314,7 @@ def moe_compat_samples(g):
             "fused_moe": (x, w1, w2, torch.rand(3, 2, generator=g), ids)}
 
 
-@pytest.mark.parametrize("name", [n for n in compat.__all__[1:] if n != "flash_attn_varlen_func"])
+@pytest.mark.parametrize("name", [n for n in compat.__all__[1:] if n not in PLAIN])
 def test_opcheck_registered_compat_ops(g, name):
     args = compat_samples(g)[name]
     if args is None:

@@ -8,8 +8,8 @@ the AITER signature it mirrors.  AITER options libaiter does not implement
 5-dim paged-cache layout...) raise ``aiter.InvalidArgumentError`` naming the
 function and the argument, never a silent fallback.  They take torch tensors
 (CPU, or CUDA where libaiter has the op's GPU kernel) and are also registered as
-``torch.ops.aiter_compat.<name>`` (all but ``flash_attn_varlen_func``, whose
-return type depends on ``return_lse``).
+``torch.ops.aiter_compat.<name>`` (all but ``flash_attn_varlen_func`` and
+``mla_decode_fwd``, whose return types depend on ``return_lse``).
 
 Every function calls the ``torch.ops.aiter`` ops of ``aiter.torch``, so it works
 under ``torch.compile`` and CUDA graphs like them.

@@ -9,12 +9,13 @@ AITER's names (``silu_and_mul(out, input)``) clash with libaiter's own ops.
 """
 import torch
 
-from . import activation, attention, cache, gemm, moe, norm, quant, rope
+from . import activation, attention, cache, gemm, mla, moe, norm, quant, rope
 
 NAMESPACE = "aiter_compat"
 
 # function -> the arguments it writes (flash_attn_varlen_func returns a Tensor or a
-# tuple by return_lse, which a schema cannot say: it stays a plain function).
+# tuple by return_lse, which a schema cannot say: it stays a plain function, as
+# does mla_decode_fwd, whose lse is a tensor or None by return_lse).
 REGISTERED = {
     norm.rms_norm: (), norm.rmsnorm2d_fwd: (), norm.layernorm2d_fwd: (),
     norm.rmsnorm2d_fwd_with_add: ("out", "residual_out"),
@@ -34,12 +35,13 @@ REGISTERED = {
 # also returns `out`, as AITER's does, which a schema may not say).
 NAMED = {attention.paged_attention_v1_into: ("paged_attention_v1", ("out",)),
          cache.reshape_and_cache_kernel: ("reshape_and_cache", ("key_cache", "value_cache")),
-         cache.reshape_and_cache_flash_kernel: ("reshape_and_cache_flash", ("key_cache", "value_cache"))}
+         cache.reshape_and_cache_flash_kernel: ("reshape_and_cache_flash", ("key_cache", "value_cache")),
+         mla.concat_and_cache_mla_kernel: ("concat_and_cache_mla", ("kv_cache",))}
 # These read their fp8 scales (one-element tensors in AITER's signature) as numbers
 # for the C call: traced, that would be a data-dependent value, so they are
 # opaque ops with CPU/CUDA kernels and a fake implementation (they only write
 # their arguments) instead of decomposing.
-OPAQUE = {"reshape_and_cache", "reshape_and_cache_flash", "paged_attention_v1"}
+OPAQUE = {"reshape_and_cache", "reshape_and_cache_flash", "paged_attention_v1", "concat_and_cache_mla"}
 
 _library = torch.library.Library(NAMESPACE, "DEF")  # kept alive: dropping it unregisters the ops
 

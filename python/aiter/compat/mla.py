@@ -85,12 +85,19 @@ def mla_decode_fwd(q: Tensor, kv_buffer: Tensor, o: Tensor, qo_indptr: Tensor, k
     return o, (lse.view(batch * s_q, heads) if return_lse else None)
 
 
+def concat_and_cache_mla_kernel(kv_c: Tensor, k_pe: Tensor, kv_cache: Tensor, slot_mapping: Tensor,
+                                kv_cache_dtype: str, scale: Optional[Tensor] = None) -> None:
+    """The body of ``torch.ops.aiter_compat.concat_and_cache_mla`` (opaque: it
+    reads ``scale`` as a number)."""
+    if kv_cache_dtype not in _KV_CACHE_DTYPES:
+        raise InvalidArgumentError(f"aiter.compat.concat_and_cache_mla: kv_cache_dtype: expected one of "
+                                   f"{_KV_CACHE_DTYPES}, got {kv_cache_dtype!r}")
+    _ops.concat_and_cache_mla(kv_c, k_pe.reshape(k_pe.shape[0], -1), kv_cache, slot_mapping, _scale_value(scale))
+
+
 def concat_and_cache_mla(kv_c: Tensor, k_pe: Tensor, kv_cache: Tensor, slot_mapping: Tensor, kv_cache_dtype: str,
                          scale: Optional[Tensor] = None) -> None:
     """AITER / vLLM ``concat_and_cache_mla(kv_c, k_pe, kv_cache, slot_mapping,
     kv_cache_dtype, scale) -> None``: kv_c [T, 512], k_pe [T, 64] (or [T, 1, 64])
     into kv_cache [num_blocks, block_size, 576] in place."""
-    if kv_cache_dtype not in _KV_CACHE_DTYPES:
-        raise InvalidArgumentError(f"aiter.compat.concat_and_cache_mla: kv_cache_dtype: expected one of "
-                                   f"{_KV_CACHE_DTYPES}, got {kv_cache_dtype!r}")
-    _ops.concat_and_cache_mla(kv_c, k_pe.reshape(k_pe.shape[0], -1), kv_cache, slot_mapping, _scale_value(scale))
+    torch.ops.aiter_compat.concat_and_cache_mla(kv_c, k_pe, kv_cache, slot_mapping, kv_cache_dtype, scale)
