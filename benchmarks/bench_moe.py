@@ -3,7 +3,7 @@
 against the peers of issue 33, in one run.
 
 usage: python3 benchmarks/bench_moe.py [--shapes mixtral,qwen3,deepseek-bf16] [--tokens 1,8,64,128,1024,4096]
-                                       [--markdown FILE]
+                                       [--kinds bf16,fp8] [--markdown FILE]
 
 Peers, same run, same inputs: a PyTorch loop over experts (eager, its
 nonzero() syncs included); torch._grouped_mm (bf16) for the two expert GEMMs
@@ -16,6 +16,11 @@ replays (median of 5 timings); the loop and gmm+route are timed eagerly.  Routin
 (2 * T * k * 3 * H * I) and, for decode, the bytes of the touched experts'
 weights over the layer's time against the copy bandwidth.  Also checks our
 output against the loop's (max relative difference).
+
+fp8 (--kinds fp8): e4m3fn experts with per-channel scales (fused_moe_fp8,
+its activations quantized per row inside); peers: the loop on the dequantized
+weights, and torch._scaled_grouped_mm (rowwise scales) for the two GEMMs on
+tokens already sorted and quantized (the intermediate too), timed alone.
 """
 import argparse
 import statistics
@@ -111,7 +116,33 @@ class GroupedMM:
         return out
 
 
-def bench_shape(name, tokens, copy_tbs, rows):
+def quantize_channels(w):
+    """fp8 e4m3fn codes and per-row (output channel) fp32 scales."""
+    scale = (w.float().abs().amax(dim=-1, keepdim=True) / 448.0).clamp(min=1e-12)
+    return (w.float() / scale).to(torch.float8_e4m3fn), scale.squeeze(-1)
+
+
+def quantize_rows(x):
+    scale = (x.float().abs().amax(dim=-1, keepdim=True) / 448.0).clamp(min=1e-12)
+    return (x.float() / scale).to(torch.float8_e4m3fn), scale.squeeze(-1)
+
+
+class ScaledGroupedMM:
+    """torch._scaled_grouped_mm (rowwise) on sorted, quantized tokens."""
+
+    def __init__(self, gmm, w1q, s1, w2q, s2):
+        self.xq, self.xs = quantize_rows(gmm.xs)
+        self.w1t, self.s1, self.w2t, self.s2, self.offs = w1q.transpose(-2, -1), s1, w2q.transpose(-2, -1), s2, gmm.offs
+        h = torch._scaled_grouped_mm(self.xq, self.w1t, self.xs, self.s1, offs=self.offs, out_dtype=torch.bfloat16)
+        inter = h.shape[1] // 2
+        self.hq, self.hs = quantize_rows(F.silu(h[:, :inter]) * h[:, inter:])
+
+    def gemms(self):
+        torch._scaled_grouped_mm(self.xq, self.w1t, self.xs, self.s1, offs=self.offs, out_dtype=torch.bfloat16)
+        return torch._scaled_grouped_mm(self.hq, self.w2t, self.hs, self.s2, offs=self.offs, out_dtype=torch.bfloat16)
+
+
+def bench_shape(name, tokens, copy_tbs, rows, kind="bf16"):
     experts, k, hidden, inter = SHAPES[name]
     torch.manual_seed(0)
     dev, dt = "cuda", torch.bfloat16
@@ -124,9 +155,21 @@ def bench_shape(name, tokens, copy_tbs, rows):
     out = torch.empty_like(x)
     w_buf, id_buf = torch.empty_like(weights), torch.empty_like(ids)
 
+    fp8 = kind == "fp8"
+    if fp8:
+        w1q, s1 = quantize_channels(w1)
+        w2q, s2 = quantize_channels(w2)
+        w1 = (w1q.float() * s1[..., None]).to(dt)  # the loop's weights: the dequantized codes
+        w2 = (w2q.float() * s2[..., None]).to(dt)
+        ws = torch.empty(aiter.fused_moe_workspace_size(tokens, k, experts, hidden, inter, elem_bytes=1),
+                         dtype=torch.uint8, device=dev)
+
     def ours():
         aiter.topk_softmax(gating, k, topk_weights=w_buf, topk_ids=id_buf)
-        aiter.fused_moe(x, w1, w2, w_buf, id_buf, out=out, workspace=ws)
+        if fp8:
+            aiter.fused_moe_fp8(x, w1q, w2q, s1, s2, w_buf, id_buf, out=out, workspace=ws)
+        else:
+            aiter.fused_moe(x, w1, w2, w_buf, id_buf, out=out, workspace=ws)
 
     ours_g = graphed(ours)
     torch.cuda.synchronize()
@@ -138,18 +181,21 @@ def bench_shape(name, tokens, copy_tbs, rows):
     t_gmm = t_gmm_route = float("nan")
     try:
         gmm = GroupedMM(x, w1, w2, w_buf, id_buf)
-        t_gmm = timed(graphed(gmm.gemms), iters)
-        t_gmm_route = timed(lambda: gmm.layer(gating), iters)  # eager: bincount / argsort do not capture
+        if fp8:
+            t_gmm = timed(graphed(ScaledGroupedMM(gmm, w1q, s1, w2q, s2).gemms), iters)
+        else:
+            t_gmm = timed(graphed(gmm.gemms), iters)
+            t_gmm_route = timed(lambda: gmm.layer(gating), iters)  # eager: bincount / argsort do not capture
     except (RuntimeError, TypeError, AttributeError) as e:
-        print(f"  torch._grouped_mm unavailable: {str(e).splitlines()[0][:100]}")
+        print(f"  torch._grouped_mm / _scaled_grouped_mm unavailable: {str(e).splitlines()[0][:100]}")
     flops = 2.0 * tokens * k * 3 * hidden * inter
     touched = len(torch.unique(id_buf))
-    weight_bytes = touched * 3 * hidden * inter * 2
-    row = dict(shape=name, T=tokens, ours_us=t_ours, loop_us=t_loop, gmm_us=t_gmm, gmm_route_us=t_gmm_route,
+    weight_bytes = touched * 3 * hidden * inter * (1 if fp8 else 2)
+    row = dict(shape=name, kind=kind, T=tokens, ours_us=t_ours, loop_us=t_loop, gmm_us=t_gmm, gmm_route_us=t_gmm_route,
                tflops=flops / t_ours / 1e6, weight_tbs=weight_bytes / t_ours / 1e6, copy_tbs=copy_tbs,
                gmm_ratio=t_gmm / t_ours, loop_ratio=t_loop / t_ours, diff=diff)
     rows.append(row)
-    print(f"{name:14s} T{tokens:<5d} ours {t_ours:9.1f} us {row['tflops']:6.1f} TF/s {row['weight_tbs']:5.2f} TB/s "
+    print(f"{name:8s} {kind:4s} T{tokens:<5d} ours {t_ours:9.1f} us {row['tflops']:6.1f} TF/s {row['weight_tbs']:5.2f} TB/s "
           f"({100 * row['weight_tbs'] / copy_tbs:4.0f}% of copy) | loop {t_loop:9.1f} (x{row['loop_ratio']:.2f}) | "
           f"gmm {t_gmm:9.1f} (x{row['gmm_ratio']:.2f}) gmm+route {t_gmm_route:9.1f} | rel diff {diff:.1e}", flush=True)
 
@@ -158,21 +204,27 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default="mixtral,qwen3")
     ap.add_argument("--tokens", default="1,8,64,128,1024,4096")
+    ap.add_argument("--kinds", default="bf16,fp8")
     ap.add_argument("--markdown")
     args = ap.parse_args()
     copy_tbs = copy_bandwidth()
     print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  device copy {copy_tbs:.2f} TB/s")
     rows = []
-    for name in args.shapes.split(","):
-        for tokens in map(int, args.tokens.split(",")):
-            bench_shape(name, tokens, copy_tbs, rows)
-            torch.cuda.empty_cache()
+    for kind in args.kinds.split(","):
+        for name in args.shapes.split(","):
+            for tokens in map(int, args.tokens.split(",")):
+                try:
+                    bench_shape(name, tokens, copy_tbs, rows, kind)
+                except Exception as e:  # one failing shape must not lose the others' numbers
+                    print(f"{name} {kind} T{tokens}: failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}")
+                torch.cuda.empty_cache()
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write("| shape | T | libaiter us | TFLOP/s | weights TB/s (% of copy) | loop us (ratio) "
-                    "| _grouped_mm us (ratio) | _grouped_mm + routing us | rel. diff |\n|---|---|---|---|---|---|---|---|---|\n")
+            f.write("| shape | kind | T | libaiter us | TFLOP/s | weights TB/s (% of copy) | loop us (ratio) "
+                    "| (_scaled)_grouped_mm us (ratio) | _grouped_mm + routing us | rel. diff |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|\n")
             for r in rows:
-                f.write(f"| {r['shape']} | {r['T']} | {r['ours_us']:.1f} | {r['tflops']:.1f} | {r['weight_tbs']:.2f} "
+                f.write(f"| {r['shape']} | {r['kind']} | {r['T']} | {r['ours_us']:.1f} | {r['tflops']:.1f} | {r['weight_tbs']:.2f} "
                         f"({100 * r['weight_tbs'] / r['copy_tbs']:.0f}%) | {r['loop_us']:.1f} ({r['loop_ratio']:.2f}) | "
                         f"{r['gmm_us']:.1f} ({r['gmm_ratio']:.2f}) | {r['gmm_route_us']:.1f} | {r['diff']:.1e} |\n")
 

@@ -118,8 +118,9 @@ typedef struct aiter_fused_moe_params {
 AITER_API void aiter_fused_moe_params_init(aiter_fused_moe_params *params);
 
 /* Bytes of workspace for T tokens of k pairs, E experts (global count, the
- * width of expert_mask when given), hidden H, intermediate I, elements of
- * elem_bytes (2 for bf16/fp16); params may be NULL (defaults). */
+ * width of expert_mask when given), hidden H, intermediate I, weights of
+ * elem_bytes bytes an element (2: bf16/fp16, aiter_fused_moe; 1: fp8,
+ * aiter_fused_moe_fp8); params may be NULL (defaults). */
 AITER_API size_t aiter_fused_moe_workspace_size(int64_t tokens, int64_t topk, int64_t experts,
                                                 int64_t hidden, int64_t inter, int64_t elem_bytes,
                                                 const aiter_fused_moe_params *params);
@@ -128,6 +129,22 @@ AITER_API aiter_status aiter_fused_moe(DLTensor *out, DLTensor *workspace, const
                                        const DLTensor *topk_weights, const DLTensor *topk_ids,
                                        const DLTensor *expert_mask,
                                        const aiter_fused_moe_params *params, void *stream);
+
+/* fp8 experts with per-channel scales: w1 [E, 2I, H] and w2 [E, H, I] both
+ * e4m3fn or both e4m3fnuz, w1_scale [E, 2I] and w2_scale [E, H] fp32 (weight
+ * value = code * scale); x [T, H] and out bf16 or fp16.  Each stage's input
+ * row is quantized to the weights' dtype with a dynamic per-row scale
+ * (amax / 448 or / 240; 1 for a zero row): the input row of each pair (x[t],
+ * times its routing weight with weights_on_input, in fp32) and stage 1's output
+ * row (after rounding to x's dtype).  Products in fp32 times the row and
+ * channel scales; otherwise as aiter_fused_moe.  Workspace:
+ * aiter_fused_moe_workspace_size with elem_bytes 1. */
+AITER_API aiter_status aiter_fused_moe_fp8(DLTensor *out, DLTensor *workspace, const DLTensor *x,
+                                           const DLTensor *w1, const DLTensor *w2,
+                                           const DLTensor *w1_scale, const DLTensor *w2_scale,
+                                           const DLTensor *topk_weights, const DLTensor *topk_ids,
+                                           const DLTensor *expert_mask,
+                                           const aiter_fused_moe_params *params, void *stream);
 
 #ifdef __cplusplus
 }

@@ -12,12 +12,17 @@
 // (fp32), 256 threads of 2 x 2 outputs.  Combine: out[t] = sum_j w_j y_j in fp32,
 // in j order.
 #include "../common/numeric.h"
+#include "../gemm/gemm_elements.h"
 #include "moe_act.h"
 #include "moe_params.h"
 
 namespace {
 
 constexpr int kTile = 32, kSlice = 32, kThreads = 256, kCombineThreads = 256;
+
+// A if FIRST, else B (no <type_traits> in the AMD device build).
+template <bool FIRST, class A, class B> struct Pick { using type = A; };
+template <class A, class B> struct Pick<false, A, B> { using type = B; };
 
 __device__ __forceinline__ bool mask_on(const FusedMoeParams &p, int e) {
   if (p.mask == nullptr) return true;
@@ -33,12 +38,15 @@ __device__ __forceinline__ int tile_expert(const FusedMoeParams &p, long long m0
 }
 
 // Stage 1 (GATED) or 2 over one 32 x 32 tile.  A rows: the input rows of the
-// tile's pairs (stage 1) or its inter rows (stage 2); W rows: w1's gate and up
-// rows of the tile's columns, or w2's.
-template <class T, bool GATED>
+// tile's pairs (stage 1) or its inter rows (stage 2), of T, or for fp8 weights
+// W their quantized copies (xq, hq) with a scale per row; W rows: w1's gate and
+// up rows of the tile's columns, or w2's.  Outputs in T.
+template <class T, class W, bool GATED>
 __device__ __forceinline__ void stage_tile(const FusedMoeParams &p) {
+  constexpr bool kFp8 = sizeof(W) == 1;
+  using A = typename Pick<kFp8, W, T>::type;
   __shared__ float a_s[kTile][kSlice + 1], g_s[kTile][kSlice + 1], u_s[GATED ? kTile : 1][kSlice + 1];
-  __shared__ const T *rows[kTile];
+  __shared__ const A *rows[kTile];
   const long long m0 = (long long)block_y() * kTile;
   const int e = tile_expert(p, m0);
   if (e < 0) return;
@@ -47,18 +55,20 @@ __device__ __forceinline__ void stage_tile(const FusedMoeParams &p) {
   const int n0 = block_x() * kTile, tid = thread_x();
   if (tid < kTile) {
     const long long r = m0 + tid, q = p.sorted[r];
-    const T *src = nullptr;
+    const A *src = nullptr;
     if (q < pairs && q >= 0) {
-      if (!GATED)
-        src = static_cast<const T *>(p.inter_buf) + r * p.inter;
+      if (kFp8)
+        src = reinterpret_cast<const A *>(GATED ? p.xq : p.hq) + r * k_total;
+      else if (!GATED)
+        src = reinterpret_cast<const A *>(p.inter_buf) + r * p.inter;
       else if (p.weights_on_input)
-        src = static_cast<const T *>(p.x_sorted) + r * p.hidden;
+        src = reinterpret_cast<const A *>(p.x_sorted) + r * p.hidden;
       else
-        src = static_cast<const T *>(p.x) + (q / p.topk) * p.x_stride;
+        src = reinterpret_cast<const A *>(p.x) + (q / p.topk) * p.x_stride;
     }
     rows[tid] = src;
   }
-  const T *w = static_cast<const T *>(GATED ? p.w1 : p.w2) + (long long)e * (GATED ? 2LL : 1LL) * n_total * k_total;
+  const W *w = static_cast<const W *>(GATED ? p.w1 : p.w2) + (long long)e * (GATED ? 2LL : 1LL) * n_total * k_total;
   const int tr = (tid / 16) * 2, tc = (tid % 16) * 2;
   float g[2][2] = {}, u[2][2] = {};
   sync_block();
@@ -85,16 +95,51 @@ __device__ __forceinline__ void stage_tile(const FusedMoeParams &p) {
   for (int i = 0; i < 2; ++i) {
     const long long r = m0 + tr + i, q = p.sorted[r];
     if (rows[tr + i] == nullptr) continue;
+    const float row_scale = kFp8 ? (GATED ? p.x_scale : p.h_scale)[r] : 1.0f;
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int n = n0 + tc + j;
       if (n >= n_total) continue;
+      if (kFp8) {
+        const float *ws = (GATED ? p.w1_scale : p.w2_scale) + (long long)e * (GATED ? 2 : 1) * n_total;
+        g[i][j] *= row_scale * ws[n];
+        if (GATED) u[i][j] *= row_scale * ws[n_total + n];
+      }
       if (GATED)
         static_cast<T *>(p.inter_buf)[r * p.inter + n] = from_f32<T>(moe_gated(p.act, g[i][j], u[i][j]));
       else
         static_cast<T *>(p.pair_out)[q * p.hidden + n] = from_f32<T>(g[i][j]);
     }
   }
+}
+
+// fp8: stage input row r quantized to the weights' format with a dynamic
+// scale (dynamic_scale: the CPU's rule), values first gathered in fp32: x[t]
+// (times the pair's weight with weights_on_input) or inter row r.  The row is
+// read twice (amax, then codes), the second time mostly from L2.
+template <class T>
+__device__ __forceinline__ float quant_source(const FusedMoeParams &p, long long r, long long q, int i) {
+  if (p.quant_source == 1) return to_f32(static_cast<const T *>(p.inter_buf)[r * p.inter + i]);
+  const long long t = q / p.topk;
+  const float v = to_f32(static_cast<const T *>(p.x)[t * p.x_stride + i]);
+  return p.weights_on_input ? v * p.weights[t * p.weights_stride + q % p.topk] : v;
+}
+
+template <class T>
+__device__ __forceinline__ void quant_rows(const FusedMoeParams &p) {
+  __shared__ float scratch[32];
+  const long long r = block_x(), pairs = p.tokens * p.topk;
+  if (r >= p.num_valid[0]) return;
+  const long long q = p.sorted[r];
+  if (q < 0 || q >= pairs) return;
+  const int n = p.quant_source == 1 ? p.inter : p.hidden;
+  float amax = 0.0f;
+  for (int i = thread_x(); i < n; i += kCombineThreads) amax = fmaxf(amax, fabsf(quant_source<T>(p, r, q, i)));
+  amax = block_max(amax, scratch);
+  const float scale = dynamic_scale(amax, p.quant), inv = 1.0f / scale;
+  unsigned char *codes = static_cast<unsigned char *>(p.quant_source == 1 ? p.hq : p.xq) + r * n;
+  for (int i = thread_x(); i < n; i += kCombineThreads) codes[i] = quantize(quant_source<T>(p, r, q, i) * inv, p.quant);
+  if (thread_x() == 0) (p.quant_source == 1 ? p.h_scale : p.x_scale)[r] = scale;
 }
 
 // weights_on_input: x_sorted[r] = x[t] * w[t, j], rounded, for the valid rows.
@@ -130,12 +175,20 @@ __device__ __forceinline__ void combine(const FusedMoeParams &p) {
 }  // namespace
 
 #define PORTABLE(dt, T)                                                                            \
-  AITER_ENTRY(aiter_moe_stage1_##dt, kThreads, FusedMoeParams, (stage_tile<T, true>))              \
-  AITER_ENTRY(aiter_moe_stage2_##dt, kThreads, FusedMoeParams, (stage_tile<T, false>))             \
+  AITER_ENTRY(aiter_moe_stage1_##dt, kThreads, FusedMoeParams, (stage_tile<T, T, true>))           \
+  AITER_ENTRY(aiter_moe_stage2_##dt, kThreads, FusedMoeParams, (stage_tile<T, T, false>))          \
   AITER_ENTRY(aiter_moe_gather_##dt, kCombineThreads, FusedMoeParams, gather_scaled<T>)            \
-  AITER_ENTRY(aiter_moe_combine_##dt, kCombineThreads, FusedMoeParams, combine<T>)
+  AITER_ENTRY(aiter_moe_combine_##dt, kCombineThreads, FusedMoeParams, combine<T>)                 \
+  AITER_ENTRY(aiter_moe_quant_##dt, kCombineThreads, FusedMoeParams, quant_rows<T>)
 PORTABLE(bf16, bf16_t)
 PORTABLE(f16, half_t)
+#define PORTABLE_FP8(wdt, W, dt, T)                                                                 \
+  AITER_ENTRY(aiter_moe_stage1_##wdt##_##dt, kThreads, FusedMoeParams, (stage_tile<T, W, true>))   \
+  AITER_ENTRY(aiter_moe_stage2_##wdt##_##dt, kThreads, FusedMoeParams, (stage_tile<T, W, false>))
+PORTABLE_FP8(e4m3fn, e4m3fn_t, bf16, bf16_t)
+PORTABLE_FP8(e4m3fn, e4m3fn_t, f16, half_t)
+PORTABLE_FP8(e4m3fnuz, e4m3fnuz_t, bf16, bf16_t)
+PORTABLE_FP8(e4m3fnuz, e4m3fnuz_t, f16, half_t)
 
 // Variant names: <dtype>.  Tiles of 32 rows x 32 columns (stage 1 and 2),
 // a row a block (gather), a token's 256 columns a block (combine; grid x over tokens).
@@ -143,3 +196,7 @@ PORTABLE(f16, half_t)
 // aiter-kernel-family: op=moe_stage2 variant={dt}.portable symbol=aiter_moe_stage2_{dt} block=256 smem=0 dt=bf16,f16
 // aiter-kernel-family: op=moe_gather variant={dt} symbol=aiter_moe_gather_{dt} block=256 smem=0 dt=bf16,f16
 // aiter-kernel-family: op=moe_combine variant={dt} symbol=aiter_moe_combine_{dt} block=256 smem=0 dt=bf16,f16
+// fp8 weights: stages <weights>.<dtype>.portable; moe_quant <dtype> (the format a runtime parameter).
+// aiter-kernel-family: op=moe_quant variant={dt} symbol=aiter_moe_quant_{dt} block=256 smem=0 dt=bf16,f16
+// aiter-kernel-family: op=moe_stage1 variant={wdt}.{dt}.portable symbol=aiter_moe_stage1_{wdt}_{dt} block=256 smem=0 wdt=e4m3fn,e4m3fnuz dt=bf16,f16
+// aiter-kernel-family: op=moe_stage2 variant={wdt}.{dt}.portable symbol=aiter_moe_stage2_{wdt}_{dt} block=256 smem=0 wdt=e4m3fn,e4m3fnuz dt=bf16,f16

@@ -21,9 +21,12 @@ namespace {
 constexpr int kBM = 64, kThreads = 128, kStages = 4;
 constexpr int kWM = 32, kTilesM = kWM / 16;
 
-// BW: the weight rows of a tile (128, or 64 for few tokens: twice the blocks).
-template <class T, bool GATED, int BW>
+// T: the elements multiplied (16-bit, or fp8 weights with the stage inputs
+// quantized per row); O: x's dtype, of the outputs.  BW: the weight rows of a
+// tile (128, or 64 for few tokens: twice the blocks).
+template <class T, class O, bool GATED, int BW>
 struct MoeStage {
+  static constexpr bool kFp8 = sizeof(T) == 1;
   static constexpr int kBW = BW, kWN = BW / 2, kTilesN = kWN / 8;
   static constexpr int kStageBytes = (kBM + kBW) * kRowBytes;
   static constexpr int kCopies = (kBM + kBW) * 8 / kThreads;
@@ -69,6 +72,7 @@ struct MoeStage {
   static __device__ __forceinline__ const char *a_row(const FusedMoeParams &p, long long m) {
     const long long q = p.sorted[m];
     if (q < 0 || q >= p.tokens * p.topk) return nullptr;
+    if (kFp8) return static_cast<const char *>(GATED ? p.xq : p.hq) + m * (GATED ? p.hidden : p.inter);
     if (!GATED) return reinterpret_cast<const char *>(static_cast<const T *>(p.inter_buf) + m * p.inter);
     if (p.weights_on_input)
       return reinterpret_cast<const char *>(static_cast<const T *>(p.x_sorted) + m * p.hidden);
@@ -90,7 +94,7 @@ struct MoeStage {
     return reinterpret_cast<const char *>(w + n * k_total);
   }
 
-  static __device__ __forceinline__ void store(const FusedMoeParams &p, long long m0, int n0, int warp_m,
+  static __device__ __forceinline__ void store(const FusedMoeParams &p, int e, long long m0, int n0, int warp_m,
                                                int warp_n, const float (&acc)[kTilesM][kTilesN][4]) {
     const int g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
     const long long pairs = p.tokens * p.topk;
@@ -100,21 +104,31 @@ struct MoeStage {
       for (int h = 0; h < 2; ++h) {
         const long long m = m0 + warp_m * kWM + i * 16 + h * 8 + g, q = p.sorted[m];
         if (q < 0 || q >= pairs) continue;
+        const float rs = kFp8 ? (GATED ? p.x_scale : p.h_scale)[m] : 1.0f;
         if (GATED) {
+          const float *ws = p.w1_scale + (long long)e * 2 * p.inter;
 #pragma unroll
           for (int j = 0; j < kTilesN / 2; ++j) {
             const int col = n0 + warp_n * (kWN / 2) + j * 8 + 2 * t;
             if (col >= p.inter) continue;
-            const float v0 = moe_gated(p.act, acc[i][j][2 * h], acc[i][j + kTilesN / 2][2 * h]);
-            const float v1 = moe_gated(p.act, acc[i][j][2 * h + 1], acc[i][j + kTilesN / 2][2 * h + 1]);
-            put_pair(static_cast<T *>(p.inter_buf) + m * p.inter + col, v0, v1);
+            float g0 = acc[i][j][2 * h], g1 = acc[i][j][2 * h + 1];
+            float u0 = acc[i][j + kTilesN / 2][2 * h], u1 = acc[i][j + kTilesN / 2][2 * h + 1];
+            if (kFp8) {
+              g0 *= rs * ws[col], g1 *= rs * ws[col + 1];
+              u0 *= rs * ws[p.inter + col], u1 *= rs * ws[p.inter + col + 1];
+            }
+            put_pair(static_cast<O *>(p.inter_buf) + m * p.inter + col, moe_gated(p.act, g0, u0),
+                     moe_gated(p.act, g1, u1));
           }
         } else {
+          const float *ws = p.w2_scale + (long long)e * p.hidden;
 #pragma unroll
           for (int j = 0; j < kTilesN; ++j) {
             const int col = n0 + warp_n * kWN + j * 8 + 2 * t;
             if (col >= p.hidden) continue;
-            put_pair(static_cast<T *>(p.pair_out) + q * p.hidden + col, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+            float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
+            if (kFp8) v0 *= rs * ws[col], v1 *= rs * ws[col + 1];
+            put_pair(static_cast<O *>(p.pair_out) + q * p.hidden + col, v0, v1);
           }
         }
       }
@@ -136,8 +150,8 @@ struct MoeStage {
   }
 
   // Two adjacent elements, 4-byte aligned (the row lengths are multiples of 8).
-  static __device__ __forceinline__ void put_pair(T *at, float v0, float v1) {
-    *reinterpret_cast<uint32_t *>(at) = uint32_t(from_f32<T>(v0).bits) | uint32_t(from_f32<T>(v1).bits) << 16;
+  static __device__ __forceinline__ void put_pair(O *at, float v0, float v1) {
+    *reinterpret_cast<uint32_t *>(at) = uint32_t(from_f32<O>(v0).bits) | uint32_t(from_f32<O>(v1).bits) << 16;
   }
 
   static __device__ __forceinline__ void run(const FusedMoeParams &p) {
@@ -185,22 +199,30 @@ struct MoeStage {
       copy_async_commit();
       multiply_stage(base + (kt % kStages) * kStageBytes, warp_m, warp_n, acc);
     }
-    store(p, m0, n0, warp_m, warp_n, acc);
+    store(p, e, m0, n0, warp_m, warp_n, acc);
   }
 };
 
 }  // namespace
 
-#define MMA_STAGES(dt, T, BW)                                                                                 \
-  AITER_ENTRY(aiter_moe_stage1_mma_##dt##_##BW, kThreads, FusedMoeParams, (MoeStage<T, true, BW>::run))      \
-  AITER_ENTRY(aiter_moe_stage2_mma_##dt##_##BW, kThreads, FusedMoeParams, (MoeStage<T, false, BW>::run))
-MMA_STAGES(bf16, bf16_t, 128)
-MMA_STAGES(f16, half_t, 128)
-MMA_STAGES(bf16, bf16_t, 64)
-MMA_STAGES(f16, half_t, 64)
+#define MMA_STAGES(dt, T, O, BW)                                                                               \
+  AITER_ENTRY(aiter_moe_stage1_mma_##dt##_##BW, kThreads, FusedMoeParams, (MoeStage<T, O, true, BW>::run))    \
+  AITER_ENTRY(aiter_moe_stage2_mma_##dt##_##BW, kThreads, FusedMoeParams, (MoeStage<T, O, false, BW>::run))
+MMA_STAGES(bf16, bf16_t, bf16_t, 128)
+MMA_STAGES(f16, half_t, half_t, 128)
+MMA_STAGES(bf16, bf16_t, bf16_t, 64)
+MMA_STAGES(f16, half_t, half_t, 64)
+// fp8 (e4m3fn, m16n8k32: sm_89 and up; the manifest lists them there only).
+MMA_STAGES(e4m3fn_bf16, e4m3fn_t, bf16_t, 128)
+MMA_STAGES(e4m3fn_f16, e4m3fn_t, half_t, 128)
+MMA_STAGES(e4m3fn_bf16, e4m3fn_t, bf16_t, 64)
+MMA_STAGES(e4m3fn_f16, e4m3fn_t, half_t, 64)
 
 // Variant names: <dtype>.mma (128 weight rows a tile: 64 output columns in
 // stage 1, 128 in stage 2) and <dtype>.mma.n64 (64 weight rows); 64-row tiles;
 // shared memory: 4 stages of (64 + BW) rows of 128 bytes.
 // aiter-kernel-family: op=moe_stage1 variant={dt}.{bw} symbol=aiter_moe_stage1_mma_{dt}_{sym} block=128 smem={smem} dt=bf16,f16 bw=mma:128:98304,mma.n64:64:65536
 // aiter-kernel-family: op=moe_stage2 variant={dt}.{bw} symbol=aiter_moe_stage2_mma_{dt}_{sym} block=128 smem={smem} dt=bf16,f16 bw=mma:128:98304,mma.n64:64:65536
+// fp8 weights: <weights>.<dtype>.mma[.n64].
+// aiter-kernel-family: op=moe_stage1 variant=e4m3fn.{dt}.{bw} symbol=aiter_moe_stage1_mma_e4m3fn_{dt}_{sym} block=128 smem={smem} dt=bf16@89,f16@89 bw=mma:128:98304,mma.n64:64:65536
+// aiter-kernel-family: op=moe_stage2 variant=e4m3fn.{dt}.{bw} symbol=aiter_moe_stage2_mma_e4m3fn_{dt}_{sym} block=128 smem={smem} dt=bf16@89,f16@89 bw=mma:128:98304,mma.n64:64:65536

@@ -45,7 +45,17 @@ struct FusedMoeParams {
   void *x_sorted;         // [rows, hidden]: weights_on_input's scaled input, else null
   void *inter_buf;        // [rows, inter]
   void *pair_out;         // [pairs, hidden]
+  // fp8 experts (quant != 0): per-channel weight scales, and the stage inputs
+  // quantized per row with their scales.
+  const float *w1_scale;  // [local experts, 2 inter]
+  const float *w2_scale;  // [local experts, hidden]
+  void *xq;               // [rows, hidden] fp8
+  float *x_scale;         // [rows]
+  void *hq;               // [rows, inter] fp8
+  float *h_scale;         // [rows]
   long long tokens, x_stride, out_stride, weights_stride, ids_stride, rows, blocks;
   int topk, hidden, inter, local_experts, experts, block, mask_bytes;
   int act, weights_on_input;
+  int quant;              // QuantKind of the weights (kQuantE4m3fn / kQuantE4m3fnuz), 0 for 16-bit
+  int quant_source;       // moe_quant: 0 the input rows (x, times the weight with weights_on_input), 1 inter
 };

@@ -1,14 +1,18 @@
 // CPU fused MoE, the same steps as the GPU kernels over the same workspace:
-// sort the pairs by expert (moe_sorting), [scale the input rows by their
-// routing weight], stage 1 per row: act(x w_gate) * (x w_up) rounded to the
-// dtype; stage 2: that times w2 rounded to the dtype, per pair; then each
-// token's k pair rows summed in fp32 in pair order.  Dot products in fp32.
+// sort the pairs by expert (moe_sorting), then per expert block: stage 1
+// act(x w_gate) * (x w_up) rounded to the dtype, stage 2 that times w2 rounded
+// to the dtype, per pair; then each token's k pair rows summed in fp32 in pair
+// order.  Dot products in fp32.  With weights_on_input the input row is x[t]
+// times the pair's weight (rounded to the dtype for 16-bit weights).  fp8
+// weights: each stage's input row is quantized per row (dynamic scale), the
+// products of the codes summed in fp32, then times the row and channel scales.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "cpu/quantize.hpp"
 #include "ops/moe.hpp"
 
 namespace aiter {
@@ -33,58 +37,100 @@ void to_float(const T *src, int64_t n, float *dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = to_f32(src[i]);
 }
 
-// The input row of sorted row r (pair p): x[t] or its scaled copy.
+// The fp32 input row of pair p (sorted row r): x[t], times its weight with weights_on_input.
 template <class T>
-const T *input_row(const FusedMoeArgs &a, int64_t r, int64_t p) {
-  if (a.weights_on_input) return static_cast<const T *>(a.x_sorted) + r * a.hidden;
-  return static_cast<const T *>(a.x) + (p / a.topk) * a.x_stride;
+void input_row(const FusedMoeArgs &a, int64_t p, float *row) {
+  const int64_t t = p / a.topk;
+  to_float(static_cast<const T *>(a.x) + t * a.x_stride, a.hidden, row);
+  if (!a.weights_on_input) return;
+  const float w = a.weights[t * a.weights_stride + p % a.topk];
+  for (int64_t i = 0; i < a.hidden; ++i) row[i] *= w;
 }
 
+// row[0, n) quantized to Q with a dynamic scale, then back to the codes' values.
+template <class Q>
+float quantize_row(float *row, int64_t n, Q *codes) {
+  float amax = 0.0f;
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(row[i]));
+  const float scale = scale_for(amax, qmax<Q>()), inv = 1.0f / scale;
+  for (int64_t i = 0; i < n; ++i) {
+    codes[i] = quantize<Q>(row[i] * inv);
+    row[i] = to_f32(codes[i]);
+  }
+  return scale;
+}
+
+// Rounds each value to T (16-bit weights: the GPU's rounding of a scaled input row).
 template <class T>
-void scale_inputs(const FusedMoeArgs &a, int64_t valid) {
-  const int64_t pairs = a.tokens * a.topk;
-  parallel_for(valid, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
+void round_row(float *row, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) row[i] = to_f32(from_f32<T>(row[i]));
+}
+
+// Both stages for the rows of one expert block.  T: x / out / intermediates;
+// W: the weights (T, or an fp8 type with per-channel scales).
+template <class T, class W>
+struct Block {
+  static constexpr bool kFp8 = sizeof(W) == 1;
+  const FusedMoeArgs &a;
+  std::vector<float> w, row, h;
+
+  explicit Block(const FusedMoeArgs &args)
+      : a(args), row(size_t(std::max(args.hidden, args.inter))), h(size_t(args.inter)) {}
+
+  // Stage 1's input row r as fp32 (the codes for fp8), and its scale.
+  float stage1_input(int64_t r, int64_t p) {
+    input_row<T>(a, p, row.data());
+    if constexpr (kFp8) {
+      const float s = quantize_row(row.data(), a.hidden, static_cast<W *>(a.xq) + r * a.hidden);
+      a.x_scale[r] = s;
+      return s;
+    }
+    if (a.weights_on_input) round_row<T>(row.data(), a.hidden);
+    return 1.0f;
+  }
+
+  void stage1(int64_t e, int64_t first) {
+    const int64_t pairs = a.tokens * a.topk, H = a.hidden, I = a.inter;
+    w.resize(size_t(std::max(2 * I * H, H * I)));
+    to_float(static_cast<const W *>(a.w1) + e * 2 * I * H, 2 * I * H, w.data());
+    for (int64_t r = first; r < first + a.sort.block; ++r) {
       const int64_t p = a.sort.sorted[r];
       if (p >= pairs) continue;
-      const int64_t t = p / a.topk;
-      const float w = a.weights[t * a.weights_stride + p % a.topk];
-      const T *x = static_cast<const T *>(a.x) + t * a.x_stride;
-      T *dst = static_cast<T *>(a.x_sorted) + r * a.hidden;
-      for (int64_t i = 0; i < a.hidden; ++i) dst[i] = from_f32<T>(to_f32(x[i]) * w);
+      const float xs = stage1_input(r, p);
+      T *hr = static_cast<T *>(a.inter_buf) + r * I;
+      for (int64_t n = 0; n < I; ++n) {
+        float g = dot(row.data(), w.data() + n * H, H), u = dot(row.data(), w.data() + (I + n) * H, H);
+        if constexpr (kFp8) g *= xs * a.w1_scale[e * 2 * I + n], u *= xs * a.w1_scale[e * 2 * I + I + n];
+        hr[n] = from_f32<T>(activate(a.act, g) * u);
+      }
     }
-  });
-}
+  }
 
-// Both stages for the rows of one expert block: the block's weights are
-// converted to fp32 once.
-template <class T>
-void run_block(const FusedMoeArgs &a, int64_t b, std::vector<float> &w, std::vector<float> &row,
-               std::vector<float> &h) {
-  const int64_t e = a.sort.block_experts[b], pairs = a.tokens * a.topk, H = a.hidden, I = a.inter;
-  if (e < 0 || e >= a.local_experts) return;
-  const int64_t first = b * a.sort.block;
-  w.resize(size_t(std::max(2 * I * H, H * I)));
-  to_float(static_cast<const T *>(a.w1) + e * 2 * I * H, 2 * I * H, w.data());
-  for (int64_t r = first; r < first + a.sort.block; ++r) {
-    const int64_t p = a.sort.sorted[r];
-    if (p >= pairs) continue;
-    to_float(input_row<T>(a, r, p), H, row.data());
-    T *hr = static_cast<T *>(a.inter_buf) + r * I;
-    for (int64_t n = 0; n < I; ++n) {
-      const float g = dot(row.data(), w.data() + n * H, H), u = dot(row.data(), w.data() + (I + n) * H, H);
-      hr[n] = from_f32<T>(activate(a.act, g) * u);
+  void stage2(int64_t e, int64_t first) {
+    const int64_t pairs = a.tokens * a.topk, H = a.hidden, I = a.inter;
+    to_float(static_cast<const W *>(a.w2) + e * H * I, H * I, w.data());
+    for (int64_t r = first; r < first + a.sort.block; ++r) {
+      const int64_t p = a.sort.sorted[r];
+      if (p >= pairs) continue;
+      to_float(static_cast<const T *>(a.inter_buf) + r * I, I, h.data());
+      float hs = 1.0f;
+      if constexpr (kFp8) hs = a.h_scale[r] = quantize_row(h.data(), I, static_cast<W *>(a.hq) + r * I);
+      T *y = static_cast<T *>(a.pair_out) + p * H;
+      for (int64_t n = 0; n < H; ++n) {
+        float v = dot(h.data(), w.data() + n * I, I);
+        if constexpr (kFp8) v *= hs * a.w2_scale[e * H + n];
+        y[n] = from_f32<T>(v);
+      }
     }
   }
-  to_float(static_cast<const T *>(a.w2) + e * H * I, H * I, w.data());
-  for (int64_t r = first; r < first + a.sort.block; ++r) {
-    const int64_t p = a.sort.sorted[r];
-    if (p >= pairs) continue;
-    to_float(static_cast<const T *>(a.inter_buf) + r * I, I, h.data());
-    T *y = static_cast<T *>(a.pair_out) + p * H;
-    for (int64_t n = 0; n < H; ++n) y[n] = from_f32<T>(dot(h.data(), w.data() + n * I, I));
+
+  void run(int64_t b) {
+    const int64_t e = a.sort.block_experts[b];
+    if (e < 0 || e >= a.local_experts) return;
+    stage1(e, b * a.sort.block);
+    stage2(e, b * a.sort.block);
   }
-}
+};
 
 template <class T>
 void combine(const FusedMoeArgs &a) {
@@ -105,15 +151,24 @@ void combine(const FusedMoeArgs &a) {
   });
 }
 
-template <class T>
+template <class T, class W>
 void fused(const FusedMoeArgs &a) {
   const int64_t valid = a.sort.num_valid[0];
-  if (a.weights_on_input) scale_inputs<T>(a, valid);
   parallel_for(valid / a.sort.block, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> w, row(size_t(a.hidden)), h(size_t(a.inter));
-    for (int64_t b = begin; b < end; ++b) run_block<T>(a, b, w, row, h);
+    Block<T, W> block(a);
+    for (int64_t b = begin; b < end; ++b) block.run(b);
   });
   combine<T>(a);
+}
+
+template <class T>
+void fused_for_weights(const FusedMoeArgs &a) {
+  if (a.wdtype == DType::e4m3fn)
+    fused<T, e4m3fn_t>(a);
+  else if (a.wdtype == DType::e4m3fnuz)
+    fused<T, e4m3fnuz_t>(a);
+  else
+    fused<T, T>(a);
 }
 
 // With a mask, w1/w2 hold exactly the local experts.
@@ -122,9 +177,8 @@ aiter_status check_local_count(const FusedMoeArgs &a) {
   int64_t local = 0;
   for (int32_t e = 0; e < a.sort.experts; ++e) local += mask_on(a.sort.mask, a.sort.mask_bytes, e) ? 1 : 0;
   if (local == a.local_experts) return AITER_OK;
-  return fail(AITER_ERR_INVALID_ARGUMENT,
-              "aiter_fused_moe: expert_mask: expected as many local experts as w1 holds (%lld), got %lld",
-              (long long)a.local_experts, (long long)local);
+  return fail(AITER_ERR_INVALID_ARGUMENT, "%s: expert_mask: expected as many local experts as w1 holds (%lld), got %lld",
+              a.sort.op, (long long)a.local_experts, (long long)local);
 }
 
 }  // namespace
@@ -134,9 +188,9 @@ aiter_status fused_moe(const FusedMoeArgs &a) {
   if (s == AITER_OK) s = moe_sorting(a.sort);  // checks the ids' values
   if (s != AITER_OK) return s;
   if (a.dtype == DType::bf16)
-    fused<bf16_t>(a);
+    fused_for_weights<bf16_t>(a);
   else
-    fused<half_t>(a);
+    fused_for_weights<half_t>(a);
   return AITER_OK;
 }
 

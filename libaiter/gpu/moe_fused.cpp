@@ -1,13 +1,16 @@
-// GPU launcher of the fused MoE: sorting into the workspace, the scaled-input
-// gather (weights_on_input), stage 1, stage 2 and the combine, all on the
-// caller's stream with grids sized by the rows' upper bound (no host sync).
-// Stages run on tensor cores (kernels/moe/fused_moe_mma.cu) on NVIDIA where the
-// shapes allow, else the portable kernels (kernels/moe/fused_moe.cu).
+// GPU launcher of the fused MoE: sorting into the workspace, the input step
+// (the scaled-input gather of weights_on_input, or for fp8 weights the
+// per-row quantization of the inputs), stage 1, [fp8: quantization of stage 1's
+// rows], stage 2 and the combine, all on the caller's stream with grids sized
+// by the rows' upper bound (no host sync).  Stages run on tensor cores
+// (kernels/moe/fused_moe_mma.cu) on NVIDIA where the shapes allow, else the
+// portable kernels (kernels/moe/fused_moe.cu).
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include "gpu/launch.hpp"
+#include "kernels/common/quant_kind.h"
 #include "kernels/moe/moe_params.h"
 #include "ops/moe.hpp"
 
@@ -16,16 +19,20 @@ namespace gpu {
 namespace {
 
 constexpr int64_t kMmaRows = 64, kMmaCols1 = 64, kMmaCols2 = 128, kMmaThreads = 128;
-constexpr int64_t kTile = 32, kPortableThreads = 256, kCombineThreads = 256;
+constexpr int64_t kTile = 32, kPortableThreads = 256, kRowThreads = 256;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+bool is_fp8(const FusedMoeArgs &a) { return a.wdtype == DType::e4m3fn || a.wdtype == DType::e4m3fnuz; }
 
-// The tensor-core stages read 16-byte chunks of every row.
+// The tensor-core stages read 16-byte chunks of every row (fp8: e4m3fn only,
+// NVIDIA has no e4m3fnuz products).
 bool mma_fits(const FusedMoeArgs &a, const GpuCall &call) {
+  if (call.device.device_type != kDLCUDA || a.sort.block % kMmaRows != 0 || !aligned16(a.w1) || !aligned16(a.w2))
+    return false;
+  if (is_fp8(a)) return a.wdtype == DType::e4m3fn && a.hidden % 16 == 0 && a.inter % 16 == 0;
   const bool x_ok = a.weights_on_input || (aligned16(a.x) && a.x_stride % 8 == 0);
-  return call.device.device_type == kDLCUDA && a.sort.block % kMmaRows == 0 && a.hidden % 8 == 0 &&
-         a.inter % 8 == 0 && x_ok && aligned16(a.w1) && aligned16(a.w2);
+  return a.hidden % 8 == 0 && a.inter % 8 == 0 && x_ok;
 }
 
 FusedMoeParams params_of(const FusedMoeArgs &a) {
@@ -34,70 +41,108 @@ FusedMoeParams params_of(const FusedMoeArgs &a) {
   p.weights = a.weights, p.ids = a.sort.ids, p.mask = a.sort.mask;
   p.sorted = a.sort.sorted, p.block_experts = a.sort.block_experts, p.num_valid = a.sort.num_valid;
   p.x_sorted = a.x_sorted, p.inter_buf = a.inter_buf, p.pair_out = a.pair_out;
+  p.w1_scale = a.w1_scale, p.w2_scale = a.w2_scale, p.xq = a.xq, p.x_scale = a.x_scale, p.hq = a.hq;
+  p.h_scale = a.h_scale;
   p.tokens = a.tokens, p.x_stride = a.x_stride, p.out_stride = a.out_stride;
   p.weights_stride = a.weights_stride, p.ids_stride = a.sort.ids_rows.row_stride;
   p.rows = a.sort.rows, p.blocks = a.sort.blocks;
   p.topk = int(a.topk), p.hidden = int(a.hidden), p.inter = int(a.inter);
   p.local_experts = int(a.local_experts), p.experts = a.sort.experts, p.block = a.sort.block;
   p.mask_bytes = a.sort.mask_bytes, p.act = a.act, p.weights_on_input = a.weights_on_input;
+  p.quant = a.wdtype == DType::e4m3fn ? kQuantE4m3fn : a.wdtype == DType::e4m3fnuz ? kQuantE4m3fnuz : kQuantNone;
   return p;
 }
 
-aiter_status run_stages(const FusedMoeArgs &a, const FusedMoeParams &p, bool mma, const GpuCall &call) {
-  const std::string dt = dtype_tag(a.dtype);
-  aiter_status s;
-  if (mma) {
-    int sms = 0;
-    s = multiprocessors(call, &sms);
-    if (s != AITER_OK) return s;
-    // One block a tile, in the kernel's grouped order (a 1-D grid).  Where the
-    // tiles in use (at most one per pair block plus one per expert) give too
-    // few blocks of 128 weight rows to keep two on every SM, tiles of 64 rows.
-    const int64_t tiles = a.sort.rows / kMmaRows;
-    const int64_t used = std::min(tiles, ceil_div(a.tokens * a.topk, kMmaRows) + std::min(a.local_experts, a.tokens * a.topk));
-    const bool narrow = used * ceil_div(a.inter, kMmaCols1) < 2 * int64_t(sms);
-    const int64_t cols1 = narrow ? kMmaCols1 / 2 : kMmaCols1, cols2 = narrow ? kMmaCols2 / 2 : kMmaCols2;
-    const int64_t grid1 = tiles * ceil_div(a.inter, cols1), grid2 = tiles * ceil_div(a.hidden, cols2);
-    if (grid1 > INT32_MAX || grid2 > INT32_MAX)
-      return fail(AITER_ERR_UNSUPPORTED_SHAPE, "aiter_fused_moe: too many tiles for the GPU grid");
-    const std::string variant = dt + (narrow ? ".mma.n64" : ".mma");
-    s = launch(call, "moe_stage1", variant, Dim3{unsigned(grid1), 1, 1}, unsigned(kMmaThreads), p);
-    if (s == AITER_OK) s = launch(call, "moe_stage2", variant, Dim3{unsigned(grid2), 1, 1}, unsigned(kMmaThreads), p);
-    return s;
+// How one call's stages run: kernel names and grids.
+struct Plan {
+  std::string stage;  // variant of moe_stage1 / moe_stage2
+  unsigned grid1 = 0, grid2 = 0, threads = 0;
+};
+
+Plan mma_plan(const FusedMoeArgs &a, const std::string &prefix, int sms) {
+  // One block a tile, in the kernel's grouped order (a 1-D grid).  Where the
+  // tiles in use (at most one per pair block plus one per expert) give too
+  // few blocks of 128 weight rows to keep two on every SM, tiles of 64 rows.
+  const int64_t tiles = a.sort.rows / kMmaRows;
+  const int64_t used =
+      std::min(tiles, ceil_div(a.tokens * a.topk, kMmaRows) + std::min(a.local_experts, a.tokens * a.topk));
+  const bool narrow = used * ceil_div(a.inter, kMmaCols1) < 2 * int64_t(sms);
+  const int64_t cols1 = narrow ? kMmaCols1 / 2 : kMmaCols1, cols2 = narrow ? kMmaCols2 / 2 : kMmaCols2;
+  Plan plan;
+  plan.stage = prefix + (narrow ? ".mma.n64" : ".mma");
+  plan.grid1 = unsigned(tiles * ceil_div(a.inter, cols1));
+  plan.grid2 = unsigned(tiles * ceil_div(a.hidden, cols2));
+  plan.threads = unsigned(kMmaThreads);
+  return plan;
+}
+
+// Grid x: column tiles; y: row tiles (launch_stage).
+Plan portable_plan(const FusedMoeArgs &a, const std::string &prefix) {
+  Plan plan;
+  plan.stage = prefix + ".portable";
+  plan.grid1 = unsigned(ceil_div(a.inter, kTile)), plan.grid2 = unsigned(ceil_div(a.hidden, kTile));
+  plan.threads = unsigned(kPortableThreads);
+  return plan;
+}
+
+aiter_status launch_stage(const GpuCall &call, const char *op, const Plan &plan, bool mma, unsigned grid,
+                          unsigned row_tiles, const FusedMoeParams &p) {
+  const Dim3 dims = mma ? Dim3{grid, 1, 1} : Dim3{grid, row_tiles, 1};
+  return launch(call, op, plan.stage, dims, plan.threads, p);
+}
+
+// Stage 1, [fp8: quantize its rows], stage 2.
+aiter_status run_stages(const FusedMoeArgs &a, FusedMoeParams p, const Plan &plan, bool mma, const GpuCall &call) {
+  const unsigned row_tiles = unsigned(a.sort.rows / kTile);
+  aiter_status s = launch_stage(call, "moe_stage1", plan, mma, plan.grid1, row_tiles, p);
+  if (s == AITER_OK && is_fp8(a)) {
+    p.quant_source = 1;
+    s = launch(call, "moe_quant", dtype_tag(a.dtype), Dim3{unsigned(a.sort.rows), 1, 1}, unsigned(kRowThreads), p);
   }
-  const unsigned tiles = unsigned(a.sort.rows / kTile);
-  s = launch(call, "moe_stage1", dt + ".portable", Dim3{unsigned(ceil_div(a.inter, kTile)), tiles, 1},
-             unsigned(kPortableThreads), p);
-  if (s == AITER_OK)
-    s = launch(call, "moe_stage2", dt + ".portable", Dim3{unsigned(ceil_div(a.hidden, kTile)), tiles, 1},
-               unsigned(kPortableThreads), p);
+  if (s == AITER_OK) s = launch_stage(call, "moe_stage2", plan, mma, plan.grid2, row_tiles, p);
   return s;
+}
+
+// The input step: fp8 quantization of each pair's input row, or the
+// weights_on_input gather.
+aiter_status prepare_inputs(const FusedMoeArgs &a, const FusedMoeParams &p, const GpuCall &call) {
+  const Dim3 rows{unsigned(a.sort.rows), 1, 1};
+  if (is_fp8(a)) return launch(call, "moe_quant", dtype_tag(a.dtype), rows, unsigned(kRowThreads), p);
+  if (a.weights_on_input) return launch(call, "moe_gather", dtype_tag(a.dtype), rows, unsigned(kRowThreads), p);
+  return AITER_OK;
 }
 
 }  // namespace
 
 aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
-  const bool mma = a.variant != 1 && mma_fits(a, call);
+  bool mma = a.variant != 1 && mma_fits(a, call);
   if (a.variant == 2 && !mma)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE,
-                "aiter_fused_moe: params.variant 2 (tensor cores) needs an NVIDIA GPU, block_size 64 or 128, hidden "
-                "and inter multiples of 8 and 16-byte aligned rows");
-  if (a.sort.rows / kTile > 65535)
-    return fail(AITER_ERR_UNSUPPORTED_SHAPE, "aiter_fused_moe: %lld rows of pairs exceed the GPU grid",
+                "%s: params.variant 2 (tensor cores) needs an NVIDIA GPU, block_size 64 or 128, hidden and inter "
+                "multiples of 8 (fp8: 16, e4m3fn), 16-byte aligned rows",
+                a.sort.op);
+  const int64_t tiles = a.sort.rows / kTile;
+  if (tiles > 65535 || tiles * std::max(ceil_div(a.inter, 32), ceil_div(a.hidden, 64)) > INT32_MAX)
+    return fail(AITER_ERR_UNSUPPORTED_SHAPE, "%s: %lld rows of pairs exceed the GPU grid", a.sort.op,
                 (long long)a.sort.rows);
-  aiter_status s = moe_sorting(a.sort, call);
+  if (a.tokens > INT32_MAX) return fail(AITER_ERR_UNSUPPORTED_SHAPE, "%s: too many tokens", a.sort.op);
+  int sms = 0;
+  aiter_status s = multiprocessors(call, &sms);
+  if (s == AITER_OK) s = moe_sorting(a.sort, call);
   if (s != AITER_OK || a.tokens == 0) return s;
   const FusedMoeParams p = params_of(a);
   const std::string dt = dtype_tag(a.dtype);
-  if (a.weights_on_input) {
-    s = launch(call, "moe_gather", dt, Dim3{unsigned(a.sort.rows), 1, 1}, unsigned(kCombineThreads), p);
-    if (s != AITER_OK) return s;
-  }
-  s = run_stages(a, p, mma, call);
+  const std::string prefix = is_fp8(a) ? std::string(dtype_tag(a.wdtype)) + "." + dt : dt;
+  s = prepare_inputs(a, p, call);
   if (s != AITER_OK) return s;
-  if (a.tokens > INT32_MAX) return fail(AITER_ERR_UNSUPPORTED_SHAPE, "aiter_fused_moe: too many tokens");
-  return launch(call, "moe_combine", dt, Dim3{unsigned(a.tokens), unsigned(ceil_div(a.hidden, kCombineThreads)), 1},
-                unsigned(kCombineThreads), p);
+  s = run_stages(a, p, mma ? mma_plan(a, prefix, sms) : portable_plan(a, prefix), mma, call);
+  if (s == AITER_ERR_NO_KERNEL && mma && a.variant == 0) {  // fp8 products need sm_89+: the portable stages
+    clear_error();
+    s = run_stages(a, p, portable_plan(a, prefix), false, call);
+  }
+  if (s != AITER_OK) return s;
+  return launch(call, "moe_combine", dt, Dim3{unsigned(a.tokens), unsigned(ceil_div(a.hidden, kRowThreads)), 1},
+                unsigned(kRowThreads), p);
 }
 
 }  // namespace gpu

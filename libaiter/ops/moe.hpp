@@ -58,14 +58,20 @@ void check_sort_inputs(ArgCheck &c, SortingArgs &a, const DLTensor *ids, const D
 
 // Where fused_moe keeps its intermediates in the caller's workspace.
 struct MoeWorkspace {
-  size_t sorted, block_experts, num_valid, x_sorted, inter, pair_out, total;  // byte offsets; total: size
+  size_t sorted, block_experts, num_valid, x_sorted, inter, pair_out;  // byte offsets
+  size_t xq, x_scale, hq, h_scale;  // fp8 weights (elem_bytes 1) only
+  size_t total;  // bytes
   int64_t rows, blocks;
 };
 MoeWorkspace moe_workspace(int64_t tokens, int64_t topk, int64_t experts, int64_t hidden, int64_t inter,
                            int64_t elem_bytes, int64_t block, bool weights_on_input);
 
 struct FusedMoeArgs {
-  DType dtype;  // bf16 or fp16: x, w1, w2, out and the intermediates
+  DType dtype;   // bf16 or fp16: x, out and the intermediates (and w1, w2 but for fp8)
+  DType wdtype;  // of w1, w2: dtype, or e4m3fn / e4m3fnuz
+  const float *w1_scale, *w2_scale;  // fp8: [local experts, 2I], [local experts, H]
+  void *xq, *hq;                     // fp8: the stage inputs quantized per row
+  float *x_scale, *h_scale;
   const void *x;
   int64_t x_stride;
   const void *w1;  // [local experts, 2I, H] contiguous

@@ -23,9 +23,15 @@ MoeWorkspace moe_workspace(int64_t tokens, int64_t topk, int64_t experts, int64_
   w.sorted = at, at += aligned(size_t(w.rows) * 4);
   w.block_experts = at, at += aligned(size_t(w.blocks) * 4);
   w.num_valid = at, at += aligned(4);
-  w.x_sorted = at, at += weights_on_input ? aligned(size_t(w.rows * hidden * elem_bytes)) : 0;
-  w.inter = at, at += aligned(size_t(w.rows * inter * elem_bytes));
-  w.pair_out = at, at += aligned(size_t(tokens * topk * hidden * elem_bytes));
+  const bool fp8 = elem_bytes == 1;
+  const int64_t act_bytes = 2;  // x, out and the intermediates are 16-bit
+  w.x_sorted = at, at += weights_on_input && !fp8 ? aligned(size_t(w.rows * hidden * act_bytes)) : 0;
+  w.inter = at, at += aligned(size_t(w.rows * inter * act_bytes));
+  w.pair_out = at, at += aligned(size_t(tokens * topk * hidden * act_bytes));
+  w.xq = at, at += fp8 ? aligned(size_t(w.rows * hidden)) : 0;
+  w.x_scale = at, at += fp8 ? aligned(size_t(w.rows) * 4) : 0;
+  w.hq = at, at += fp8 ? aligned(size_t(w.rows * inter)) : 0;
+  w.h_scale = at, at += fp8 ? aligned(size_t(w.rows) * 4) : 0;
   w.total = at;
   return w;
 }
@@ -33,6 +39,7 @@ MoeWorkspace moe_workspace(int64_t tokens, int64_t topk, int64_t experts, int64_
 namespace {
 
 const OpImpl<FusedMoeArgs> kFusedMoe{"aiter_fused_moe", cpu::fused_moe, gpu::fused_moe};
+const OpImpl<FusedMoeArgs> kFusedMoeFp8{"aiter_fused_moe_fp8", cpu::fused_moe, gpu::fused_moe};
 
 aiter_fused_moe_params defaults() {
   aiter_fused_moe_params p{};
@@ -69,11 +76,15 @@ void rows2(ArgCheck &c, const DLTensor *t, const char *name, RowView *v) {
 }
 
 void check_tensors(ArgCheck &c, FusedMoeArgs &a, DLTensor *out, const DLTensor *x, const DLTensor *w1,
-                   const DLTensor *w2, const DLTensor *weights, const DLTensor *ids) {
+                   const DLTensor *w2, const DLTensor *weights, const DLTensor *ids, bool fp8) {
   c.tensor(out, "out").tensor(x, "x").tensor(w1, "w1").tensor(w2, "w2").tensor(weights, "topk_weights");
   c.ndim(x, "x", 2).dtype(x, "x", {DType::bf16, DType::f16});
-  c.ndim(w1, "w1", 3).same_dtype(w1, "w1", x, "x").contiguous(w1, "w1");
-  c.ndim(w2, "w2", 3).same_dtype(w2, "w2", x, "x").contiguous(w2, "w2");
+  c.ndim(w1, "w1", 3).contiguous(w1, "w1");
+  if (fp8)
+    c.dtype(w1, "w1", {DType::e4m3fn, DType::e4m3fnuz});
+  else
+    c.same_dtype(w1, "w1", x, "x");
+  c.ndim(w2, "w2", 3).same_dtype(w2, "w2", w1, "w1").contiguous(w2, "w2");
   c.ndim(out, "out", 2).same_dtype(out, "out", x, "x").same_shape(out, "out", x, "x");
   c.ndim(weights, "topk_weights", 2).dtype(weights, "topk_weights", {DType::f32});
   for (const DLTensor *t : {(const DLTensor *)out, w1, w2, weights, ids}) c.same_device(t, "tensors", x, "x");
@@ -98,6 +109,7 @@ void check_tensors(ArgCheck &c, FusedMoeArgs &a, DLTensor *out, const DLTensor *
   rows2(c, weights, "topk_weights", &wr);
   if (!c.ok()) return;
   a.dtype = dtype_of(x->dtype);
+  a.wdtype = dtype_of(w1->dtype);
   a.x = data_ptr<const void>(x), a.x_stride = xr.row_stride;
   a.out = data_ptr<void>(out), a.out_stride = outr.row_stride;
   a.w1 = data_ptr<const void>(w1), a.w2 = data_ptr<const void>(w2);
@@ -124,9 +136,64 @@ void check_workspace(ArgCheck &c, FusedMoeArgs &a, DLTensor *ws, const DLTensor 
   a.sort.block_experts = reinterpret_cast<int32_t *>(base + layout.block_experts);
   a.sort.blocks = layout.blocks;
   a.sort.num_valid = reinterpret_cast<int32_t *>(base + layout.num_valid);
-  a.x_sorted = a.weights_on_input ? base + layout.x_sorted : nullptr;
+  const bool fp8 = layout.xq != layout.x_scale;
+  a.x_sorted = a.weights_on_input && !fp8 ? base + layout.x_sorted : nullptr;
   a.inter_buf = base + layout.inter;
   a.pair_out = base + layout.pair_out;
+  a.xq = fp8 ? base + layout.xq : nullptr;
+  a.x_scale = fp8 ? reinterpret_cast<float *>(base + layout.x_scale) : nullptr;
+  a.hq = fp8 ? base + layout.hq : nullptr;
+  a.h_scale = fp8 ? reinterpret_cast<float *>(base + layout.h_scale) : nullptr;
+}
+
+// The per-channel scales of fp8 weights: fp32, compact, one per weight row.
+void check_scales(ArgCheck &c, FusedMoeArgs &a, const DLTensor *w1, const DLTensor *w2, const DLTensor *s1,
+                  const DLTensor *s2) {
+  c.tensor(s1, "w1_scale").tensor(s2, "w2_scale");
+  c.ndim(s1, "w1_scale", 2).dtype(s1, "w1_scale", {DType::f32}).contiguous(s1, "w1_scale");
+  c.ndim(s2, "w2_scale", 2).dtype(s2, "w2_scale", {DType::f32}).contiguous(s2, "w2_scale");
+  c.same_device(s1, "w1_scale", w1, "w1").same_device(s2, "w2_scale", w1, "w1");
+  if (!c.ok()) return;
+  c.dim(s1, "w1_scale", 0, w1->shape[0], "the experts of w1").dim(s1, "w1_scale", 1, w1->shape[1], "w1.shape[1]");
+  c.dim(s2, "w2_scale", 0, w2->shape[0], "the experts of w2").dim(s2, "w2_scale", 1, w2->shape[1], "w2.shape[1]");
+  if (!c.ok()) return;
+  a.w1_scale = data_ptr<const float>(s1);
+  a.w2_scale = data_ptr<const float>(s2);
+}
+
+aiter_status fused_moe_op(const OpImpl<FusedMoeArgs> &op, DLTensor *out, DLTensor *workspace, const DLTensor *x,
+                          const DLTensor *w1, const DLTensor *w2, const DLTensor *w1_scale,
+                          const DLTensor *w2_scale, const DLTensor *topk_weights, const DLTensor *topk_ids,
+                          const DLTensor *expert_mask, const aiter_fused_moe_params *params, void *stream) {
+  const bool fp8 = &op == &kFusedMoeFp8;
+  ArgCheck c(op.name);
+  FusedMoeArgs a{};
+  aiter_fused_moe_params p;
+  if (!read_params(c, params, &p)) return c.status();
+  c.tensor(topk_ids, "topk_ids").tensor(w1, "w1").optional(expert_mask, "expert_mask");
+  c.ndim(w1, "w1", 3);
+  if (!c.ok()) return c.status();
+  const int64_t experts = expert_mask && expert_mask->ndim == 1 ? expert_mask->shape[0] : w1->shape[0];
+  check_sort_inputs(c, a.sort, topk_ids, expert_mask, experts, p.block_size);
+  check_tensors(c, a, out, x, w1, w2, topk_weights, topk_ids, fp8);
+  if (fp8) check_scales(c, a, w1, w2, w1_scale, w2_scale);
+  if (!c.ok()) return c.status();
+  a.topk = a.sort.ids_rows.cols;
+  a.act = p.activation;
+  a.weights_on_input = p.weights_on_input != 0;
+  a.variant = p.variant;
+  const MoeWorkspace layout = moe_workspace(a.tokens, a.topk, experts, a.hidden, a.inter, fp8 ? 1 : 2,
+                                            p.block_size, a.weights_on_input);
+  check_workspace(c, a, workspace, out, x, expert_mask, layout);
+  c.disjoint(x, "x", workspace, "workspace").disjoint(w1, "w1", workspace, "workspace");
+  c.disjoint(w2, "w2", workspace, "workspace").disjoint(topk_weights, "topk_weights", workspace, "workspace");
+  c.disjoint(topk_ids, "topk_ids", workspace, "workspace").disjoint(out, "out", workspace, "workspace");
+  if (fp8) {
+    c.disjoint(w1_scale, "w1_scale", workspace, "workspace").disjoint(w2_scale, "w2_scale", workspace, "workspace");
+    c.disjoint(w1_scale, "w1_scale", out, "out").disjoint(w2_scale, "w2_scale", out, "out");
+  }
+  if (!c.ok()) return c.status();
+  return run(op, x, a, stream);
 }
 
 }  // namespace
@@ -146,7 +213,7 @@ AITER_API size_t aiter_fused_moe_workspace_size(int64_t tokens, int64_t topk, in
   ArgCheck c("aiter_fused_moe_workspace_size");
   aiter_fused_moe_params p;
   if (!read_params(c, params, &p) || tokens < 0 || topk < 0 || experts < 0 || hidden < 0 || inter < 0 ||
-      elem_bytes < 0 || tokens > (int64_t(1) << 32) || hidden > INT32_MAX || inter > INT32_MAX || topk > 4096)
+      (elem_bytes != 1 && elem_bytes != 2) || tokens > (int64_t(1) << 32) || hidden > INT32_MAX || inter > INT32_MAX || topk > 4096)
     return 0;
   return moe_workspace(tokens, topk, experts, hidden, inter, elem_bytes, p.block_size, p.weights_on_input != 0).total;
 }
@@ -156,29 +223,19 @@ AITER_API aiter_status aiter_fused_moe(DLTensor *out, DLTensor *workspace, const
                                        const DLTensor *expert_mask, const aiter_fused_moe_params *params,
                                        void *stream) {
   return guard(kFusedMoe.name, [&] {
-    ArgCheck c(kFusedMoe.name);
-    FusedMoeArgs a{};
-    aiter_fused_moe_params p;
-    if (!read_params(c, params, &p)) return c.status();
-    c.tensor(topk_ids, "topk_ids").tensor(w1, "w1").optional(expert_mask, "expert_mask");
-    c.ndim(w1, "w1", 3);
-    if (!c.ok()) return c.status();
-    const int64_t experts = expert_mask && expert_mask->ndim == 1 ? expert_mask->shape[0] : w1->shape[0];
-    check_sort_inputs(c, a.sort, topk_ids, expert_mask, experts, p.block_size);
-    check_tensors(c, a, out, x, w1, w2, topk_weights, topk_ids);
-    if (!c.ok()) return c.status();
-    a.topk = a.sort.ids_rows.cols;
-    a.act = p.activation;
-    a.weights_on_input = p.weights_on_input != 0;
-    a.variant = p.variant;
-    const MoeWorkspace layout = moe_workspace(a.tokens, a.topk, experts, a.hidden, a.inter, dtype_size(a.dtype),
-                                              p.block_size, a.weights_on_input);
-    check_workspace(c, a, workspace, out, x, expert_mask, layout);
-    c.disjoint(x, "x", workspace, "workspace").disjoint(w1, "w1", workspace, "workspace");
-    c.disjoint(w2, "w2", workspace, "workspace").disjoint(topk_weights, "topk_weights", workspace, "workspace");
-    c.disjoint(topk_ids, "topk_ids", workspace, "workspace").disjoint(out, "out", workspace, "workspace");
-    if (!c.ok()) return c.status();
-    return run(kFusedMoe, x, a, stream);
+    return fused_moe_op(kFusedMoe, out, workspace, x, w1, w2, nullptr, nullptr, topk_weights, topk_ids, expert_mask,
+                        params, stream);
+  });
+}
+
+AITER_API aiter_status aiter_fused_moe_fp8(DLTensor *out, DLTensor *workspace, const DLTensor *x,
+                                           const DLTensor *w1, const DLTensor *w2, const DLTensor *w1_scale,
+                                           const DLTensor *w2_scale, const DLTensor *topk_weights,
+                                           const DLTensor *topk_ids, const DLTensor *expert_mask,
+                                           const aiter_fused_moe_params *params, void *stream) {
+  return guard(kFusedMoeFp8.name, [&] {
+    return fused_moe_op(kFusedMoeFp8, out, workspace, x, w1, w2, w1_scale, w2_scale, topk_weights, topk_ids,
+                        expert_mask, params, stream);
   });
 }
 

@@ -337,6 +337,37 @@ def fused_moe(rng):
                 lambda r: close(r["out"], ref, dt, "out", 4))
 
 
+def fused_moe_fp8(rng):
+    """fp8 experts (e4m3fn / e4m3fnuz) with per-channel scales."""
+    from aiter._lib import ffi, lib
+    from test_moe_fp8 import moe_fp8_ref, quantize_channels
+    if ml_dtypes is None:
+        return fused_moe(rng)  # no fp8 arrays without ml_dtypes: the 16-bit op instead
+    dt = rng.choice(["float16", "bfloat16"])
+    qdt = rng.choice(["float8_e4m3fn", "float8_e4m3fnuz"])
+    tokens, k, experts = dims(rng, 6)[0], int(rng.integers(1, 4)), int(rng.integers(1, 5))
+    hidden, inter = int(rng.integers(1, 24)), int(rng.integers(1, 12))
+    x = rand(rng, (tokens, hidden), dt)
+    w1q, s1 = quantize_channels(rand(rng, (experts, 2 * inter, hidden), "float32"), qdt)
+    w2q, s2 = quantize_channels(rand(rng, (experts, hidden, inter), "float32"), qdt)
+    weights = rng.random((tokens, k)).astype(np.float32)
+    ids = moe_routed_ids(rng, tokens, k, experts)
+    fields = {"activation": int(rng.integers(0, 3)), "weights_on_input": int(rng.integers(0, 2))}
+    p = ffi.new("aiter_fused_moe_params *")
+    lib.aiter_fused_moe_params_init(p)
+    for name, value in fields.items():
+        setattr(p, name, value)
+    size = int(lib.aiter_fused_moe_workspace_size(tokens, k, experts, hidden, inter, 1, p))
+    act = ["silu", "gelu", "gelu_tanh"][fields["activation"]]
+    ref = moe_fp8_ref(x, w1q, w2q, s1, s2, weights, ids, qdt, act, bool(fields["weights_on_input"]))
+    return Case("fused_moe_fp8", [T("out", poisoned((tokens, hidden), dt), "out"),
+                                  T("workspace", np.full(size, 0xFF, np.uint8), "out"), T("x", x), T("w1", w1q),
+                                  T("w2", w2q), T("w1_scale", s1), T("w2_scale", s2), T("topk_weights", weights),
+                                  T("topk_ids", ids, "index"), T("expert_mask", None, "index"),
+                                  Params(fields, "aiter_fused_moe_params")],
+                lambda r: close(r["out"], ref, dt, "out", 6))
+
+
 # ---- GEMM ---------------------------------------------------------------------------------
 
 def gemm_a16w16(rng, batched=False):
@@ -599,6 +630,7 @@ BUILDERS = {
     "grouped_topk": grouped_topk,
     "moe_sorting": moe_sorting,
     "fused_moe": fused_moe,
+    "fused_moe_fp8": fused_moe_fp8,
     "gemm_a16w16": gemm_a16w16,
     "gemm_a8w8": gemm_a8w8,
     "gemm_a8w8_blockscale": gemm_a8w8_blockscale,

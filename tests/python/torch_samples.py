@@ -95,7 +95,12 @@ def _moe_samples(g):
     return {"topk_sigmoid": ((_randn(g, 11, 8), 3, True), {}),
             "grouped_topk": ((_randn(g, 9, 16), 3, 4, 2, torch.zeros(16), "sigmoid", True, 2.5), {}),
             "moe_sorting": ((ids, 6, 4), {}),
-            "fused_moe": ((x, w1, w2, torch.rand(7, 2, generator=g), ids, workspace), {})}
+            "fused_moe": ((x, w1, w2, torch.rand(7, 2, generator=g), ids, workspace), {}),
+            "fused_moe_fp8": ((x, w1.float().to(torch.float8_e4m3fn), w2.float().to(torch.float8_e4m3fn),
+                               torch.rand(6, 32, generator=g) / 4 + 0.5, torch.rand(6, 32, generator=g) / 4 + 0.5,
+                               torch.rand(7, 2, generator=g), ids,
+                               torch.zeros(fused_moe_workspace_size(7, 2, 6, 32, 16, elem_bytes=1),
+                                           dtype=torch.uint8)), {})}
 
 
 def check(name, args, result):

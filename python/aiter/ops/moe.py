@@ -185,7 +185,38 @@ def fused_moe(x, w1, w2, topk_weights, topk_ids, workspace=None, *, expert_mask=
                       weights_on_input=weights_on_input, block_size=block_size, variant=variant, out=out)
 
 
-def _new_workspace(x, w1, topk_ids, expert_mask, activation, weights_on_input, block_size):
+def fused_moe_fp8(x, w1, w2, w1_scale, w2_scale, topk_weights, topk_ids, workspace=None, *, expert_mask=None,
+                  activation="silu", weights_on_input=False, block_size=0, variant="auto", out=None):
+    """:func:`fused_moe` with fp8 experts: ``w1`` [E, 2I, H] and ``w2`` [E, H, I]
+    float8_e4m3fn or float8_e4m3fnuz with per-channel scales ``w1_scale`` [E, 2I]
+    and ``w2_scale`` [E, H] (float32); x and out bf16 / fp16.  Each stage's input
+    row is quantized to the weights' dtype with a dynamic per-row scale (the
+    intermediate after rounding to x's dtype).  ``workspace``:
+    ``fused_moe_workspace_size(..., elem_bytes=1)`` bytes."""
+    expert_mask = _mask_bytes(expert_mask)
+    if workspace is None:
+        workspace = _new_workspace(x, w1, topk_ids, expert_mask, activation, weights_on_input, block_size, 1)
+    return _fused_moe_fp8(x, w1, w2, w1_scale, w2_scale, topk_weights, topk_ids, workspace, expert_mask=expert_mask,
+                          activation=activation, weights_on_input=weights_on_input, block_size=block_size,
+                          variant=variant, out=out)
+
+
+@via_torch("fused_moe_fp8")
+def _fused_moe_fp8(x, w1, w2, w1_scale, w2_scale, topk_weights, topk_ids, workspace, expert_mask=None,
+                   activation="silu", weights_on_input=False, block_size=0, variant="auto", *, out=None):
+    p = _moe_params(activation, weights_on_input, block_size, variant)
+    c = Call("aiter_fused_moe_fp8", like=x)
+    x_, w1_, w2_ = c.input(x, "x"), c.input(w1, "w1"), c.input(w2, "w2")
+    s1_, s2_ = c.input(w1_scale, "w1_scale"), c.input(w2_scale, "w2_scale")
+    tw_, ids_ = c.input(topk_weights, "topk_weights"), c.input(topk_ids, "topk_ids")
+    m_ = c.optional(expert_mask, "expert_mask")
+    out_ = c.output(out, "out", x_.shape, x_.dtype)
+    ws_ = c.inplace(workspace, "workspace")
+    c.run(out_.c, ws_.c, x_.c, w1_.c, w2_.c, s1_.c, s2_.c, tw_.c, ids_.c, c_or_null(m_), p)
+    return c.result(out_)
+
+
+def _new_workspace(x, w1, topk_ids, expert_mask, activation, weights_on_input, block_size, elem_bytes=2):
     """A uint8 workspace like x, of the size the library asks for, starting on
     a 256-byte boundary (a slice of a slightly larger buffer)."""
     p = _moe_params(activation, weights_on_input, block_size, "auto")
@@ -196,7 +227,7 @@ def _new_workspace(x, w1, topk_ids, expert_mask, activation, weights_on_input, b
     if len(x_.shape) == 2 and len(w1_.shape) == 3 and len(ids_.shape) == 2:
         experts = m_.shape[0] if m_ is not None and len(m_.shape) == 1 else w1_.shape[0]
         size = lib.aiter_fused_moe_workspace_size(x_.shape[0], ids_.shape[1], experts, x_.shape[1],
-                                                  w1_.shape[1] // 2, 2, p)
+                                                  w1_.shape[1] // 2, elem_bytes, p)
     raw = c.adapter.empty((size + 256,), "uint8", x)
     start = -int(ffi.cast("uintptr_t", c.input(raw, "workspace").c.data)) % 256
     return raw[start:start + size]

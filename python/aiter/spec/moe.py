@@ -1,5 +1,5 @@
 """The MoE ops of the table beyond topk_softmax: topk_sigmoid, grouped_topk,
-moe_sorting and fused_moe (its scalars go to the C function in an
+moe_sorting, fused_moe and fused_moe_fp8 (their scalars go to the C function in an
 ``aiter_fused_moe_params`` struct, which ``_params`` fills)."""
 from .types import MUTATED, Arg, Op, Out
 
@@ -70,4 +70,12 @@ def moe_ops():
            [Out("out", lambda a: tuple(a["x"].shape), lambda a: a["x"])],
            ["out", "workspace", "x", "w1", "w2", "topk_weights", "topk_ids", "expert_mask", "@params"],
            params=_params),
+        Op("fused_moe_fp8", "aiter_fused_moe_fp8",
+           [Arg("x"), Arg("w1"), Arg("w2"), Arg("w1_scale"), Arg("w2_scale"), Arg("topk_weights"), Arg("topk_ids"),
+            Arg("workspace", MUTATED), Arg("expert_mask", optional=True), Arg("activation", "str", default="silu"),
+            Arg("weights_on_input", "bool", default=False), Arg("block_size", "int", default=0),
+            Arg("variant", "str", default="auto")],
+           [Out("out", lambda a: tuple(a["x"].shape), lambda a: a["x"])],
+           ["out", "workspace", "x", "w1", "w2", "w1_scale", "w2_scale", "topk_weights", "topk_ids", "expert_mask",
+            "@params"], params=_params),
     ]

@@ -1,0 +1,112 @@
+"""fused_moe_fp8 (fp8 experts, per-channel weight scales, dynamic per-row
+activation scales) on the CPU and the GPU against a float64 NumPy layer that
+quantizes at the same points."""
+
+import numpy as np
+import pytest
+
+import aiter
+from harness import QMAX, f64, ml_dtypes, np_dtype, on_host, poisoned_on, quant_reference, to_device
+from test_moe_fused import act64, make_layer
+
+pytestmark = pytest.mark.skipif(ml_dtypes is None, reason="fp8 NumPy arrays need ml_dtypes")
+TOL = (5e-2, 5e-2)  # fp8 codes (3 mantissa bits) on both stage inputs
+
+
+def quantize_channels(w, qdtype):
+    """Per output channel (row of each expert matrix): scale = amax / qmax."""
+    w64 = f64(w)
+    amax = np.abs(w64).max(axis=2, keepdims=True)
+    scale = np.where(amax > 0, amax / QMAX[qdtype], 1.0).astype(np.float32)
+    return quant_reference(w64, f64(scale), qdtype), scale[..., 0]
+
+
+def quantize_row(v, qdtype):
+    amax = np.abs(v).max()
+    scale = float(np.float32(amax / QMAX[qdtype])) if amax > 0 else 1.0
+    inv = float(np.float32(1.0) / np.float32(scale))
+    return f64(quant_reference(v * inv, 1.0, qdtype)), scale
+
+
+def moe_fp8_ref(x, w1q, w2q, s1, s2, weights, ids, qdtype, act="silu", weights_on_input=False):
+    dt = x.dtype
+    x, w1, w2, weights = f64(x), f64(w1q), f64(w2q), f64(weights)
+    inter = w1.shape[1] // 2
+    out = np.zeros_like(x)
+    for t in range(ids.shape[0]):
+        for j in range(ids.shape[1]):
+            e = ids[t, j]
+            xin = np.float32(x[t] * weights[t, j]).astype(np.float64) if weights_on_input else x[t]
+            xq, xs = quantize_row(xin, qdtype)
+            g = (w1[e, :inter] @ xq) * xs * s1[e, :inter]
+            u = (w1[e, inter:] @ xq) * xs * s1[e, inter:]
+            h = f64((act64(act, g) * u).astype(dt))
+            hq, hs = quantize_row(h, qdtype)
+            y = f64(((w2[e] @ hq) * hs * s2[e]).astype(dt))
+            out[t] += (1.0 if weights_on_input else weights[t, j]) * y
+    return out
+
+
+def run_fp8(device, x, w1q, w2q, s1, s2, weights, ids, **kw):
+    dev = [to_device(a, device) for a in (x, w1q, w2q, s1, s2, weights, ids)]
+    out = poisoned_on(x.shape, x.dtype.name, device)
+    size = aiter.fused_moe_workspace_size(x.shape[0], ids.shape[1], w1q.shape[0], x.shape[1], w1q.shape[1] // 2,
+                                          elem_bytes=1, weights_on_input=kw.get("weights_on_input", False),
+                                          block_size=kw.get("block_size", 0))
+    workspace = to_device(np.full(size, 0xFF, np.uint8), device)
+    aiter.fused_moe_fp8(*dev, workspace=workspace, out=out, **kw)
+    return f64(on_host(out))
+
+
+def check(out, ref):
+    rtol, atol = TOL
+    assert not np.isnan(out).any(), f"{np.isnan(out).sum()} outputs unwritten"
+    np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol * (np.sqrt(np.mean(ref ** 2)) + 1e-30))
+
+
+def fp8_layer(rng, case, dtype, qdtype):
+    x, w1, w2, weights, ids = make_layer(rng, *case, dtype)
+    w1q, s1 = quantize_channels(w1, qdtype)
+    w2q, s2 = quantize_channels(w2, qdtype)
+    return x, w1q, w2q, s1, s2, weights, ids
+
+
+CASES = [(1, 8, 2, 64, 32), (3, 7, 3, 48, 32), (17, 8, 2, 128, 64), (5, 4, 4, 20, 10)]
+
+
+@pytest.mark.parametrize("qdtype", ["float8_e4m3fn", "float8_e4m3fnuz"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("case", CASES)
+def test_fused_moe_fp8(rng, device, qdtype, dtype, case):
+    layer = fp8_layer(rng, case, dtype, qdtype)
+    check(run_fp8(device, *layer), moe_fp8_ref(*layer, qdtype))
+
+
+@pytest.mark.parametrize("weights_on_input", [False, True])
+def test_fused_moe_fp8_options(rng, device, weights_on_input):
+    layer = fp8_layer(rng, (9, 6, 2, 64, 32), "bfloat16", "float8_e4m3fn")
+    out = run_fp8(device, *layer, activation="gelu", weights_on_input=weights_on_input, block_size=32)
+    check(out, moe_fp8_ref(*layer, "float8_e4m3fn", "gelu", weights_on_input))
+
+
+@pytest.mark.parametrize("variant", ["auto", "portable", "mma"])
+@pytest.mark.parametrize("case", [(300, 64, 6, 512, 256), (1, 128, 8, 2048, 768), (129, 8, 2, 1024, 512)])
+def test_fused_moe_fp8_gpu_shapes(rng, device, variant, case):
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    layer = fp8_layer(rng, case, "bfloat16", "float8_e4m3fn")
+    check(run_fp8(device, *layer, variant=variant), moe_fp8_ref(*layer, "float8_e4m3fn"))
+
+
+def test_fused_moe_fp8_rejects_bad_scales(rng):
+    x, w1q, w2q, s1, s2, weights, ids = fp8_layer(rng, (3, 4, 2, 16, 8), "bfloat16", "float8_e4m3fn")
+    cases = [(r"w1_scale: expected shape\[1\] == 16", dict(w1_scale=s1[:, :8].copy())),
+             (r"w2_scale: expected dtype float32", dict(w2_scale=s2.astype(np.float16))),
+             (r"w2: expected the dtype of w1", dict(w2=w2q.astype(np_dtype("float8_e4m3fnuz"))))]
+    for message, change in cases:
+        args = dict(w1_scale=s1, w2_scale=s2, w2=w2q)
+        args.update(change)
+        with pytest.raises(aiter.AiterError, match=message):
+            aiter.fused_moe_fp8(x, w1q, args["w2"], args["w1_scale"], args["w2_scale"], weights, ids)
+    with pytest.raises(aiter.AiterError, match="w1: expected dtype"):
+        aiter.fused_moe_fp8(x, w1q.astype(np.float32), w2q, s1, s2, weights, ids)
