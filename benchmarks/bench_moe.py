@@ -23,6 +23,7 @@ weights, and torch._scaled_grouped_mm (rowwise scales) for the two GEMMs on
 tokens already sorted and quantized (the intermediate too), timed alone.
 """
 import argparse
+import functools
 import statistics
 
 import torch
@@ -200,17 +201,77 @@ def bench_shape(name, tokens, copy_tbs, rows, kind="bf16"):
           f"gmm {t_gmm:9.1f} (x{row['gmm_ratio']:.2f}) gmm+route {t_gmm_route:9.1f} | rel diff {diff:.1e}", flush=True)
 
 
+@functools.lru_cache(maxsize=1)
+def deepseek_weights(experts, hidden, inter):
+    dev = "cuda"
+    w1 = torch.empty(experts, 2 * inter, hidden, device=dev, dtype=torch.float8_e4m3fn)
+    w2 = torch.empty(experts, hidden, inter, device=dev, dtype=torch.float8_e4m3fn)
+    for e in range(experts):
+        w1[e] = (torch.randn(2 * inter, hidden, device=dev) * 100).clamp(-448, 448).to(torch.float8_e4m3fn)
+        w2[e] = (torch.randn(hidden, inter, device=dev) * 100).clamp(-448, 448).to(torch.float8_e4m3fn)
+    s1 = torch.rand(experts, 2 * inter // 128, hidden // 128, device=dev) / (100 * hidden ** 0.5)
+    s2 = torch.rand(experts, hidden // 128, inter // 128, device=dev) / (100 * inter ** 0.5)
+    return w1, w2, s1, s2
+
+
+def bench_blockscale(tokens, copy_tbs, rows):
+    """DeepSeek-V3 (E256 top-8 after biased grouped routing, H7168, I2048),
+    block-scaled fp8: random e4m3fn codes with 128 x 128 block scales (made an
+    expert at a time: the bf16 weights would take 22 GB).  No torch peer;
+    checked against libaiter's portable stages at small T."""
+    experts, k, hidden, inter = 256, 8, 7168, 2048
+    torch.manual_seed(0)
+    dev, dt = "cuda", torch.bfloat16
+    x = torch.randn(tokens, hidden, device=dev, dtype=dt)
+    w1, w2, s1, s2 = deepseek_weights(experts, hidden, inter)
+    gating, bias = torch.randn(tokens, experts, device=dev, dtype=dt), torch.randn(experts, device=dev) / 10
+    w_buf = torch.empty(tokens, k, device=dev)
+    id_buf = torch.empty(tokens, k, device=dev, dtype=torch.int32)
+    ws = torch.empty(aiter.fused_moe_workspace_size(tokens, k, experts, hidden, inter, elem_bytes=1),
+                     dtype=torch.uint8, device=dev)
+    out = torch.empty_like(x)
+
+    def ours():
+        aiter.biased_grouped_topk(gating, bias, k, 8, 4, routed_scaling_factor=2.5, topk_weights=w_buf,
+                                  topk_ids=id_buf)
+        aiter.fused_moe_fp8(x, w1, w2, s1, s2, w_buf, id_buf, out=out, workspace=ws)
+
+    ours_g = graphed(ours)
+    diff = float("nan")
+    if tokens <= 128:
+        ref = aiter.fused_moe_fp8(x, w1, w2, s1, s2, w_buf, id_buf, variant="portable")
+        diff = ((out.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+    flops = 2.0 * tokens * k * 3 * hidden * inter
+    t_ours = timed(ours_g, max(3, min(200, int(2e12 / (flops + 1e9)))))
+    weight_bytes = len(torch.unique(id_buf)) * 3 * hidden * inter
+    row = dict(shape="deepseek-v3", kind="fp8-bs", T=tokens, ours_us=t_ours, loop_us=float("nan"),
+               gmm_us=float("nan"), gmm_route_us=float("nan"), tflops=flops / t_ours / 1e6,
+               weight_tbs=weight_bytes / t_ours / 1e6, copy_tbs=copy_tbs, gmm_ratio=float("nan"),
+               loop_ratio=float("nan"), diff=diff)
+    rows.append(row)
+    print(f"deepseek fp8-bs T{tokens:<5d} ours {t_ours:9.1f} us {row['tflops']:6.1f} TF/s {row['weight_tbs']:5.2f} TB/s "
+          f"({100 * row['weight_tbs'] / copy_tbs:4.0f}% of copy) | rel diff to portable {diff:.1e}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default="mixtral,qwen3")
     ap.add_argument("--tokens", default="1,8,64,128,1024,4096")
-    ap.add_argument("--kinds", default="bf16,fp8")
+    ap.add_argument("--kinds", default="bf16,fp8,blockscale")
     ap.add_argument("--markdown")
     args = ap.parse_args()
     copy_tbs = copy_bandwidth()
     print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  device copy {copy_tbs:.2f} TB/s")
     rows = []
     for kind in args.kinds.split(","):
+        if kind == "blockscale":
+            for tokens in map(int, args.tokens.split(",")):
+                try:
+                    bench_blockscale(tokens, copy_tbs, rows)
+                except Exception as e:  # noqa: BLE001
+                    print(f"deepseek blockscale T{tokens}: failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}")
+                torch.cuda.empty_cache()
+            continue
         for name in args.shapes.split(","):
             for tokens in map(int, args.tokens.split(",")):
                 try:

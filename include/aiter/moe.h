@@ -130,15 +130,18 @@ AITER_API aiter_status aiter_fused_moe(DLTensor *out, DLTensor *workspace, const
                                        const DLTensor *expert_mask,
                                        const aiter_fused_moe_params *params, void *stream);
 
-/* fp8 experts with per-channel scales: w1 [E, 2I, H] and w2 [E, H, I] both
- * e4m3fn or both e4m3fnuz, w1_scale [E, 2I] and w2_scale [E, H] fp32 (weight
- * value = code * scale); x [T, H] and out bf16 or fp16.  Each stage's input
- * row is quantized to the weights' dtype with a dynamic per-row scale
- * (amax / 448 or / 240; 1 for a zero row): the input row of each pair (x[t],
- * times its routing weight with weights_on_input, in fp32) and stage 1's output
- * row (after rounding to x's dtype).  Products in fp32 times the row and
- * channel scales; otherwise as aiter_fused_moe.  Workspace:
- * aiter_fused_moe_workspace_size with elem_bytes 1. */
+/* fp8 experts: w1 [E, 2I, H] and w2 [E, H, I] both e4m3fn or both e4m3fnuz
+ * (weight value = code * scale); x [T, H] and out bf16 or fp16.  Scales, fp32:
+ *  - per channel: w1_scale [E, 2I], w2_scale [E, H]; each stage's input row is
+ *    quantized with one dynamic scale (amax / 448 or / 240; 1 for a zero row);
+ *  - block-scaled (DeepSeek-V3), chosen by 3-dim scales: w1_scale
+ *    [E, 2I/128, H/128], w2_scale [E, H/128, I/128] (128 x 128 weight blocks);
+ *    the input rows quantized per 1 x 128 group; needs H and I multiples of 128.
+ * The stage inputs: each pair's input row (x[t], times its routing weight with
+ * weights_on_input, in fp32) and stage 1's output row (after rounding to x's
+ * dtype).  Products of the codes summed in fp32 (per 128-wide K group when
+ * block-scaled), times the row / group and weight scales; otherwise as
+ * aiter_fused_moe.  Workspace: aiter_fused_moe_workspace_size with elem_bytes 1. */
 AITER_API aiter_status aiter_fused_moe_fp8(DLTensor *out, DLTensor *workspace, const DLTensor *x,
                                            const DLTensor *w1, const DLTensor *w2,
                                            const DLTensor *w1_scale, const DLTensor *w2_scale,

@@ -37,6 +37,37 @@ __device__ __forceinline__ int tile_expert(const FusedMoeParams &p, long long m0
   return e >= 0 && e < p.local_experts ? e : -1;
 }
 
+// Block-scaled fp8: the scale of weight row n (of n_rows an expert, k_total
+// columns) for K group kg, as [experts, n_rows / 128, k_total / 128].
+__device__ __forceinline__ float block_weight_scale(const float *scales, int e, long long n, int n_rows,
+                                                    int k_total, int kg) {
+  return scales[((long long)e * (n_rows / 128) + n / 128) * (k_total / 128) + kg];
+}
+
+// The sums of K group kg of a thread's 2 x 2 outputs (rows r0, r0 + 1; columns
+// n0, n0 + 1), times their row and weight scales, into the totals; sums reset.
+template <bool GATED>
+__device__ __forceinline__ void promote(const FusedMoeParams &p, int e, long long r0, int n0, int kg,
+                                        float (&g)[2][2], float (&u)[2][2], float (&gt)[2][2], float (&ut)[2][2]) {
+  const int n_total = GATED ? p.inter : p.hidden, k_total = GATED ? p.hidden : p.inter;
+  const int groups = k_total / 128;
+  const float *rs = GATED ? p.x_scale : p.h_scale;
+  const float *ws = GATED ? p.w1_scale : p.w2_scale;
+  const int w_rows = GATED ? 2 * n_total : n_total;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const long long r = r0 + i < p.rows ? r0 + i : p.rows - 1;
+    const float a = rs[r * groups + kg];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int n = n0 + j < n_total ? n0 + j : n_total - 1;
+      gt[i][j] += g[i][j] * (a * block_weight_scale(ws, e, n, w_rows, k_total, kg));
+      if (GATED) ut[i][j] += u[i][j] * (a * block_weight_scale(ws, e, n_total + n, w_rows, k_total, kg));
+      g[i][j] = 0.0f, u[i][j] = 0.0f;
+    }
+  }
+}
+
 // Stage 1 (GATED) or 2 over one 32 x 32 tile.  A rows: the input rows of the
 // tile's pairs (stage 1) or its inter rows (stage 2), of T, or for fp8 weights
 // W their quantized copies (xq, hq) with a scale per row; W rows: w1's gate and
@@ -70,7 +101,7 @@ __device__ __forceinline__ void stage_tile(const FusedMoeParams &p) {
   }
   const W *w = static_cast<const W *>(GATED ? p.w1 : p.w2) + (long long)e * (GATED ? 2LL : 1LL) * n_total * k_total;
   const int tr = (tid / 16) * 2, tc = (tid % 16) * 2;
-  float g[2][2] = {}, u[2][2] = {};
+  float g[2][2] = {}, u[2][2] = {}, gt[2][2] = {}, ut[2][2] = {};
   sync_block();
   for (int k0 = 0; k0 < k_total; k0 += kSlice) {
     for (int i = tid; i < kTile * kSlice; i += kThreads) {
@@ -90,17 +121,25 @@ __device__ __forceinline__ void stage_tile(const FusedMoeParams &p) {
           if (GATED) u[i][j] += a_s[tr + i][c] * u_s[tc + j][c];
         }
     sync_block();
+    if (kFp8 && p.group > 0 && (k0 + kSlice) % p.group == 0)  // a 128-wide K group done: into the totals
+      promote<GATED>(p, e, m0 + tr, n0 + tc, (k0 + kSlice) / p.group - 1, g, u, gt, ut);
+  }
+  if (kFp8 && p.group > 0) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) g[i][j] = gt[i][j], u[i][j] = ut[i][j];
   }
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const long long r = m0 + tr + i, q = p.sorted[r];
     if (rows[tr + i] == nullptr) continue;
-    const float row_scale = kFp8 ? (GATED ? p.x_scale : p.h_scale)[r] : 1.0f;
+    const float row_scale = kFp8 && p.group == 0 ? (GATED ? p.x_scale : p.h_scale)[r] : 1.0f;
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int n = n0 + tc + j;
       if (n >= n_total) continue;
-      if (kFp8) {
+      if (kFp8 && p.group == 0) {
         const float *ws = (GATED ? p.w1_scale : p.w2_scale) + (long long)e * (GATED ? 2 : 1) * n_total;
         g[i][j] *= row_scale * ws[n];
         if (GATED) u[i][j] *= row_scale * ws[n_total + n];
@@ -133,13 +172,29 @@ __device__ __forceinline__ void quant_rows(const FusedMoeParams &p) {
   const long long q = p.sorted[r];
   if (q < 0 || q >= pairs) return;
   const int n = p.quant_source == 1 ? p.inter : p.hidden;
+  unsigned char *codes = static_cast<unsigned char *>(p.quant_source == 1 ? p.hq : p.xq) + r * n;
+  float *scales = p.quant_source == 1 ? p.h_scale : p.x_scale;
+  if (p.group > 0) {  // a team of 32 lanes per 128-wide group, 4 values a lane
+    const int team = thread_x() / 32, lane = thread_x() % 32, groups = n / 128;
+    for (int grp = team; grp < groups; grp += kCombineThreads / 32) {
+      float v[4], amax = 0.0f;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) amax = fmaxf(amax, fabsf(v[c] = quant_source<T>(p, r, q, grp * 128 + c * 32 + lane)));
+#pragma unroll
+      for (int m = 16; m > 0; m >>= 1) amax = fmaxf(amax, shfl_xor(amax, m));
+      const float scale = dynamic_scale(amax, p.quant), inv = 1.0f / scale;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) codes[grp * 128 + c * 32 + lane] = quantize(v[c] * inv, p.quant);
+      if (lane == 0) scales[r * groups + grp] = scale;
+    }
+    return;
+  }
   float amax = 0.0f;
   for (int i = thread_x(); i < n; i += kCombineThreads) amax = fmaxf(amax, fabsf(quant_source<T>(p, r, q, i)));
   amax = block_max(amax, scratch);
   const float scale = dynamic_scale(amax, p.quant), inv = 1.0f / scale;
-  unsigned char *codes = static_cast<unsigned char *>(p.quant_source == 1 ? p.hq : p.xq) + r * n;
   for (int i = thread_x(); i < n; i += kCombineThreads) codes[i] = quantize(quant_source<T>(p, r, q, i) * inv, p.quant);
-  if (thread_x() == 0) (p.quant_source == 1 ? p.h_scale : p.x_scale)[r] = scale;
+  if (thread_x() == 0) scales[r] = scale;
 }
 
 // weights_on_input: x_sorted[r] = x[t] * w[t, j], rounded, for the valid rows.

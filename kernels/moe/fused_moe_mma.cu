@@ -24,7 +24,13 @@ constexpr int kWM = 32, kTilesM = kWM / 16;
 // T: the elements multiplied (16-bit, or fp8 weights with the stage inputs
 // quantized per row); O: x's dtype, of the outputs.  BW: the weight rows of a
 // tile (128, or 64 for few tokens: twice the blocks).
-template <class T, class O, bool GATED, int BW>
+//
+// BLOCK (block-scaled fp8, DeepSeek-V3): a 128-byte stage is exactly one
+// 128-wide K group, so each stage's sums are added to fp32 totals times the
+// rows' group scales and the warp's weight-block scale (a warp's columns lie in
+// one 128-row weight block: tiles start at multiples of 64 or 32 and inter is
+// a multiple of 128).
+template <class T, class O, bool GATED, int BW, bool BLOCK = false>
 struct MoeStage {
   static constexpr bool kFp8 = sizeof(T) == 1;
   static constexpr int kBW = BW, kWN = BW / 2, kTilesN = kWN / 8;
@@ -104,7 +110,7 @@ struct MoeStage {
       for (int h = 0; h < 2; ++h) {
         const long long m = m0 + warp_m * kWM + i * 16 + h * 8 + g, q = p.sorted[m];
         if (q < 0 || q >= pairs) continue;
-        const float rs = kFp8 ? (GATED ? p.x_scale : p.h_scale)[m] : 1.0f;
+        const float rs = kFp8 && !BLOCK ? (GATED ? p.x_scale : p.h_scale)[m] : 1.0f;
         if (GATED) {
           const float *ws = p.w1_scale + (long long)e * 2 * p.inter;
 #pragma unroll
@@ -113,7 +119,7 @@ struct MoeStage {
             if (col >= p.inter) continue;
             float g0 = acc[i][j][2 * h], g1 = acc[i][j][2 * h + 1];
             float u0 = acc[i][j + kTilesN / 2][2 * h], u1 = acc[i][j + kTilesN / 2][2 * h + 1];
-            if (kFp8) {
+            if (kFp8 && !BLOCK) {
               g0 *= rs * ws[col], g1 *= rs * ws[col + 1];
               u0 *= rs * ws[p.inter + col], u1 *= rs * ws[p.inter + col + 1];
             }
@@ -127,9 +133,39 @@ struct MoeStage {
             const int col = n0 + warp_n * kWN + j * 8 + 2 * t;
             if (col >= p.hidden) continue;
             float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
-            if (kFp8) v0 *= rs * ws[col], v1 *= rs * ws[col + 1];
+            if (kFp8 && !BLOCK) v0 *= rs * ws[col], v1 *= rs * ws[col + 1];
             put_pair(static_cast<O *>(p.pair_out) + q * p.hidden + col, v0, v1);
           }
+        }
+      }
+  }
+
+  // BLOCK: totals += this stage's (K group kg's) sums times their scales; sums reset.
+  static __device__ __forceinline__ void promote(const FusedMoeParams &p, int e, long long m0, int n0, int warp_m,
+                                                 int warp_n, int kg, float (&acc)[kTilesM][kTilesN][4],
+                                                 float (&total)[kTilesM][kTilesN][4]) {
+    const int g = (threadIdx.x % 32) / 4;
+    const int n_total = GATED ? p.inter : p.hidden, k_total = GATED ? p.hidden : p.inter, groups = k_total / 128;
+    const float *rs = GATED ? p.x_scale : p.h_scale;
+    const float *ws = GATED ? p.w1_scale : p.w2_scale;
+    const int w_blocks = (GATED ? 2 * n_total : n_total) / 128;
+    // The warp's first column; past the end: the last block (those columns are not stored).
+    int col = GATED ? n0 + warp_n * (kWN / 2) : n0 + warp_n * kWN;
+    col = col < n_total ? col : n_total - 1;
+    const float w_first = ws[((long long)e * w_blocks + col / 128) * groups + kg];
+    const float w_up = GATED ? ws[((long long)e * w_blocks + (n_total + col) / 128) * groups + kg] : 0.0f;
+#pragma unroll
+    for (int i = 0; i < kTilesM; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        long long m = m0 + warp_m * kWM + i * 16 + h * 8 + g;
+        m = m < p.rows ? m : p.rows - 1;
+        const float a = rs[m * groups + kg];
+#pragma unroll
+        for (int j = 0; j < kTilesN; ++j) {
+          const float s = a * (GATED && j >= kTilesN / 2 ? w_up : w_first);
+          total[i][j][2 * h] += acc[i][j][2 * h] * s, total[i][j][2 * h + 1] += acc[i][j][2 * h + 1] * s;
+          acc[i][j][2 * h] = 0.0f, acc[i][j][2 * h + 1] = 0.0f;
         }
       }
   }
@@ -191,6 +227,7 @@ struct MoeStage {
       copy_async_commit();
     }
     float acc[kTilesM][kTilesN][4] = {};
+    float total[BLOCK ? kTilesM : 1][BLOCK ? kTilesN : 1][4] = {};
     for (int kt = 0; kt < stages_k; ++kt) {
       copy_async_wait<kStages - 2>();
       __syncthreads();
@@ -198,8 +235,12 @@ struct MoeStage {
       if (next < stages_k) copy(next, base + (next % kStages) * kStageBytes);
       copy_async_commit();
       multiply_stage(base + (kt % kStages) * kStageBytes, warp_m, warp_n, acc);
+      if constexpr (BLOCK) promote(p, e, m0, n0, warp_m, warp_n, kt, acc, total);
     }
-    store(p, e, m0, n0, warp_m, warp_n, acc);
+    if constexpr (BLOCK)
+      store(p, e, m0, n0, warp_m, warp_n, total);
+    else
+      store(p, e, m0, n0, warp_m, warp_n, acc);
   }
 };
 
@@ -224,5 +265,17 @@ MMA_STAGES(e4m3fn_f16, e4m3fn_t, half_t, 64)
 // aiter-kernel-family: op=moe_stage1 variant={dt}.{bw} symbol=aiter_moe_stage1_mma_{dt}_{sym} block=128 smem={smem} dt=bf16,f16 bw=mma:128:98304,mma.n64:64:65536
 // aiter-kernel-family: op=moe_stage2 variant={dt}.{bw} symbol=aiter_moe_stage2_mma_{dt}_{sym} block=128 smem={smem} dt=bf16,f16 bw=mma:128:98304,mma.n64:64:65536
 // fp8 weights: <weights>.<dtype>.mma[.n64].
+#define MMA_BLOCK(dt, O, BW)                                                                                     \
+  AITER_ENTRY(aiter_moe_stage1_mma_e4m3fn_##dt##_##BW##_bs, kThreads, FusedMoeParams,                            \
+              (MoeStage<e4m3fn_t, O, true, BW, true>::run))                                                      \
+  AITER_ENTRY(aiter_moe_stage2_mma_e4m3fn_##dt##_##BW##_bs, kThreads, FusedMoeParams,                            \
+              (MoeStage<e4m3fn_t, O, false, BW, true>::run))
+MMA_BLOCK(bf16, bf16_t, 128)
+MMA_BLOCK(f16, half_t, 128)
+MMA_BLOCK(bf16, bf16_t, 64)
+MMA_BLOCK(f16, half_t, 64)
+// Block-scaled: <weights>.<dtype>.mma[.n64].bs.
+// aiter-kernel-family: op=moe_stage1 variant=e4m3fn.{dt}.{bw}.bs symbol=aiter_moe_stage1_mma_e4m3fn_{dt}_{sym}_bs block=128 smem={smem} dt=bf16@89,f16@89 bw=mma:128:98304,mma.n64:64:65536
+// aiter-kernel-family: op=moe_stage2 variant=e4m3fn.{dt}.{bw}.bs symbol=aiter_moe_stage2_mma_e4m3fn_{dt}_{sym}_bs block=128 smem={smem} dt=bf16@89,f16@89 bw=mma:128:98304,mma.n64:64:65536
 // aiter-kernel-family: op=moe_stage1 variant=e4m3fn.{dt}.{bw} symbol=aiter_moe_stage1_mma_e4m3fn_{dt}_{sym} block=128 smem={smem} dt=bf16@89,f16@89 bw=mma:128:98304,mma.n64:64:65536
 // aiter-kernel-family: op=moe_stage2 variant=e4m3fn.{dt}.{bw} symbol=aiter_moe_stage2_mma_e4m3fn_{dt}_{sym} block=128 smem={smem} dt=bf16@89,f16@89 bw=mma:128:98304,mma.n64:64:65536

@@ -47,15 +47,21 @@ struct FusedMoeParams {
   void *pair_out;         // [pairs, hidden]
   // fp8 experts (quant != 0): per-channel weight scales, and the stage inputs
   // quantized per row with their scales.
-  const float *w1_scale;  // [local experts, 2 inter]
-  const float *w2_scale;  // [local experts, hidden]
+  // Per channel (group 0): w1_scale [local experts, 2 inter], w2_scale [local
+  // experts, hidden], x_scale / h_scale [rows].  Block-scaled (group 128):
+  // w1_scale [local experts, 2 inter / 128, hidden / 128], w2_scale [local
+  // experts, hidden / 128, inter / 128], x_scale [rows, hidden / 128], h_scale
+  // [rows, inter / 128] (DeepSeek-V3: 128 x 128 weight blocks, 1 x 128 activations).
+  const float *w1_scale;
+  const float *w2_scale;
   void *xq;               // [rows, hidden] fp8
-  float *x_scale;         // [rows]
+  float *x_scale;
   void *hq;               // [rows, inter] fp8
-  float *h_scale;         // [rows]
+  float *h_scale;
   long long tokens, x_stride, out_stride, weights_stride, ids_stride, rows, blocks;
   int topk, hidden, inter, local_experts, experts, block, mask_bytes;
   int act, weights_on_input;
   int quant;              // QuantKind of the weights (kQuantE4m3fn / kQuantE4m3fnuz), 0 for 16-bit
+  int group;              // fp8 scale groups along K: 0 per channel, 128 block-scaled
   int quant_source;       // moe_quant: 0 the input rows (x, times the weight with weights_on_input), 1 inter
 };

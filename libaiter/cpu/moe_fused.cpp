@@ -60,6 +60,22 @@ float quantize_row(float *row, int64_t n, Q *codes) {
   return scale;
 }
 
+// Per group of `group` values (0: the whole row as one), scales[g] its scale.
+template <class Q>
+void quantize_groups(float *row, int64_t n, int64_t group, Q *codes, float *scales) {
+  const int64_t size = group > 0 ? group : n;
+  for (int64_t g = 0; g * size < n; ++g) scales[g] = quantize_row(row + g * size, std::min(size, n - g * size), codes + g * size);
+}
+
+// a . b over n values, in fp32: per group of 128 times scale(g) when block-scaled.
+template <class Scale>
+float scaled_dot(const float *a, const float *b, int64_t n, int32_t group, Scale scale) {
+  if (group == 0) return dot(a, b, n) * scale(0);
+  float total = 0.0f;
+  for (int64_t g = 0; g * group < n; ++g) total += dot(a + g * group, b + g * group, group) * scale(g);
+  return total;
+}
+
 // Rounds each value to T (16-bit weights: the GPU's rounding of a scaled input row).
 template <class T>
 void round_row(float *row, int64_t n) {
@@ -77,16 +93,23 @@ struct Block {
   explicit Block(const FusedMoeArgs &args)
       : a(args), row(size_t(std::max(args.hidden, args.inter))), h(size_t(args.inter)) {}
 
-  // Stage 1's input row r as fp32 (the codes for fp8), and its scale.
-  float stage1_input(int64_t r, int64_t p) {
+  int64_t groups(int64_t n) const { return a.group > 0 ? n / a.group : 1; }
+
+  // Stage 1's input row r as fp32 (the codes for fp8, their scales in x_scale).
+  void stage1_input(int64_t r, int64_t p) {
     input_row<T>(a, p, row.data());
-    if constexpr (kFp8) {
-      const float s = quantize_row(row.data(), a.hidden, static_cast<W *>(a.xq) + r * a.hidden);
-      a.x_scale[r] = s;
-      return s;
-    }
-    if (a.weights_on_input) round_row<T>(row.data(), a.hidden);
-    return 1.0f;
+    if constexpr (kFp8)
+      quantize_groups(row.data(), a.hidden, a.group, static_cast<W *>(a.xq) + r * a.hidden,
+                      a.x_scale + r * groups(a.hidden));
+    else if (a.weights_on_input)
+      round_row<T>(row.data(), a.hidden);
+  }
+
+  // The weight scale of output channel n of a matrix with k_total columns and
+  // n_rows rows an expert, for K group g.
+  float weight_scale(const float *scales, int64_t e, int64_t n, int64_t n_rows, int64_t k_total, int64_t g) const {
+    if (a.group == 0) return scales[e * n_rows + n];
+    return scales[(e * (n_rows / a.group) + n / a.group) * (k_total / a.group) + g];
   }
 
   void stage1(int64_t e, int64_t first) {
@@ -96,11 +119,19 @@ struct Block {
     for (int64_t r = first; r < first + a.sort.block; ++r) {
       const int64_t p = a.sort.sorted[r];
       if (p >= pairs) continue;
-      const float xs = stage1_input(r, p);
+      stage1_input(r, p);
+      const float *xs = kFp8 ? a.x_scale + r * groups(H) : nullptr;
       T *hr = static_cast<T *>(a.inter_buf) + r * I;
       for (int64_t n = 0; n < I; ++n) {
-        float g = dot(row.data(), w.data() + n * H, H), u = dot(row.data(), w.data() + (I + n) * H, H);
-        if constexpr (kFp8) g *= xs * a.w1_scale[e * 2 * I + n], u *= xs * a.w1_scale[e * 2 * I + I + n];
+        float g, u;
+        if constexpr (kFp8) {
+          g = scaled_dot(row.data(), w.data() + n * H, H, a.group,
+                         [&](int64_t k) { return xs[k] * weight_scale(a.w1_scale, e, n, 2 * I, H, k); });
+          u = scaled_dot(row.data(), w.data() + (I + n) * H, H, a.group,
+                         [&](int64_t k) { return xs[k] * weight_scale(a.w1_scale, e, I + n, 2 * I, H, k); });
+        } else {
+          g = dot(row.data(), w.data() + n * H, H), u = dot(row.data(), w.data() + (I + n) * H, H);
+        }
         hr[n] = from_f32<T>(activate(a.act, g) * u);
       }
     }
@@ -113,12 +144,16 @@ struct Block {
       const int64_t p = a.sort.sorted[r];
       if (p >= pairs) continue;
       to_float(static_cast<const T *>(a.inter_buf) + r * I, I, h.data());
-      float hs = 1.0f;
-      if constexpr (kFp8) hs = a.h_scale[r] = quantize_row(h.data(), I, static_cast<W *>(a.hq) + r * I);
+      float *hs = kFp8 ? a.h_scale + r * groups(I) : nullptr;
+      if constexpr (kFp8) quantize_groups(h.data(), I, a.group, static_cast<W *>(a.hq) + r * I, hs);
       T *y = static_cast<T *>(a.pair_out) + p * H;
       for (int64_t n = 0; n < H; ++n) {
-        float v = dot(h.data(), w.data() + n * I, I);
-        if constexpr (kFp8) v *= hs * a.w2_scale[e * H + n];
+        float v;
+        if constexpr (kFp8)
+          v = scaled_dot(h.data(), w.data() + n * I, I, a.group,
+                         [&](int64_t k) { return hs[k] * weight_scale(a.w2_scale, e, n, H, I, k); });
+        else
+          v = dot(h.data(), w.data() + n * I, I);
         y[n] = from_f32<T>(v);
       }
     }

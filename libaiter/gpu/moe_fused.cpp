@@ -49,6 +49,7 @@ FusedMoeParams params_of(const FusedMoeArgs &a) {
   p.topk = int(a.topk), p.hidden = int(a.hidden), p.inter = int(a.inter);
   p.local_experts = int(a.local_experts), p.experts = a.sort.experts, p.block = a.sort.block;
   p.mask_bytes = a.sort.mask_bytes, p.act = a.act, p.weights_on_input = a.weights_on_input;
+  p.group = a.group;
   p.quant = a.wdtype == DType::e4m3fn ? kQuantE4m3fn : a.wdtype == DType::e4m3fnuz ? kQuantE4m3fnuz : kQuantNone;
   return p;
 }
@@ -69,7 +70,7 @@ Plan mma_plan(const FusedMoeArgs &a, const std::string &prefix, int sms) {
   const bool narrow = used * ceil_div(a.inter, kMmaCols1) < 2 * int64_t(sms);
   const int64_t cols1 = narrow ? kMmaCols1 / 2 : kMmaCols1, cols2 = narrow ? kMmaCols2 / 2 : kMmaCols2;
   Plan plan;
-  plan.stage = prefix + (narrow ? ".mma.n64" : ".mma");
+  plan.stage = prefix + (narrow ? ".mma.n64" : ".mma") + (a.group > 0 ? ".bs" : "");
   plan.grid1 = unsigned(tiles * ceil_div(a.inter, cols1));
   plan.grid2 = unsigned(tiles * ceil_div(a.hidden, cols2));
   plan.threads = unsigned(kMmaThreads);

@@ -69,7 +69,8 @@ MoeWorkspace moe_workspace(int64_t tokens, int64_t topk, int64_t experts, int64_
 struct FusedMoeArgs {
   DType dtype;   // bf16 or fp16: x, out and the intermediates (and w1, w2 but for fp8)
   DType wdtype;  // of w1, w2: dtype, or e4m3fn / e4m3fnuz
-  const float *w1_scale, *w2_scale;  // fp8: [local experts, 2I], [local experts, H]
+  const float *w1_scale, *w2_scale;  // fp8: per channel or per 128 x 128 block (kernels/moe/moe_params.h)
+  int32_t group;                     // fp8: 0 per channel, 128 block-scaled
   void *xq, *hq;                     // fp8: the stage inputs quantized per row
   float *x_scale, *h_scale;
   const void *x;

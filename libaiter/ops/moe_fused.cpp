@@ -1,5 +1,6 @@
 // aiter_fused_moe and its workspace query: argument checks, the workspace
 // layout, dispatch.
+#include <algorithm>
 #include <cstddef>
 
 #include "core/backend.hpp"
@@ -29,9 +30,10 @@ MoeWorkspace moe_workspace(int64_t tokens, int64_t topk, int64_t experts, int64_
   w.inter = at, at += aligned(size_t(w.rows * inter * act_bytes));
   w.pair_out = at, at += aligned(size_t(tokens * topk * hidden * act_bytes));
   w.xq = at, at += fp8 ? aligned(size_t(w.rows * hidden)) : 0;
-  w.x_scale = at, at += fp8 ? aligned(size_t(w.rows) * 4) : 0;
+  // Scales: one a row, or one a 128-wide group of a row (block-scaled).
+  w.x_scale = at, at += fp8 ? aligned(size_t(w.rows * std::max<int64_t>(1, (hidden + 127) / 128)) * 4) : 0;
   w.hq = at, at += fp8 ? aligned(size_t(w.rows * inter)) : 0;
-  w.h_scale = at, at += fp8 ? aligned(size_t(w.rows) * 4) : 0;
+  w.h_scale = at, at += fp8 ? aligned(size_t(w.rows * std::max<int64_t>(1, (inter + 127) / 128)) * 4) : 0;
   w.total = at;
   return w;
 }
@@ -146,17 +148,32 @@ void check_workspace(ArgCheck &c, FusedMoeArgs &a, DLTensor *ws, const DLTensor 
   a.h_scale = fp8 ? reinterpret_cast<float *>(base + layout.h_scale) : nullptr;
 }
 
-// The per-channel scales of fp8 weights: fp32, compact, one per weight row.
+// The scales of fp8 weights, fp32 and compact: one per weight row (2 dims), or
+// one per 128 x 128 block (3 dims: block-scaled).
 void check_scales(ArgCheck &c, FusedMoeArgs &a, const DLTensor *w1, const DLTensor *w2, const DLTensor *s1,
                   const DLTensor *s2) {
   c.tensor(s1, "w1_scale").tensor(s2, "w2_scale");
-  c.ndim(s1, "w1_scale", 2).dtype(s1, "w1_scale", {DType::f32}).contiguous(s1, "w1_scale");
-  c.ndim(s2, "w2_scale", 2).dtype(s2, "w2_scale", {DType::f32}).contiguous(s2, "w2_scale");
+  c.min_ndim(s1, "w1_scale", 2).dtype(s1, "w1_scale", {DType::f32}).contiguous(s1, "w1_scale");
+  c.ndim(s2, "w2_scale", s1 != nullptr ? s1->ndim : 2).dtype(s2, "w2_scale", {DType::f32}).contiguous(s2, "w2_scale");
   c.same_device(s1, "w1_scale", w1, "w1").same_device(s2, "w2_scale", w1, "w1");
   if (!c.ok()) return;
-  c.dim(s1, "w1_scale", 0, w1->shape[0], "the experts of w1").dim(s1, "w1_scale", 1, w1->shape[1], "w1.shape[1]");
-  c.dim(s2, "w2_scale", 0, w2->shape[0], "the experts of w2").dim(s2, "w2_scale", 1, w2->shape[1], "w2.shape[1]");
+  c.require(s1->ndim <= 3, AITER_ERR_INVALID_ARGUMENT,
+            "w1_scale: expected 2 dims (per channel) or 3 (128 x 128 blocks), got %d", s1->ndim);
   if (!c.ok()) return;
+  const bool block = s1->ndim == 3;
+  const int64_t g = block ? 128 : 1;
+  if (block)
+    c.require(a.hidden % 128 == 0 && a.inter % 128 == 0, AITER_ERR_UNSUPPORTED_SHAPE,
+              "w1_scale: block-scaled fp8 needs hidden and inter multiples of 128, got %lld and %lld",
+              (long long)a.hidden, (long long)a.inter);
+  c.dim(s1, "w1_scale", 0, w1->shape[0], "the experts of w1");
+  c.dim(s1, "w1_scale", 1, w1->shape[1] / g, block ? "w1.shape[1] / 128" : "w1.shape[1]");
+  if (block) c.dim(s1, "w1_scale", 2, a.hidden / g, "hidden / 128");
+  c.dim(s2, "w2_scale", 0, w2->shape[0], "the experts of w2");
+  c.dim(s2, "w2_scale", 1, a.hidden / g, block ? "hidden / 128" : "w2.shape[1]");
+  if (block) c.dim(s2, "w2_scale", 2, a.inter / g, "inter / 128");
+  if (!c.ok()) return;
+  a.group = block ? 128 : 0;
   a.w1_scale = data_ptr<const float>(s1);
   a.w2_scale = data_ptr<const float>(s2);
 }

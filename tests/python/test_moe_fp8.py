@@ -21,29 +21,62 @@ def quantize_channels(w, qdtype):
     return quant_reference(w64, f64(scale), qdtype), scale[..., 0]
 
 
-def quantize_row(v, qdtype):
-    amax = np.abs(v).max()
-    scale = float(np.float32(amax / QMAX[qdtype])) if amax > 0 else 1.0
-    inv = float(np.float32(1.0) / np.float32(scale))
-    return f64(quant_reference(v * inv, 1.0, qdtype)), scale
+def quantize_blocks(w, qdtype, block=128):
+    """DeepSeek-V3 weights: one scale per 128 x 128 block of each expert matrix."""
+    w64 = f64(w)
+    e, n, k = w64.shape
+    blocks = w64.reshape(e, n // block, block, k // block, block)
+    amax = np.abs(blocks).max(axis=(2, 4), keepdims=True)
+    scale = np.where(amax > 0, amax / QMAX[qdtype], 1.0).astype(np.float32)
+    codes = quant_reference(blocks, f64(scale), qdtype).reshape(e, n, k)
+    return codes, scale.reshape(e, n // block, k // block)
+
+
+def quantize_row(v, qdtype, group=0):
+    """Codes (as float64) and scales of v, per group of `group` values (0: one)."""
+    size = group or len(v)
+    codes, scales = [], []
+    for g in range(0, len(v), size):
+        part = v[g:g + size]
+        amax = np.abs(part).max()
+        scale = float(np.float32(amax / QMAX[qdtype])) if amax > 0 else 1.0
+        inv = float(np.float32(1.0) / np.float32(scale))
+        codes.append(f64(quant_reference(part * inv, 1.0, qdtype)))
+        scales.append(scale)
+    return np.concatenate(codes), np.array(scales) if group else scales[0]
+
+
+def block_product(w, s, xq, xs, rows, group=128):
+    """sum over K groups of (w[rows] codes . x codes) * x scale * weight block scale."""
+    w, total = w[rows], 0.0
+    for g in range(w.shape[1] // group):
+        part = w[:, g * group:(g + 1) * group] @ xq[g * group:(g + 1) * group]
+        total = total + part * xs[g] * s[rows // group, g]
+    return total
 
 
 def moe_fp8_ref(x, w1q, w2q, s1, s2, weights, ids, qdtype, act="silu", weights_on_input=False):
+    """Per-channel scales (2-dim) or 128 x 128 blocks with 1 x 128 activation groups (3-dim)."""
     dt = x.dtype
-    x, w1, w2, weights = f64(x), f64(w1q), f64(w2q), f64(weights)
-    inter = w1.shape[1] // 2
+    x, w1, w2, weights, s1, s2 = f64(x), f64(w1q), f64(w2q), f64(weights), f64(s1), f64(s2)
+    inter, block = w1.shape[1] // 2, s1.ndim == 3
+    group = 128 if block else 0
     out = np.zeros_like(x)
     for t in range(ids.shape[0]):
         for j in range(ids.shape[1]):
             e = ids[t, j]
             xin = np.float32(x[t] * weights[t, j]).astype(np.float64) if weights_on_input else x[t]
-            xq, xs = quantize_row(xin, qdtype)
-            g = (w1[e, :inter] @ xq) * xs * s1[e, :inter]
-            u = (w1[e, inter:] @ xq) * xs * s1[e, inter:]
+            xq, xs = quantize_row(xin, qdtype, group)
+            if block:
+                g = block_product(w1[e], s1[e], xq, xs, np.arange(inter))
+                u = block_product(w1[e], s1[e], xq, xs, np.arange(inter, 2 * inter))
+            else:
+                g = (w1[e, :inter] @ xq) * xs * s1[e, :inter]
+                u = (w1[e, inter:] @ xq) * xs * s1[e, inter:]
             h = f64((act64(act, g) * u).astype(dt))
-            hq, hs = quantize_row(h, qdtype)
-            y = f64(((w2[e] @ hq) * hs * s2[e]).astype(dt))
-            out[t] += (1.0 if weights_on_input else weights[t, j]) * y
+            hq, hs = quantize_row(h, qdtype, group)
+            y = block_product(w2[e], s2[e], hq, hs, np.arange(w2.shape[1])) if block else (w2[e] @ hq) * hs * s2[e]
+            out[t] += (1.0 if weights_on_input else weights[t, j]) * f64(y.astype(dt))
     return out
 
 
@@ -64,11 +97,29 @@ def check(out, ref):
     np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol * (np.sqrt(np.mean(ref ** 2)) + 1e-30))
 
 
-def fp8_layer(rng, case, dtype, qdtype):
+def fp8_layer(rng, case, dtype, qdtype, block=False):
     x, w1, w2, weights, ids = make_layer(rng, *case, dtype)
-    w1q, s1 = quantize_channels(w1, qdtype)
-    w2q, s2 = quantize_channels(w2, qdtype)
+    quantize = quantize_blocks if block else quantize_channels
+    w1q, s1 = quantize(w1, qdtype)
+    w2q, s2 = quantize(w2, qdtype)
     return x, w1q, w2q, s1, s2, weights, ids
+
+
+@pytest.mark.parametrize("qdtype", ["float8_e4m3fn", "float8_e4m3fnuz"])
+@pytest.mark.parametrize("case", [(3, 4, 2, 256, 128), (1, 8, 3, 128, 256)])
+def test_fused_moe_blockscale(rng, device, qdtype, case):
+    """DeepSeek-V3 style: 128 x 128 weight blocks, 1 x 128 activation groups."""
+    layer = fp8_layer(rng, case, "bfloat16", qdtype, block=True)
+    check(run_fp8(device, *layer), moe_fp8_ref(*layer, qdtype))
+
+
+@pytest.mark.parametrize("variant", ["auto", "portable", "mma"])
+@pytest.mark.parametrize("case", [(200, 32, 8, 1024, 512), (1, 256, 8, 7168, 256)])
+def test_fused_moe_blockscale_gpu_shapes(rng, device, variant, case):
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    layer = fp8_layer(rng, case, "bfloat16", "float8_e4m3fn", block=True)
+    check(run_fp8(device, *layer, variant=variant), moe_fp8_ref(*layer, "float8_e4m3fn"))
 
 
 CASES = [(1, 8, 2, 64, 32), (3, 7, 3, 48, 32), (17, 8, 2, 128, 64), (5, 4, 4, 20, 10)]
@@ -102,7 +153,9 @@ def test_fused_moe_fp8_rejects_bad_scales(rng):
     x, w1q, w2q, s1, s2, weights, ids = fp8_layer(rng, (3, 4, 2, 16, 8), "bfloat16", "float8_e4m3fn")
     cases = [(r"w1_scale: expected shape\[1\] == 16", dict(w1_scale=s1[:, :8].copy())),
              (r"w2_scale: expected dtype float32", dict(w2_scale=s2.astype(np.float16))),
-             (r"w2: expected the dtype of w1", dict(w2=w2q.astype(np_dtype("float8_e4m3fnuz"))))]
+             (r"w2: expected the dtype of w1", dict(w2=w2q.astype(np_dtype("float8_e4m3fnuz")))),
+             (r"block-scaled fp8 needs hidden and inter multiples of 128",
+              dict(w1_scale=np.ones((4, 1, 1), np.float32), w2_scale=np.ones((4, 1, 1), np.float32)))]
     for message, change in cases:
         args = dict(w1_scale=s1, w2_scale=s2, w2=w2q)
         args.update(change)
