@@ -139,6 +139,8 @@ def run_rank(rank, world, port, args, queue):
     result["fused"] = bench_fused(ar, world, args)
     if rank == 0:
         queue.put(result)
+        queue.close()
+        queue.join_thread()  # in the pipe before os._exit
     dist.barrier()
     torch.cuda.synchronize()
     os._exit(0)

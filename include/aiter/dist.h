@@ -63,7 +63,7 @@ AITER_API aiter_status aiter_reduce_scatter(DLTensor *out, const DLTensor *x, ai
 
 /* ---- custom all-reduce, one machine ----------------------------------------- */
 typedef enum aiter_ar_algo {
-  AITER_AR_AUTO = 0,     /* by message size: one-shot, two-shot, then NCCL */
+  AITER_AR_AUTO = 0,     /* by message size: one-shot, two-shot, then NCCL (past 8 MiB or max_bytes) */
   AITER_AR_ONE_SHOT = 1, /* forced (messages up to max_bytes) */
   AITER_AR_TWO_SHOT = 2, /* forced (messages up to max_bytes) */
   AITER_AR_NCCL = 3      /* the communicator's NCCL all-reduce */
@@ -94,8 +94,9 @@ AITER_API aiter_status aiter_custom_all_reduce(DLTensor *out, const DLTensor *x,
 
 /* residual_out = all_reduce(x) + residual; out = rmsnorm(residual_out) * weight:
  * the same values as aiter_custom_all_reduce then aiter_add_rmsnorm, in one kernel
- * where x fits the buffers and rows are whole 16-byte vectors of at most 1024 of
- * them (else those two calls).  x, residual, out, residual_out [..., H] of one
+ * where that is faster (x up to 8 MiB for 2 ranks, 512 KiB for 4, 256 KiB for
+ * more, within max_bytes) and rows are whole 16-byte vectors of at most 1024 of
+ * them; else those two calls.  x, residual, out, residual_out [..., H] of one
  * dtype, contiguous; weight [H], x's dtype or fp32.  residual_out may be residual. */
 AITER_API aiter_status aiter_custom_all_reduce_add_rmsnorm(DLTensor *out, DLTensor *residual_out,
                                                            const DLTensor *x, const DLTensor *residual,

@@ -1,5 +1,6 @@
 // aiter_custom_all_reduce and its fusions with add + RMSNorm (+ quantization):
 // argument checks, then the algorithm for the message size.
+#include <algorithm>
 #include <cmath>
 
 #include "aiter/norm.h"
@@ -11,10 +12,22 @@ namespace aiter {
 namespace dist {
 namespace {
 
-// Up to this many bytes the one-shot kernel (every rank reads world x bytes);
-// past it, up to max_bytes, the two-shot kernel (2 x bytes); then NCCL.  Two
-// ranks read no more in one shot than in two, so they stay with it.
-size_t one_shot_limit(int world) { return world <= 2 ? size_t(1) << 20 : size_t(256) << 10; }
+// The algorithm by message size, from the forced one-shot / two-shot columns of
+// benchmarks/bench_allreduce.py against NCCL in the same run (bf16, H100 x4 with
+// NVLink, CUDA graphs, 2026-11-27; docs/performance_allreduce.md).  One-shot
+// (every rank reads world x bytes) up to one_shot_limit: two ranks read no more
+// in one shot than in two (2 ranks, 4 MB: one-shot 22.3 us, two-shot 25.0); four
+// ranks: 512 KB 14.3 against 19.1 us, 1 MB 21.0 against 21.3, 2 MB 31.3 against
+// 28.7.  Two-shot past it up to kCustomLimit (and max_bytes); NCCL past that
+// (4 ranks, 16 MB: NCCL 110 us, two-shot 118).  Eight ranks were not measured:
+// their limits are a guess.
+constexpr size_t kMiB = size_t(1) << 20;
+constexpr size_t kCustomLimit = 8 * kMiB;
+size_t one_shot_limit(int world) { return world <= 2 ? kCustomLimit : world <= 4 ? kMiB : kMiB / 4; }
+// The fused kernel reads like the one-shot one; past this the two-shot all-reduce
+// then the norm kernel is faster (4 ranks, 64 tokens x 8192 bf16 = 1 MB: fused
+// 25.8 us, all-reduce + add_rmsnorm 24.1; 32 tokens: 17.2 against 21.6).
+size_t fused_limit(int world) { return world <= 2 ? kCustomLimit : world <= 4 ? kMiB / 2 : kMiB / 4; }
 
 // A tensor on the custom all-reduce's device (contiguous).
 void check_on_ar(ArgCheck &c, const aiter_custom_ar *ar, const DLTensor *t, const char *name) {
@@ -38,8 +51,9 @@ aiter_status reduce(aiter_custom_ar *ar, void *out, const void *x, int64_t n, DT
                     void *stream) {
   const size_t bytes = size_t(n) * size_t(dtype_size(dtype));
   if (algo == AITER_AR_AUTO)
-    algo = bytes > ar->max_bytes ? AITER_AR_NCCL : bytes <= one_shot_limit(ar->world) ? AITER_AR_ONE_SHOT
-                                                                                       : AITER_AR_TWO_SHOT;
+    algo = bytes > std::min(ar->max_bytes, kCustomLimit) ? AITER_AR_NCCL
+           : bytes <= one_shot_limit(ar->world)             ? AITER_AR_ONE_SHOT
+                                                            : AITER_AR_TWO_SHOT;
   if (algo == AITER_AR_NCCL) {
     if (ar->comm == nullptr)
       return fail(AITER_ERR_UNSUPPORTED_SHAPE,
@@ -119,10 +133,11 @@ aiter_status fused(const char *op, DLTensor *out, DLTensor *scale, DLTensor *res
   gpu::ArNormArgs a{};
   check_norm(c, ar, a, out, scale, residual_out, x, residual, weight, epsilon);
   if (!c.ok()) return c.status();
-  if (gpu::custom_all_reduce_norm_fits(*ar, a)) return gpu::custom_all_reduce_norm(*ar, a, stream);
+  const size_t bytes = size_t(numel(x)) * size_t(dtype_size(a.dtype));
+  if (bytes <= fused_limit(ar->world) && gpu::custom_all_reduce_norm_fits(*ar, a))
+    return gpu::custom_all_reduce_norm(*ar, a, stream);
   if (scale == nullptr) return unfused(ar, out, out, nullptr, residual_out, x, residual, weight, epsilon, stream);
   // Quantized: the sum needs a tensor of x's dtype, the scratch buffer.
-  const size_t bytes = size_t(numel(x)) * size_t(dtype_size(a.dtype));
   if (bytes > ar->max_bytes)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE,
                 "x: %zu bytes exceed max_bytes %zu (the quantizing fallback sums into a scratch buffer of that "

@@ -274,4 +274,6 @@ def run_rank(rank, world, port, queue):
     except Exception:
         ck.failures.append(f"rank {rank}: exception:\n{traceback.format_exc()}")
     queue.put((rank, ck.count, ck.failures[:50]))
+    queue.close()
+    queue.join_thread()  # the result is in the pipe before the process ends (put only queues it)
     os._exit(0)  # no teardown of NCCL/CUDA state at exit: a peer that failed must not hang this one
