@@ -13,7 +13,8 @@ struct RoutingParams {
   int *ids;            // [tokens, k]
   long long tokens, gating_stride, weights_stride, ids_stride;
   int experts, k, groups, topk_group;
-  int bias_kind;       // 0 fp32, 1 fp16, 2 bf16
+  int gating_kind;     // 0 fp32, 1 fp16, 2 bf16
+  int bias_kind;       // the same codes
   int sigmoid, renormalize;
   float scale;
 };

@@ -51,10 +51,13 @@ __device__ __forceinline__ double exp_f64(double x) {
 // float(sigmoid(x)) through double, rounded once (as the CPU computes it).
 __device__ __forceinline__ float sigmoid_exact(float x) { return float(1.0 / (1.0 + exp_f64(-double(x)))); }
 
-__device__ __forceinline__ float bias_value(const RoutingParams &p, int e) {
-  if (p.bias_kind == 1) return to_f32(static_cast<const half_t *>(p.bias)[e]);
-  if (p.bias_kind == 2) return to_f32(static_cast<const bf16_t *>(p.bias)[e]);
-  return static_cast<const float *>(p.bias)[e];
+// Element i of a float array of kind 0 (fp32), 1 (fp16) or 2 (bf16): the
+// dtype is a parameter, not a template argument, so that 6 kernels cover the
+// three dtypes (18 took the AMD build 10 s a target).
+__device__ __forceinline__ float load_kind(const void *p, int kind, long long i) {
+  if (kind == 1) return to_f32(static_cast<const half_t *>(p)[i]);
+  if (kind == 2) return to_f32(static_cast<const bf16_t *>(p)[i]);
+  return static_cast<const float *>(p)[i];
 }
 
 // The team's best (key, id); an empty candidate has key -inf and id INT_MAX.
@@ -141,19 +144,19 @@ __device__ __forceinline__ void select_groups(const RoutingParams &p, int lane, 
   }
 }
 
-template <class T, int PER>
+template <int PER>
 __device__ __forceinline__ void route_token(const RoutingParams &p) {
   const int lane = thread_x() % kTeam;
   const long long token = (long long)block_x() * (kRouteThreads / kTeam) + thread_x() / kTeam;
   const bool active = token < p.tokens;
-  const T *row = static_cast<const T *>(p.gating) + (active ? token : 0) * p.gating_stride;
+  const long long row = (active ? token : 0) * p.gating_stride;
   Token<PER> t;
   float max = -__builtin_huge_valf();
 #pragma unroll
   for (int s = 0; s < PER; ++s) {
     const int e = s * kTeam + lane;
-    t.logit[s] = e < p.experts ? to_f32(row[e]) : -__builtin_huge_valf();
-    t.key[s] = rank_key(p.bias != nullptr && e < p.experts ? sigmoid_exact(t.logit[s]) + bias_value(p, e)
+    t.logit[s] = e < p.experts ? load_kind(p.gating, p.gating_kind, row + e) : -__builtin_huge_valf();
+    t.key[s] = rank_key(p.bias != nullptr && e < p.experts ? sigmoid_exact(t.logit[s]) + load_kind(p.bias, p.bias_kind, e)
                                                            : t.logit[s]);
     max = fmaxf(max, t.logit[s]);
   }
@@ -273,13 +276,10 @@ __device__ __forceinline__ void sort_pairs(const SortingParams &p) {
 
 }  // namespace
 
-#define ROUTE(dt, T, PER) AITER_ENTRY(aiter_moe_route_##dt##_##PER, kRouteThreads, RoutingParams, route_token<T, PER>)
-#define ROUTE_ALL(dt, T) ROUTE(dt, T, 1) ROUTE(dt, T, 2) ROUTE(dt, T, 4) ROUTE(dt, T, 8) ROUTE(dt, T, 16) ROUTE(dt, T, 32)
-ROUTE_ALL(f32, float)
-ROUTE_ALL(f16, half_t)
-ROUTE_ALL(bf16, bf16_t)
+#define ROUTE(PER) AITER_ENTRY(aiter_moe_route_##PER, kRouteThreads, RoutingParams, route_token<PER>)
+ROUTE(1) ROUTE(2) ROUTE(4) ROUTE(8) ROUTE(16) ROUTE(32)
 AITER_ENTRY(aiter_moe_sort, kSortThreads, SortingParams, sort_pairs)
 
-// Variant names: <dtype>.<slots a lane> (experts <= 32 * slots).
-// aiter-kernel-family: op=moe_route variant={dt}.{per} symbol=aiter_moe_route_{dt}_{per} block=128 smem=0 dt=f32,f16,bf16 per=1,2,4,8,16,32
+// Variant names: the slots a lane (experts <= 32 * slots); the dtypes are a parameter.
+// aiter-kernel-family: op=moe_route variant={per} symbol=aiter_moe_route_{per} block=128 smem=0 per=1,2,4,8,16,32
 // aiter-kernel: op=moe_sort variant=any symbol=aiter_moe_sort block=1024 smem=0

@@ -7,6 +7,9 @@
 
 namespace aiter {
 namespace gpu {
+namespace {
+int kind_code(DType t) { return t == DType::f16 ? 1 : t == DType::bf16 ? 2 : 0; }  // RoutingParams' float kinds
+}  // namespace
 
 aiter_status route(const RoutingArgs &a, const GpuCall &call) {
   const int64_t experts = a.gating_rows.cols, tokens = a.gating_rows.rows;
@@ -29,14 +32,15 @@ aiter_status route(const RoutingArgs &a, const GpuCall &call) {
   p.k = int(a.weights_rows.cols);
   p.groups = a.groups;
   p.topk_group = a.topk_group;
-  p.bias_kind = a.bias_dtype == DType::f16 ? 1 : a.bias_dtype == DType::bf16 ? 2 : 0;
+  p.gating_kind = kind_code(a.dtype);
+  p.bias_kind = kind_code(a.bias_dtype);
   p.sigmoid = a.sigmoid;
   p.renormalize = a.renormalize;
   p.scale = a.scale;
   const int64_t per_block = kRouteThreads / 32;
   const int64_t blocks = (tokens + per_block - 1) / per_block;
   if (blocks > INT32_MAX) return fail(AITER_ERR_UNSUPPORTED_SHAPE, "%s: too many tokens for the GPU grid", a.op);
-  const std::string variant = std::string(dtype_tag(a.dtype)) + "." + std::to_string(per);
+  const std::string variant = std::to_string(per);
   return launch(call, "moe_route", variant, Dim3{unsigned(blocks), 1, 1}, unsigned(kRouteThreads), p);
 }
 
