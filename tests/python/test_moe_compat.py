@@ -64,7 +64,26 @@ def test_fused_moe(g):
                   ids.numpy())
     check_out(out.float().numpy(), ref, "bfloat16")
     with pytest.raises(compat_error(), match="quant_type"):
+        compat.fused_moe(x, w1, w2, weights, ids, quant_type=1)
+    with pytest.raises(compat_error(), match="need w1_scale"):
         compat.fused_moe(x, w1, w2, weights, ids, quant_type=2)
+
+
+def test_fused_moe_fp8_per_token(g):
+    """QuantType.per_Token: fp8 weights with [E, N, 1] scales, dynamic activation scales."""
+    pytest.importorskip("ml_dtypes")
+    from harness import np_dtype
+    from test_moe_fp8 import moe_fp8_ref
+    x = torch.randn(9, 64, generator=g).to(torch.bfloat16)
+    w1, w2 = torch.randn(4, 64, 64, generator=g) / 8, torch.randn(4, 64, 32, generator=g) / 6
+    s1, s2 = w1.abs().amax(-1, keepdim=True) / 448, w2.abs().amax(-1, keepdim=True) / 448
+    w1q, w2q = (w1 / s1).to(torch.float8_e4m3fn), (w2 / s2).to(torch.float8_e4m3fn)
+    ids = torch.stack([torch.randperm(4, generator=g)[:2] for _ in range(9)]).to(torch.int32)
+    weights = torch.rand(9, 2, generator=g)
+    out = compat.fused_moe(x, w1q, w2q, weights, ids, quant_type=2, w1_scale=s1, w2_scale=s2)
+    ref = moe_fp8_ref(x.float().numpy().astype(np_dtype("bfloat16")), w1q.float().numpy(), w2q.float().numpy(), s1[..., 0].numpy(), s2[..., 0].numpy(),
+                      weights.numpy(), ids.numpy(), "float8_e4m3fn")
+    assert np.abs(out.float().numpy() - ref).max() <= 0.05 * (np.abs(ref).max() + 1e-6)
 
 
 def compat_error():

@@ -99,6 +99,10 @@ def moe_sorting_fwd(topk_ids: Tensor, topk_weights: Tensor, sorted_token_ids: Te
 
 
 _ACTIVATION_NAMES = {0: "silu", 1: "gelu", "Silu": "silu", "Gelu": "gelu", "silu": "silu", "gelu": "gelu"}
+# AITER's QuantType (aiter/utility/dtypes: No 0, per_Tensor 1, per_Token 2, per_1x32 3, per_1x128 4,
+# per_128x128 5), by value or name.
+_QUANT_TYPES = {0: "none", "No": "none", 2: "token", "per_Token": "token", 4: "block", "per_1x128": "block",
+                5: "block", "per_128x128": "block"}
 
 
 def fused_moe(hidden_states: Tensor, w1: Tensor, w2: Tensor, topk_weight: Tensor, topk_ids: Tensor,
@@ -111,18 +115,25 @@ def fused_moe(hidden_states: Tensor, w1: Tensor, w2: Tensor, topk_weight: Tensor
     activation=ActivationType.Silu, quant_type=QuantType.No, doweight_stage1=False,
     w1_scale=None, w2_scale=None, a1_scale=None, a2_scale=None, block_size_M=None,
     num_local_tokens=None, moe_sorting_dispatch_policy=0, dtype=None) -> Tensor``:
-    the bf16/fp16 layer (w1 [E, 2I, H] gate then up, w2 [E, H, I]); ``activation``
-    0 / ActivationType.Silu or 1 / Gelu; ``doweight_stage1`` applies the routing
-    weights to the input.  Quantized variants (quant_type != No, scales) are refused."""
+    the layer (w1 [E, 2I, H] gate then up, w2 [E, H, I]); ``activation`` 0 /
+    ActivationType.Silu or 1 / Gelu; ``doweight_stage1`` applies the routing
+    weights to the input.  ``quant_type``: No (bf16/fp16 weights), per_Token (fp8
+    weights, w1_scale [E, 2I(, 1)], w2_scale [E, H(, 1)]) or per_1x128 /
+    per_128x128 (DeepSeek block-scaled fp8, scales [E, N/128, K/128]); activation
+    scales are always dynamic (a1_scale / a2_scale refused)."""
     name = getattr(activation, "name", activation)
     if name not in _ACTIVATION_NAMES:
         raise InvalidArgumentError(f"aiter.compat.fused_moe: activation={activation!r} is not supported by "
                                    "libaiter (Silu or Gelu)")
-    refuse("fused_moe", "quant_type", getattr(quant_type, "value", quant_type) if not isinstance(quant_type, int)
-           else quant_type, 0)
-    for arg, value in (("w1_scale", w1_scale), ("w2_scale", w2_scale), ("a1_scale", a1_scale),
-                       ("a2_scale", a2_scale), ("num_local_tokens", num_local_tokens)):
+    quant = _QUANT_TYPES.get(getattr(quant_type, "name", quant_type))
+    if quant is None:
+        raise InvalidArgumentError(f"aiter.compat.fused_moe: quant_type={quant_type!r} is not supported by libaiter "
+                                   "(No, per_Token, per_1x128, per_128x128)")
+    for arg, value in (("a1_scale", a1_scale), ("a2_scale", a2_scale), ("num_local_tokens", num_local_tokens)):
         refuse_tensor("fused_moe", arg, value)
+    if quant == "none":
+        refuse_tensor("fused_moe", "w1_scale", w1_scale)
+        refuse_tensor("fused_moe", "w2_scale", w2_scale)
     refuse("fused_moe", "moe_sorting_dispatch_policy", moe_sorting_dispatch_policy, 0)
     if dtype is not None and dtype != hidden_states.dtype:
         raise InvalidArgumentError(f"aiter.compat.fused_moe: dtype={dtype} differs from hidden_states' "
@@ -133,9 +144,18 @@ def fused_moe(hidden_states: Tensor, w1: Tensor, w2: Tensor, topk_weight: Tensor
     act = _ACTIVATION_NAMES[name]
     block = int(block_size_M or 0)
     size = fused_moe_workspace_size(tokens, k, experts, hidden_states.shape[1], w1.shape[1] // 2,
-                                    activation=act, weights_on_input=doweight_stage1, block_size=block)
+                                    elem_bytes=1 if quant != "none" else 2, activation=act,
+                                    weights_on_input=doweight_stage1, block_size=block)
     workspace = torch.empty(size, dtype=torch.uint8, device=hidden_states.device)
     mask = expert_mask.to(torch.uint8) if expert_mask is not None and expert_mask.dtype == torch.bool else expert_mask
     ids32 = topk_ids if topk_ids.dtype == torch.int32 else topk_ids.to(torch.int32)
-    return _ops.fused_moe(hidden_states, w1, w2, topk_weight.float(), ids32, workspace, mask, act,
-                          bool(doweight_stage1), block, "auto")
+    if quant == "none":
+        return _ops.fused_moe(hidden_states, w1, w2, topk_weight.float(), ids32, workspace, mask, act,
+                              bool(doweight_stage1), block, "auto")
+    if w1_scale is None or w2_scale is None:
+        raise InvalidArgumentError("aiter.compat.fused_moe: quantized weights need w1_scale and w2_scale")
+    e = w1.shape[0]
+    s1 = w1_scale.float().reshape(e, -1) if quant == "token" else w1_scale.float()
+    s2 = w2_scale.float().reshape(e, -1) if quant == "token" else w2_scale.float()
+    return _ops.fused_moe_fp8(hidden_states, w1, w2, s1, s2, topk_weight.float(), ids32, workspace, mask, act,
+                              bool(doweight_stage1), block, "auto")
