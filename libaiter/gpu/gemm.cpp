@@ -174,10 +174,14 @@ constexpr int64_t kMaxInt8K = 131072;
 // saves on loads (a 128 x bn tile loads 128 + bn rows for 128 * bn outputs).
 // Not 224 or 160: their rings leave no room for the staged epilogue, and
 // untuned they ran 0.65-0.76x of 128 x 128 (10240 x 8192 at M = 1024, H100).
+// 192 only where it divides N: with a ragged last column of tiles they ran
+// 0.35-0.88x of cuBLAS (N 5120, 11264, 37888 at M = 128-1024, bf16 and fp8),
+// where they divide N 0.94-1.29x (N 3072; bench_gemm_untuned.py, 2026-11-27).
 int wide_tile_width(const GemmArgs &g) {
   int best = 128;
   double best_score = 0;
   for (int bn : {256, 192, 128, 64}) {
+    if (bn == 192 && g.n % 192 != 0) continue;
     const int64_t tiles = tile_count(g, 128, bn) * g.batch, waves = (tiles + kHopperSms - 1) / kHopperSms;
     const double score = double(tiles) / double(waves * kHopperSms) * bn / (bn + 128);
     if (score > best_score) best = bn, best_score = score;

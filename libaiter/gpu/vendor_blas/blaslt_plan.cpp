@@ -47,9 +47,11 @@ bool make_desc(const Vendor &v, const BlasLtApi &api, const MatmulShape &s, Plan
     ok = set(api.matmul_desc_set, p->desc, v.desc.epilogue, uint32_t(v.epilogue_bias)) &&
          set(api.matmul_desc_set, p->desc, v.desc.bias_data_type, int32_t(type_of(v, s.bias)));
   if (ok && s.w_scale != Scaling::none)  // the library's A is our W
-    ok = set(api.matmul_desc_set, p->desc, v.desc.a_scale_mode, int32_t(scale_mode(v, s.w_scale)));
+    ok = set(api.matmul_desc_set, p->desc, v.desc.a_scale_mode, int32_t(scale_mode(v, s.w_scale))) &&
+         set(api.matmul_desc_set, p->desc, v.desc.a_scale_pointer, s.w_scale_ptr);
   if (ok && s.a_scale != Scaling::none)
-    ok = set(api.matmul_desc_set, p->desc, v.desc.b_scale_mode, int32_t(scale_mode(v, s.a_scale)));
+    ok = set(api.matmul_desc_set, p->desc, v.desc.b_scale_mode, int32_t(scale_mode(v, s.a_scale))) &&
+         set(api.matmul_desc_set, p->desc, v.desc.b_scale_pointer, s.a_scale_ptr);
   return ok;
 }
 

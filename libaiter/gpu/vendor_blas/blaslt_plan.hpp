@@ -31,6 +31,11 @@ struct MatmulShape {
   int64_t batch, a_batch, w_batch, o_batch;  // batch strides, elements
   uint32_t align_a, align_w, align_o;     // bytes (power of two, at most 256)
   size_t workspace_bytes;
+  // Not part of the plan's key: cuBLASLt 13.1 refuses a heuristic query for
+  // vector and block scales ("requires a custom pointer for A scale", H100,
+  // 2026-11-27) unless the scale pointers are set; the first call's serve, and
+  // every call sets its own before its matmul.
+  const void *a_scale_ptr = nullptr, *w_scale_ptr = nullptr;
 };
 
 // The descriptors of one MatmulShape and the algorithm the heuristic chose.

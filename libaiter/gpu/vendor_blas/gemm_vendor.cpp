@@ -93,6 +93,8 @@ MatmulShape shape_of(const VendorKernel &k, const GemmArgs &g, const blas::Works
   s.align_w = alignment(g.w.data, {s.ldw * size, s.w_batch * size});
   s.align_o = alignment(g.out, {s.ldo * out_size, s.o_batch * out_size});
   s.workspace_bytes = ws.blas ? blas::kBlasWorkspaceBytes : 0;
+  s.w_scale_ptr = g.w_scale;
+  s.a_scale_ptr = k.kind == Kind::blockscale ? static_cast<const void *>(ws.scales) : g.a_scale;
   return s;
 }
 
@@ -176,19 +178,16 @@ aiter_status run_vendor(const VendorKernel &k, const GemmArgs &g, const GpuCall 
 }
 
 // Where the library is the heuristic's choice for a shape without a tuned row.
-// NVIDIA: where libaiter's own kernels trailed cuBLAS untuned on the H100
-// (docs/performance_gemm.md, "Vendor BLAS"): 16-bit above 16 rows, fp8 above
-// 128, block-scaled above 16; fp32 inputs always (no tensor-core kernel of
-// ours).  AMD: always, as libaiter has no matrix-core GEMM there yet (not
-// measured: no AMD GPU).
+// NVIDIA, 16-bit: above 8 rows, where libaiter's own kernels trailed cuBLAS
+// untuned on the H100 (docs/performance_gemm.md, "Vendor BLAS variants": at
+// 9-16 rows the skinny kernels ran 0.79-1.26x of cuBLAS, at 17-1024 rows the
+// tiles 0.46-1.02x, cuBLASLt itself 0.96-1.01x everywhere); fp32 inputs always
+// (no tensor-core kernel of ours).  fp8: never yet, as the vendor's fp8 was not
+// timed against ours (the tuner still weighs it).  AMD: always, as libaiter
+// has no matrix-core GEMM there yet (not measured: no AMD GPU at hand).
 bool preferred(const VendorKernel &k, const GemmArgs &g) {
   if (k.vendor->device_type == kDLROCM) return true;
-  switch (k.kind) {
-    case Kind::a16w16: return g.in_dtype == DType::f32 || g.m > 16;
-    case Kind::a8w8: return g.m > 128;
-    case Kind::blockscale: return g.m > 16;
-  }
-  return false;
+  return k.kind == Kind::a16w16 && (g.in_dtype == DType::f32 || g.m > 8);
 }
 
 template <size_t I>
