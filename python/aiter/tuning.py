@@ -103,7 +103,8 @@ def device_key(device="cpu"):
 
 def reload():
     """Re-reads the tuned tables and AITER_CONFIG_PATH, AITER_LOG_UNTUNED,
-    AITER_UNTUNED_PATH and AITER_LOG_TUNED_CONFIG."""
+    AITER_UNTUNED_PATH, AITER_LOG_TUNED_CONFIG and AITER_VENDOR_BLAS (0: the
+    cuBLASLt / hipBLASLt variants never run)."""
     check(lib.aiter_reload_tuned_configs())
 
 
