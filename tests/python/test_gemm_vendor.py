@@ -55,6 +55,8 @@ def site_paths(relative):
      + site_paths("*/lib/libhipblaslt.so*"), "AITER_TEST_HIPBLASLT"),
 ], ids=["cublaslt", "hipblaslt"])
 def test_every_vendor_function_resolves(column, patterns, env):
+    if not os.path.exists(FUNCTIONS):
+        pytest.skip(f"{FUNCTIONS} is not here (tests run outside the source tree)")
     lib = installed(patterns, env)
     if lib is None:
         pytest.skip(f"no {'cuBLASLt' if column == 1 else 'hipBLASLt'} installed (set {env} to its path)")
