@@ -120,6 +120,9 @@ std::unique_ptr<Plan> make_plan(const Vendor &v, const BlasLtApi &api, void *han
   return p;
 }
 
+static_assert(kCublasLt.result_bytes <= sizeof(Plan::algo) && kHipblasLt.result_bytes <= sizeof(Plan::algo),
+              "Plan::algo holds one heuristic result of either library");
+
 using Key = std::array<int64_t, 24>;
 
 Key key_of(const Vendor &v, int slot, const MatmulShape &s) {
