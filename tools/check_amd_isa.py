@@ -17,14 +17,12 @@ themselves, which it reports.  Exit status 1 on a failure, 2 when llvm-objdump
 is missing.
 """
 import collections
+import concurrent.futures
 import importlib.util
 import os
 import re
 import sys
 
-# Ops whose kernels multiply matrices (manifest op column).  Routing, sorting,
-# caches and norms are not here.
-MATRIX_OPS = re.compile(r"^(gemm.*|.*attention.*|mla_(decode|prefill).*|moe_stage\d.*|fused_moe.*|moe_gemm.*)$")
 # Code-object family (file name before .<target>) -> why it has no matrix instruction.
 KNOWN_GAPS = {
     "gemm_generic": "portable GEMM (clang-built, no MFMA/WMMA builtins yet); the Triton variants are AMD's matrix-core GEMMs",
@@ -50,6 +48,7 @@ def _code_objects():
 
 code_objects = _code_objects()
 tool = code_objects.llvm_tool
+MATRIX_OPS = code_objects.MATRIX_OPS
 
 
 def family_of(file, target):
@@ -66,11 +65,16 @@ def check(manifest, show_table=False, out=sys.stdout):
     rows = [r for r in rows if r[0].startswith("gfx")]
     failures, gaps, table = [], collections.defaultdict(list), []
     unreadable = set()  # targets this LLVM does not disassemble
+    # Only code objects with matrix-op kernels are disassembled (the slow part),
+    # several at once.
+    matrix_files = sorted({r[3] for r in rows if MATRIX_OPS.match(r[1])})
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        found = pool.map(lambda f: code_objects.matrix_instructions(os.path.join(folder, f), objdump), matrix_files)
+        disassembled = dict(zip(matrix_files, found))
     cache = {}
     for target, op, variant, file, symbol, *_ in rows:
         if file not in cache:
-            path = os.path.join(folder, file)
-            cache[file] = (code_objects.matrix_instructions(path, objdump), code_objects.amd_kernel_resources(path))
+            cache[file] = (disassembled.get(file, {}), code_objects.amd_kernel_resources(os.path.join(folder, file)))
         instructions, resources = cache[file]
         if instructions is None:
             unreadable.add(target)

@@ -102,7 +102,7 @@ def test_isa_check_catches_a_lost_matrix_path(tmp_path):
     assert len(failures) == 1 and "no v_mfma/v_wmma instruction" in failures[0]
 
 
-def test_info_kernels_lists_every_kernel_with_its_resources():
+def test_info_kernels_lists_every_kernel_with_its_resources(monkeypatch, capsys):
     """`python -m aiter info --kernels`: each manifest row with resources read
     from its code object (pure Python: AMD metadata notes, cubin .nv.info)."""
     from aiter.cli import code_objects
@@ -119,10 +119,15 @@ def test_info_kernels_lists_every_kernel_with_its_resources():
         else:
             r = code_objects.nvidia_kernel_resources(path)[symbol]
             assert 0 < r["registers"] <= 255 and r["static_smem"] >= 0, (file, r)
-    out = subprocess.run([sys.executable, "-m", "aiter", "info", "--kernels"], capture_output=True, text=True,
-                         check=True).stdout
+
+    from aiter.cli import kernels
+    # The listing itself, without disassembling again (test_amd_matrix_kernels_use_the_matrix_cores does).
+    monkeypatch.setattr(code_objects, "matrix_instructions", lambda path, objdump=None: None)
+    assert kernels.run(folder) == 0
+    out = capsys.readouterr().out
     assert all(f"{op}/{variant} ({symbol}," in out for _t, op, variant, _f, symbol, *_ in rows)
     assert out.count("registers ") + out.count("vgpr ") == len(rows)
+    assert all("matrix: ?" in line for line in out.splitlines() if " gemm/" in line and "vgpr" in line)
 
 
 def test_triton_kernels_and_gemm_variants_agree():

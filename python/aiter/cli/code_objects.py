@@ -15,6 +15,10 @@ import shutil
 import struct
 import subprocess
 
+# Ops whose kernels multiply matrices (the manifest's op column): those whose
+# AMD kernels should use the matrix cores.  Routing, sorting, caches and norms
+# are not here.
+MATRIX_OPS = re.compile(r"^(gemm.*|.*attention.*|mla_(decode|prefill).*|moe_stage\d.*|fused_moe.*|moe_gemm.*)$")
 NT_AMDGPU_METADATA = 32
 AMD_RESOURCES = (".vgpr_count", ".agpr_count", ".sgpr_count", ".vgpr_spill_count", ".sgpr_spill_count",
                  ".group_segment_fixed_size", ".private_segment_fixed_size", ".wavefront_size")

@@ -3,8 +3,9 @@ resources, read from the code objects themselves (code_objects.py).
 
 AMD rows: VGPRs, AGPRs, SGPRs, spilled VGPRs/SGPRs, LDS bytes (static, plus the
 dynamic bytes a launch gives: the manifest's smem), scratch bytes, wavefront
-size, and the matrix instructions (v_mfma / v_wmma) when llvm-objdump is
-installed ("?" without it, or where it does not know the target).
+size, and, for kernels that multiply matrices, their matrix instructions
+(v_mfma / v_wmma) when llvm-objdump is installed ("?" without it, or where it
+does not know the target).
 NVIDIA rows: registers, static shared memory plus the dynamic bytes.
 """
 import collections
@@ -22,10 +23,13 @@ def _rows(folder):
 def _amd_line(resources, matrix, smem):
     r = resources
     get = lambda key: r.get(key, "-")  # noqa: E731 (no AGPRs on RDNA)
-    matrix_text = "?" if matrix is None else (", ".join(f"{n} {op}" for op, n in sorted(matrix.items())) or "none")
-    return (f"vgpr {get('vgpr_count')} agpr {get('agpr_count')} sgpr {get('sgpr_count')} "
+    text = (f"vgpr {get('vgpr_count')} agpr {get('agpr_count')} sgpr {get('sgpr_count')} "
             f"spill {get('vgpr_spill_count')}/{get('sgpr_spill_count')} lds {get('group_segment_fixed_size')}+{smem} "
-            f"scratch {get('private_segment_fixed_size')} wave{get('wavefront_size')} | matrix: {matrix_text}")
+            f"scratch {get('private_segment_fixed_size')} wave{get('wavefront_size')}")
+    if matrix == "":  # not a matrix product: not disassembled
+        return text
+    matrix_text = "?" if matrix is None else (", ".join(f"{n} {op}" for op, n in sorted(matrix.items())) or "none")
+    return f"{text} | matrix: {matrix_text}"
 
 
 def _nvidia_line(resources, smem):
@@ -48,11 +52,18 @@ def run(folder):
         except (OSError, ValueError) as e:
             print(f"{target} {file}: cannot be read: {e}")
             continue
-        matrix = code_objects.matrix_instructions(path) if amd else None
+        # Disassembled (llvm-objdump) only where kernels multiply matrices.
+        matrix = None
+        if amd and any(code_objects.MATRIX_OPS.match(r[1]) for r in rows):
+            matrix = code_objects.matrix_instructions(path)
         print(f"{target} {file}")
         for _target, op, variant, _file, symbol, block, smem, *_ in rows:
             r = resources.get(symbol, {})
-            detail = (_amd_line(r, None if matrix is None else matrix.get(symbol, {}), smem) if amd
-                      else _nvidia_line(r, smem))
+            if not amd:
+                detail = _nvidia_line(r, smem)
+            elif not code_objects.MATRIX_OPS.match(op):
+                detail = _amd_line(r, "", smem)
+            else:
+                detail = _amd_line(r, None if matrix is None else matrix.get(symbol, {}), smem)
             print(f"  {op}/{variant} ({symbol}, block {block}): {detail}")
     return 0
