@@ -150,3 +150,17 @@ def test_triton_kernels_and_gemm_variants_agree():
         assert triton and max(triton) < min(i for i, v in enumerate(names) if v.startswith("generic.")), names
         listed |= {names[i] for i in triton}
     assert built == listed, f"built only: {sorted(built - listed)}; listed only: {sorted(listed - built)}"
+
+
+@pytest.mark.parametrize("args, loads", [("a:ptr,m:i32,lda:i64,scratch:ptr", True), ("-", True),
+                                         ("a:f32", False), ("a:ptr,,m:i32", False), (":ptr", False)])
+def test_manifest_args_column(tmp_path, args, loads):
+    """The runtime reads a row's args column (a Triton kernel's parameters, or
+    "-"); a malformed one makes the whole manifest unusable, not a misplaced
+    argument at launch."""
+    (tmp_path / "manifest.tsv").write_text(
+        f"# target\top\tvariant\tfile\tsymbol\tblock\tsmem\targs\ngfx942\tgemm\tv\tk.hsaco\tk\t256\t0\t{args}\n")
+    env = dict(os.environ, AITER_KERNEL_PATH=str(tmp_path))
+    code = "import aiter; print(aiter.library_info()['gpu_targets'])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.strip() == ("['gfx942']" if loads else "[]")
