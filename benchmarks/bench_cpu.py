@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """The CPU backend against PyTorch's CPU ops, in one run.
 
-usage: python3 benchmarks/bench_cpu.py [--ops gemm,memory] [--m 1,16,256] [--rounds 3] [--reps 5]
-                                      [--variants cpu.openblas,...]
+usage: python3 benchmarks/bench_cpu.py [--ops gemm,memory,attention] [--m 1,16,256] [--rounds 3] [--reps 5]
+                                      [--variants cpu.openblas,...] [--attn 512,16,1024]
 
 Every case times libaiter and what a PyTorch user would write on the same
 tensors (F.linear for the GEMMs, torch._int_mm where it exists, else an fp32
-F.linear of the same shape, for int8; eager expressions for the fused ops) in
+F.linear of the same shape, for int8; eager expressions for the fused ops;
+F.scaled_dot_product_attention for prefill and paged decode attention) in
 blocks: `reps` calls of ours, then `reps` of the peer, `rounds` times, and
 takes each side's fastest call (--stat median for the median).  Blocks rather
 than alternating single calls, and a 50 ms pause after each block, because
@@ -178,17 +179,58 @@ def memory_cases(ms):
                lambda q=q, k=k, cos=cos, sin=sin: t_rope_neox(q, k, cos, sin), "eager rotate + cat", False)
 
 
+ATTN_HEADS, ATTN_KV_HEADS, ATTN_DIM = 32, 8, 128  # the issue's shape (Llama-3-8B's attention)
+
+
+def attention_flops(q_len, k_len, causal, heads=ATTN_HEADS, d=ATTN_DIM):
+    """2 (q k^T) + 2 (p v) flops per visible (query, key) pair and dim; causal with
+    the ends aligned: query i sees k_len - q_len + i + 1 keys."""
+    pairs = sum(k_len - q_len + i + 1 for i in range(q_len)) if causal else q_len * k_len
+    return 4 * heads * d * pairs
+
+
+def attention_cases(tokens, batch, context):
+    """Prefill (one sequence of `tokens`, causal) and paged decode (`batch`
+    sequences of `context` positions, one new token each) in bf16 against
+    F.scaled_dot_product_attention (enable_gqa) on the same values, laid out as
+    SDPA wants them ([B, H, L, D], contiguous); the decode cache is paged with
+    the pages of each sequence in order, so both read the same bytes."""
+    bf = torch.bfloat16
+    q, k, v = (torch.randn(tokens, h, ATTN_DIM, dtype=bf) for h in (ATTN_HEADS, ATTN_KV_HEADS, ATTN_KV_HEADS))
+    cu = torch.tensor([0, tokens], dtype=torch.int32)
+    out = torch.empty_like(q)
+    qs, ks, vs = (x.transpose(0, 1).unsqueeze(0).contiguous() for x in (q, k, v))
+    yield (f"prefill_attention bf16 causal {tokens} tok", attention_flops(tokens, tokens, True), "GFLOP/s",
+           lambda: aiter.prefill_attention(q, k, v, cu, out=out),
+           lambda: F.scaled_dot_product_attention(qs, ks, vs, is_causal=True, enable_gqa=True), "F.sdpa", False)
+    page = 16
+    pages = context // page
+    k_cache = torch.randn(batch * pages, page, ATTN_KV_HEADS, ATTN_DIM, dtype=bf)
+    v_cache = torch.randn(batch * pages, page, ATTN_KV_HEADS, ATTN_DIM, dtype=bf)
+    table = torch.arange(batch * pages, dtype=torch.int32).reshape(batch, pages)
+    lens = torch.full((batch,), context, dtype=torch.int32)
+    qd = torch.randn(batch, ATTN_HEADS, ATTN_DIM, dtype=bf)
+    outd = torch.empty_like(qd)
+    kd, vd = (c.reshape(batch, context, ATTN_KV_HEADS, ATTN_DIM).transpose(1, 2).contiguous() for c in (k_cache, v_cache))
+    qsd = qd.unsqueeze(2)
+    yield (f"paged_decode bf16 B{batch} ctx {context}", attention_flops(1, context, False) * batch, "GFLOP/s",
+           lambda: aiter.paged_decode_attention(qd, k_cache, v_cache, table, lens, out=outd),
+           lambda: F.scaled_dot_product_attention(qsd, kd, vd, enable_gqa=True), "F.sdpa", False)
+
+
 FAMILIES = {"gemm": gemm_cases, "memory": memory_cases}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ops", default="gemm,memory", help="families: gemm, memory")
+    parser.add_argument("--ops", default="gemm,memory,attention", help="families: gemm, memory, attention")
     parser.add_argument("--m", default="1,16,256", help="rows (tokens) per case")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--variants", default="", help="gemm_a16w16 variants to time forced as well")
     parser.add_argument("--stat", choices=["min", "median"], default="min")
+    parser.add_argument("--attn", default="512,16,1024",
+                        help="attention: prefill tokens, decode batch, decode context (a multiple of 16)")
     args = parser.parse_args(argv)
     ms = [int(x) for x in args.m.split(",")]
     threads = aiter.library_info()["cpu_threads"]
@@ -203,7 +245,12 @@ def main(argv=None):
     print(f"{'case':40} {'variant':11} {'ours ms':>9} {'rate':>15} {'peer':>22} {'peer ms':>9} {'rate':>9} "
           f"{'ratio':>6}")
     for family in args.ops.split(","):
-        cases = gemm_cases(ms, [v for v in args.variants.split(",") if v]) if family == "gemm" else FAMILIES[family](ms)
+        if family == "gemm":
+            cases = gemm_cases(ms, [v for v in args.variants.split(",") if v])
+        elif family == "attention":
+            cases = attention_cases(*(int(x) for x in args.attn.split(",")))
+        else:
+            cases = FAMILIES[family](ms)
         for name, work, unit, ours, peer, peer_name, is_gemm in cases:
             t_ours, t_peer = compare(ours, peer, args.rounds, args.reps, {"min": min, "median": statistics.median}[args.stat])
             variant = last_variant() if is_gemm else "-"

@@ -13,15 +13,17 @@ namespace aiter {
 namespace cpu {
 namespace attn {
 
-QueryRows::QueryRows(int64_t capacity, int64_t head_dim, int64_t v_head_dim, float softcap)
+QueryRows::QueryRows(int64_t capacity, int64_t head_dim, int64_t v_head_dim, float softcap, Kernel kernel)
     : d_(head_dim),
       dv_(v_head_dim),
       softcap_(softcap),
-      query_(size_t(capacity * head_dim)),
+      kernel_(kernel),
+      query_(kernel == Kernel::avx512_bf16 ? 0 : size_t(capacity * head_dim)),
+      query_pairs_(kernel == Kernel::avx512_bf16 ? size_t(capacity * ((head_dim + 1) / 2)) : 0),
       acc_(size_t(capacity * v_head_dim)),
       max_(size_t(capacity)),
       sum_(size_t(capacity)),
-      scores_(size_t(kKeyTile)),
+      scores_(size_t(4 * kKeyTile)),  // a row (portable) or a block of 4 rows (AVX-512)
       lo_(size_t(capacity)),
       hi_(size_t(capacity)) {}
 
@@ -35,6 +37,7 @@ void QueryRows::reset(int64_t n) {
 }
 
 void QueryRows::attend(const KvTile &tile) {
+  if (kernel_ != Kernel::portable) return attend_avx512(tile);
   for (int64_t r = 0; r < n_; ++r) attend_row(r, tile);
 }
 
@@ -76,7 +79,7 @@ void QueryRows::attend_row(int64_t r, const KvTile &tile) {
 
 namespace {
 
-constexpr int64_t kQueryBlock = 16;
+constexpr int64_t kQueryBlock = 32;  // query tokens an item: each K/V tile it converts serves 32 x group rows
 
 struct QueryBlock {
   int64_t seq, begin, end;  // query rows [begin, end) of sequence seq, 0-based within it
@@ -116,14 +119,20 @@ void prefill_block(const PrefillArgs &a, const QueryBlock &blk, int64_t g, attn:
     }
 }
 
+// Items run last block first: under a causal mask the later query blocks see
+// more keys, and the pool hands out its chunks in order, so the heavy ones start
+// first and the light ones fill the gaps at the end.
 template <class T>
 void prefill(const PrefillArgs &a) {
   const std::vector<QueryBlock> blocks = query_blocks(a);
   const int64_t kv_heads = a.shape.kv_heads, group = a.shape.q_heads / kv_heads;
-  parallel_for(int64_t(blocks.size()) * kv_heads, 1, [&](int64_t begin, int64_t end) {
-    attn::QueryRows rows(kQueryBlock * group, a.shape.head_dim, a.shape.v_head_dim, a.shape.softcap);
-    attn::KvTile tile(a.shape.head_dim, a.shape.v_head_dim);
-    for (int64_t w = begin; w < end; ++w) prefill_block<T>(a, blocks[size_t(w / kv_heads)], w % kv_heads, rows, tile);
+  const int64_t items = int64_t(blocks.size()) * kv_heads;
+  const attn::Kernel kernel = attn::pick_kernel<T, T>();
+  parallel_for(items, 1, [&](int64_t begin, int64_t end) {
+    attn::QueryRows rows(kQueryBlock * group, a.shape.head_dim, a.shape.v_head_dim, a.shape.softcap, kernel);
+    attn::KvTile tile(a.shape.head_dim, a.shape.v_head_dim, kernel);
+    for (int64_t w = items - 1 - begin; w > items - 1 - end; --w)
+      prefill_block<T>(a, blocks[size_t(w / kv_heads)], w % kv_heads, rows, tile);
   });
 }
 

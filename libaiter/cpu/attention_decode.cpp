@@ -75,9 +75,10 @@ template <class T, class C>
 void attend_paged(const DecodeArgs &a) {
   const std::vector<TokenBlock> blocks = token_blocks(a);
   const int64_t kv_heads = a.shape.kv_heads, group = a.shape.q_heads / kv_heads;
+  const attn::Kernel kernel = attn::pick_kernel<T, C>();
   parallel_for(int64_t(blocks.size()) * kv_heads, 1, [&](int64_t begin, int64_t end) {
-    attn::QueryRows rows(kTokenBlock * group, a.shape.head_dim, a.shape.v_head_dim, a.shape.softcap);
-    attn::KvTile tile(a.shape.head_dim, a.shape.v_head_dim);
+    attn::QueryRows rows(kTokenBlock * group, a.shape.head_dim, a.shape.v_head_dim, a.shape.softcap, kernel);
+    attn::KvTile tile(a.shape.head_dim, a.shape.v_head_dim, kernel);
     for (int64_t w = begin; w < end; ++w) attend_item<T, C>(a, blocks[size_t(w / kv_heads)], w % kv_heads, rows, tile);
   });
 }

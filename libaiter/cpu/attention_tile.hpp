@@ -3,12 +3,19 @@
 // keys/values converted once to fp32 (flash-attention order: the tile is reused by
 // every query of the group).  Softmax is online: each row keeps a running max, a
 // running sum and an fp32 accumulator, and is rounded to the output type once.
+//
+// Two implementations of the arithmetic, chosen per call from cpu_isa()
+// (pick_kernel): the portable loops below, and AVX-512 blocks of 4 query rows
+// x 64 keys (attention_avx512.cpp) whose scores come from fp32 FMA or, where
+// q and k are both bf16 and the CPU has AVX512_BF16, from vdpbf16ps on the
+// stored bf16 pairs; the weighted sum of values is fp32 FMA in both.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -19,6 +26,21 @@ namespace cpu {
 namespace attn {
 
 constexpr int64_t kKeyTile = 64;
+
+enum class Kernel {
+  portable,     // plain loops (any CPU)
+  avx512,       // fp32 FMA over the fp32 tile
+  avx512_bf16,  // q . k by vdpbf16ps over bf16 pairs (q and k stored as bf16), p . v in fp32 FMA
+};
+
+// The fastest kernel this CPU (capped by AITER_CPU_ISA) runs for queries of type
+// T over keys stored as C: the bf16 one needs both to be bf16, so that the
+// pairs it multiplies are the stored values, unrounded.
+Kernel pick_kernel(bool bf16_operands);
+template <class T, class C>
+Kernel pick_kernel() {
+  return pick_kernel(std::is_same_v<T, bf16_t> && std::is_same_v<C, bf16_t>);
+}
 
 // Row (token, head) of a [tokens, heads, D] tensor.
 template <class T>
@@ -41,43 +63,89 @@ inline void visible_keys(int64_t pos, int64_t len, bool causal, int32_t window_l
 // Keys are transposed ([D][kKeyTile]) so that a query's scores against the tile
 // are an elementwise loop over keys, which vectorizes without reordering sums.
 // Values have their own head dim Dv.
+// attention_avx512.cpp: a Kernel::avx512_bf16 tile from `count` bf16 key and value
+// rows (16 x 16 pairs transposed in registers; values widened to fp32).
+void fill_bf16_avx512(const bf16_t *const *keys, const bf16_t *const *values, int64_t count, int64_t d, int64_t dv,
+                      uint32_t *key_pairs, float *value_rows);
+
+// For Kernel::avx512_bf16 the keys stay bf16 instead, as 32-bit pairs of
+// adjacent dims transposed ([(D + 1) / 2][kKeyTile], an odd D's last pair
+// padded with zero), the operand layout of vdpbf16ps.
 class KvTile {
  public:
-  KvTile(int64_t head_dim, int64_t v_head_dim)
-      : d_(head_dim), dv_(v_head_dim), keys_t_(size_t(head_dim * kKeyTile)), values_(size_t(v_head_dim * kKeyTile)) {}
+  KvTile(int64_t head_dim, int64_t v_head_dim, Kernel kernel = Kernel::portable)
+      : d_(head_dim),
+        dv_(v_head_dim),
+        pairs_(kernel == Kernel::avx512_bf16),
+        keys_t_(pairs_ ? 0 : size_t(head_dim * kKeyTile)),
+        key_pairs_(pairs_ ? size_t((head_dim + 1) / 2 * kKeyTile) : 0),
+        values_(size_t(v_head_dim * kKeyTile)) {}
 
   void start(int64_t first, int64_t count) { first_ = first, count_ = count; }
+  // Rows [0, count()) from the stored key/value rows of those positions.
+  template <class C>
+  void set_rows(const C *const *keys, const C *const *values, float k_scale, float v_scale) {
+    if constexpr (std::is_same_v<C, bf16_t>) {
+      if (pairs_) return fill_bf16_avx512(keys, values, count_, d_, dv_, key_pairs_.data(), values_.data());
+    }
+    for (int64_t r = 0; r < count_; ++r) set_row(r, keys[r], values[r], k_scale, v_scale);
+  }
   // Row r of the tile, from the stored key/value rows times their dequantization scales.
   template <class C>
   void set_row(int64_t r, const C *key, const C *value, float k_scale, float v_scale) {
     float *vrow = values_.data() + r * dv_;
+    if constexpr (std::is_same_v<C, bf16_t>) {
+      if (pairs_) {
+        set_key_pairs(r, key);  // k_scale applies to fp8 caches only: 1 here
+        for (int64_t i = 0; i < dv_; ++i) vrow[i] = to_f32(value[i]);
+        return;
+      }
+    }
     for (int64_t i = 0; i < d_; ++i) keys_t_[size_t(i * kKeyTile + r)] = to_f32(key[i]) * k_scale;
     for (int64_t i = 0; i < dv_; ++i) vrow[i] = to_f32(value[i]) * v_scale;
   }
 
   int64_t first() const { return first_; }
   int64_t count() const { return count_; }
+  int64_t head_dim() const { return d_; }
+  int64_t v_head_dim() const { return dv_; }
   const float *key_column(int64_t i) const { return keys_t_.data() + i * kKeyTile; }
+  const uint32_t *key_pair_column(int64_t i) const { return key_pairs_.data() + i * kKeyTile; }
   const float *value_row(int64_t r) const { return values_.data() + r * dv_; }
 
  private:
+  void set_key_pairs(int64_t r, const bf16_t *key) {
+    for (int64_t i = 0; i < d_ / 2; ++i)
+      key_pairs_[size_t(i * kKeyTile + r)] = uint32_t(key[2 * i].bits) | uint32_t(key[2 * i + 1].bits) << 16;
+    if (d_ % 2 != 0) key_pairs_[size_t(d_ / 2 * kKeyTile + r)] = key[d_ - 1].bits;
+  }
   int64_t d_, dv_, first_ = 0, count_ = 0;
-  std::vector<float> keys_t_, values_;
+  bool pairs_;
+  std::vector<float> keys_t_;
+  std::vector<uint32_t> key_pairs_;
+  std::vector<float> values_;
 };
 
 // Up to `capacity` query rows and their online-softmax state; logits pass through
 // softcap * tanh(logits / softcap) when softcap > 0.
 class QueryRows {
  public:
-  QueryRows(int64_t capacity, int64_t head_dim, int64_t v_head_dim, float softcap);
+  QueryRows(int64_t capacity, int64_t head_dim, int64_t v_head_dim, float softcap, Kernel kernel = Kernel::portable);
 
   // Starts `n` fresh rows (no key seen yet).
   void reset(int64_t n);
   // Row r: query = src * scale (the softmax scale folded in), seeing keys [lo, hi).
   template <class T>
   void set(int64_t r, const T *src, float scale, int64_t lo, int64_t hi) {
-    float *q = query_.data() + r * d_;
-    for (int64_t i = 0; i < d_; ++i) q[i] = to_f32(src[i]) * scale;
+    scale_ = scale;
+    bool done = false;
+    if constexpr (std::is_same_v<T, bf16_t>) {
+      if (kernel_ == Kernel::avx512_bf16) set_pairs(r, src), done = true;  // scaled after the dot products
+    }
+    if (!done) {
+      float *q = query_.data() + r * d_;
+      for (int64_t i = 0; i < d_; ++i) q[i] = to_f32(src[i]) * scale;
+    }
     lo_[size_t(r)] = lo, hi_[size_t(r)] = hi;
     lo_min_ = std::min(lo_min_, lo), hi_max_ = std::max(hi_max_, hi);
   }
@@ -102,10 +170,22 @@ class QueryRows {
   }
 
  private:
+  void set_pairs(int64_t r, const bf16_t *src) {
+    const int64_t d2 = (d_ + 1) / 2;
+    uint32_t *q = query_pairs_.data() + r * d2;
+    for (int64_t i = 0; i < d_ / 2; ++i) q[i] = uint32_t(src[2 * i].bits) | uint32_t(src[2 * i + 1].bits) << 16;
+    if (d_ % 2 != 0) q[d2 - 1] = src[d_ - 1].bits;
+  }
   void attend_row(int64_t r, const KvTile &tile);
+  // attention_avx512.cpp: every row against the tile, in blocks of rows [r0, r0 + n) (n <= 4).
+  void attend_avx512(const KvTile &tile);
+  void attend_block_avx512(int64_t r0, int64_t n, const KvTile &tile);
   int64_t d_, dv_, n_ = 0, lo_min_ = 0, hi_max_ = 0;
-  float softcap_;
-  std::vector<float> query_, acc_, max_, sum_, scores_;
+  float softcap_, scale_ = 1.0f;
+  Kernel kernel_;
+  std::vector<float> query_;
+  std::vector<uint32_t> query_pairs_;  // Kernel::avx512_bf16: the unscaled bf16 query, as pairs
+  std::vector<float> acc_, max_, sum_, scores_;
   std::vector<int64_t> lo_, hi_;
 };
 
@@ -116,11 +196,9 @@ void attend_keys(QueryRows &rows, KvTile &tile, float k_scale, float v_scale, Ro
   for (int64_t first = rows.lo_min(); first < rows.hi_max(); first += kKeyTile) {
     const int64_t count = std::min(kKeyTile, rows.hi_max() - first);
     tile.start(first, count);
-    for (int64_t r = 0; r < count; ++r) {
-      const C *key, *value;
-      rows_at(first + r, &key, &value);
-      tile.set_row(r, key, value, k_scale, v_scale);
-    }
+    const C *keys[kKeyTile], *values[kKeyTile];
+    for (int64_t r = 0; r < count; ++r) rows_at(first + r, &keys[r], &values[r]);
+    tile.set_rows(keys, values, k_scale, v_scale);
     rows.attend(tile);
   }
 }
