@@ -199,10 +199,59 @@ AITER_ATTN_FN void pair_block(const bf16_t *const *keys, int64_t k0, int n, int6
     _mm512_mask_storeu_epi32(key_pairs + (w0 + g) * kKeyTile + k0, g < c ? __mmask16(0xffff) : __mmask16(0), r[g]);
 }
 
+// fp32 copies of keys k0..k0+n (n <= 16), dims [i0, i0 + c) (c <= 16), transposed.
+template <class C>
+AITER_ATTN_FN void key_block_fp32(const C *const *keys, int64_t k0, int n, int64_t i0, int c, float *keys_t) {
+  __m512i r[16];
+  AITER_UNROLL for (int i = 0; i < 16; ++i)
+    r[i] = i < n ? _mm512_castps_si512(vec512::load(keys[k0 + i] + i0, c)) : _mm512_setzero_si512();
+  transpose16x16(r);
+  AITER_UNROLL for (int g = 0; g < 16; ++g)
+    _mm512_mask_storeu_epi32(keys_t + (i0 + g) * kKeyTile + k0, g < c ? __mmask16(0xffff) : __mmask16(0), r[g]);
+}
+
+template <class C>
+AITER_ATTN_FN void fill_values(const C *const *values, int64_t count, int64_t dv, float *value_rows) {
+  for (int64_t j = 0; j < count; ++j)
+    for (int64_t x = 0; x < dv; x += 16) vec512::store(value_rows + j * dv + x, vec512::load(values[j] + x, dv - x), dv - x);
+}
+
+template <class C>
+AITER_ATTN_FN void fill_fp32(const C *const *keys, const C *const *values, int64_t count, int64_t d, int64_t dv,
+                             float *keys_t, float *value_rows) {
+  for (int64_t k0 = 0; k0 < count; k0 += 16) {
+    const int n = int(std::min<int64_t>(16, count - k0));
+    for (int64_t i0 = 0; i0 < d; i0 += 16) key_block_fp32(keys, k0, n, i0, int(std::min<int64_t>(16, d - i0)), keys_t);
+  }
+  fill_values(values, count, dv, value_rows);
+}
+
+template <class T>
+AITER_ATTN_FN void store_row(const float *acc, float inv, int64_t n, T *out) {
+  const __m512 scale = _mm512_set1_ps(inv);
+  for (int64_t x = 0; x < n; x += 16) vec512::store(out + x, _mm512_mul_ps(vec512::load(acc + x, n - x), scale), n - x);
+}
+
 }  // namespace
 
-AITER_ATTN_FN void fill_bf16_avx512(const bf16_t *const *keys, const bf16_t *const *values, int64_t count, int64_t d,
-                                    int64_t dv, uint32_t *key_pairs, float *value_rows) {
+void fill_fp32_avx512(const float *const *keys, const float *const *values, int64_t count, int64_t d, int64_t dv,
+                      float *keys_t, float *value_rows) {
+  fill_fp32(keys, values, count, d, dv, keys_t, value_rows);
+}
+void fill_fp32_avx512(const half_t *const *keys, const half_t *const *values, int64_t count, int64_t d, int64_t dv,
+                      float *keys_t, float *value_rows) {
+  fill_fp32(keys, values, count, d, dv, keys_t, value_rows);
+}
+void fill_fp32_avx512(const bf16_t *const *keys, const bf16_t *const *values, int64_t count, int64_t d, int64_t dv,
+                      float *keys_t, float *value_rows) {
+  fill_fp32(keys, values, count, d, dv, keys_t, value_rows);
+}
+void store_row_avx512(const float *acc, float inv, int64_t n, float *out) { store_row(acc, inv, n, out); }
+void store_row_avx512(const float *acc, float inv, int64_t n, half_t *out) { store_row(acc, inv, n, out); }
+void store_row_avx512(const float *acc, float inv, int64_t n, bf16_t *out) { store_row(acc, inv, n, out); }
+
+void fill_bf16_avx512(const bf16_t *const *keys, const bf16_t *const *values, int64_t count, int64_t d,
+                      int64_t dv, uint32_t *key_pairs, float *value_rows) {
   const int64_t words = d / 2;  // whole pairs; an odd d's last dim is a pair with zero
   for (int64_t k0 = 0; k0 < count; k0 += 16) {
     const int n = int(std::min<int64_t>(16, count - k0));
@@ -210,8 +259,7 @@ AITER_ATTN_FN void fill_bf16_avx512(const bf16_t *const *keys, const bf16_t *con
   }
   if (d % 2 != 0)
     for (int64_t j = 0; j < count; ++j) key_pairs[words * kKeyTile + j] = keys[j][d - 1].bits;
-  for (int64_t j = 0; j < count; ++j)
-    for (int64_t x = 0; x < dv; x += 16) vec512::store(value_rows + j * dv + x, vec512::load(values[j] + x, dv - x), dv - x);
+  fill_values(values, count, dv, value_rows);
 }
 
 void QueryRows::attend_avx512(const KvTile &tile) {
@@ -259,6 +307,12 @@ void QueryRows::attend_block_avx512(int64_t r0, int64_t n, const KvTile &tile) {
 
 Kernel pick_kernel(bool) { return Kernel::portable; }
 void fill_bf16_avx512(const bf16_t *const *, const bf16_t *const *, int64_t, int64_t, int64_t, uint32_t *, float *) {}
+void fill_fp32_avx512(const float *const *, const float *const *, int64_t, int64_t, int64_t, float *, float *) {}
+void fill_fp32_avx512(const half_t *const *, const half_t *const *, int64_t, int64_t, int64_t, float *, float *) {}
+void fill_fp32_avx512(const bf16_t *const *, const bf16_t *const *, int64_t, int64_t, int64_t, float *, float *) {}
+void store_row_avx512(const float *, float, int64_t, float *) {}
+void store_row_avx512(const float *, float, int64_t, half_t *) {}
+void store_row_avx512(const float *, float, int64_t, bf16_t *) {}
 void QueryRows::attend_avx512(const KvTile &tile) {
   for (int64_t r = 0; r < n_; ++r) attend_row(r, tile);
 }

@@ -67,6 +67,19 @@ inline void visible_keys(int64_t pos, int64_t len, bool causal, int32_t window_l
 // rows (16 x 16 pairs transposed in registers; values widened to fp32).
 void fill_bf16_avx512(const bf16_t *const *keys, const bf16_t *const *values, int64_t count, int64_t d, int64_t dv,
                       uint32_t *key_pairs, float *value_rows);
+// A Kernel::avx512 tile (fp32 keys transposed, fp32 values) from rows of a 16-bit
+// or fp32 type, 16 x 16 blocks transposed in registers.  (fp8 caches, which carry
+// scales, fill row by row.)
+void fill_fp32_avx512(const float *const *keys, const float *const *values, int64_t count, int64_t d, int64_t dv,
+                      float *keys_t, float *value_rows);
+void fill_fp32_avx512(const half_t *const *keys, const half_t *const *values, int64_t count, int64_t d, int64_t dv,
+                      float *keys_t, float *value_rows);
+void fill_fp32_avx512(const bf16_t *const *keys, const bf16_t *const *values, int64_t count, int64_t d, int64_t dv,
+                      float *keys_t, float *value_rows);
+// attention_avx512.cpp: n accumulated values times inv, rounded to T (as from_f32).
+void store_row_avx512(const float *acc, float inv, int64_t n, float *out);
+void store_row_avx512(const float *acc, float inv, int64_t n, half_t *out);
+void store_row_avx512(const float *acc, float inv, int64_t n, bf16_t *out);
 
 // For Kernel::avx512_bf16 the keys stay bf16 instead, as 32-bit pairs of
 // adjacent dims transposed ([(D + 1) / 2][kKeyTile], an odd D's last pair
@@ -76,6 +89,7 @@ class KvTile {
   KvTile(int64_t head_dim, int64_t v_head_dim, Kernel kernel = Kernel::portable)
       : d_(head_dim),
         dv_(v_head_dim),
+        vector_fill_(kernel != Kernel::portable),
         pairs_(kernel == Kernel::avx512_bf16),
         keys_t_(pairs_ ? 0 : size_t(head_dim * kKeyTile)),
         key_pairs_(pairs_ ? size_t((head_dim + 1) / 2 * kKeyTile) : 0),
@@ -87,6 +101,9 @@ class KvTile {
   void set_rows(const C *const *keys, const C *const *values, float k_scale, float v_scale) {
     if constexpr (std::is_same_v<C, bf16_t>) {
       if (pairs_) return fill_bf16_avx512(keys, values, count_, d_, dv_, key_pairs_.data(), values_.data());
+    }
+    if constexpr (std::is_same_v<C, float> || std::is_same_v<C, half_t> || std::is_same_v<C, bf16_t>) {
+      if (vector_fill_) return fill_fp32_avx512(keys, values, count_, d_, dv_, keys_t_.data(), values_.data());
     }
     for (int64_t r = 0; r < count_; ++r) set_row(r, keys[r], values[r], k_scale, v_scale);
   }
@@ -120,7 +137,7 @@ class KvTile {
     if (d_ % 2 != 0) key_pairs_[size_t(d_ / 2 * kKeyTile + r)] = key[d_ - 1].bits;
   }
   int64_t d_, dv_, first_ = 0, count_ = 0;
-  bool pairs_;
+  bool vector_fill_, pairs_;
   std::vector<float> keys_t_;
   std::vector<uint32_t> key_pairs_;
   std::vector<float> values_;
@@ -161,6 +178,7 @@ class QueryRows {
     const float sum = sum_[size_t(r)];
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
     const float *acc = acc_.data() + r * dv_;
+    if (kernel_ != Kernel::portable) return store_row_avx512(acc, inv, dv_, out);
     for (int64_t i = 0; i < dv_; ++i) out[i] = from_f32<T>(acc[i] * inv);
   }
   // Row r's log-sum-exp of its (scaled, capped) logits; -inf if it saw no key.
