@@ -32,6 +32,7 @@ TRITON_DTYPE = {"bf16": "bf16", "f16": "fp16", "i8": "i8", "e4m3fn": "fp8e4nv", 
 # none; block-scaled 128 x 128 tiles spilled on RDNA 4 (85 VGPRs), 64 x 128
 # with 8 warps nowhere.
 SIXTEEN_BIT = ((128, 128, 64, 8), (64, 64, 64, 4))
+SIXTEEN_BIT_RDNA3 = ((128, 128, 32, 8), (64, 64, 64, 4))  # BK 64 spilled 19 VGPRs on gfx1100
 EIGHT_BIT = ((128, 128, 64, 8), (64, 64, 128, 4))
 ALIGNED = ("a", "w", "k", "lda", "ldw", "a_batch", "w_batch")
 BLOCK_SCALED = ((128, 128, 128, 8), (64, 128, 128, 8))  # BK = the 128-wide scale group
@@ -43,7 +44,8 @@ def kernels_for(target):
     dtypes = ["bf16", "f16", "i8"] + ([FP8[target]] if target in FP8 else [])
     out = []
     for dt in dtypes:
-        for tile in (SIXTEEN_BIT if dt in ("bf16", "f16") else EIGHT_BIT):
+        sixteen = SIXTEEN_BIT_RDNA3 if target == "gfx1100" else SIXTEEN_BIT
+        for tile in (sixteen if dt in ("bf16", "f16") else EIGHT_BIT):
             out.append((f"triton_{dt}.{tile[0]}x{tile[1]}x{tile[2]}", dt, tile, False))
     if target in FP8:
         for tile in (BLOCK_SCALED_RDNA if target.startswith("gfx1") else BLOCK_SCALED):

@@ -24,10 +24,11 @@ struct TritonShape {
 
 // build.py's kernels_for(): every target builds a subset (fp8 only where its
 // matrix cores have the format; block-scaled 128 x 128 only with 64-wide
-// waves).  Large tiles first: the heuristic takes the first good fit.
+// waves; BK 32 for 16 bits on gfx1100).  Large tiles first: the heuristic takes the first good fit.
 constexpr TritonShape kShapes[] = {
-    {DType::bf16, 128, 128, 64, false},      {DType::bf16, 64, 64, 64, false},
-    {DType::f16, 128, 128, 64, false},       {DType::f16, 64, 64, 64, false},
+    {DType::bf16, 128, 128, 64, false},      {DType::bf16, 128, 128, 32, false},
+    {DType::bf16, 64, 64, 64, false},        {DType::f16, 128, 128, 64, false},
+    {DType::f16, 128, 128, 32, false},       {DType::f16, 64, 64, 64, false},
     {DType::i8, 128, 128, 64, false},        {DType::i8, 64, 64, 128, false},
     {DType::e4m3fn, 128, 128, 64, false},    {DType::e4m3fn, 64, 64, 128, false},
     {DType::e4m3fnuz, 128, 128, 64, false},  {DType::e4m3fnuz, 64, 64, 128, false},
