@@ -208,15 +208,30 @@ class QueryRows {
 };
 
 // Streams key positions [rows.lo_min(), rows.hi_max()) through `tile`, kKeyTile at
-// a time; rows_at(j, &key, &value) gives the stored rows of position j.
+// a time; rows_at(j, &key, &value) gives the stored rows of position j.  The rows
+// of the next tile are found, and asked of memory (prefetched), before the
+// current one is filled: a paged cache's rows are scattered (a decode item
+// reads each once, at the speed of memory, which the prefetcher cannot
+// foresee across pages).
 template <class C, class RowsAt>
 void attend_keys(QueryRows &rows, KvTile &tile, float k_scale, float v_scale, RowsAt &&rows_at) {
-  for (int64_t first = rows.lo_min(); first < rows.hi_max(); first += kKeyTile) {
+  const C *keys[2][kKeyTile], *values[2][kKeyTile];
+  const int64_t key_bytes = tile.head_dim() * int64_t(sizeof(C)), value_bytes = tile.v_head_dim() * int64_t(sizeof(C));
+  auto find = [&](int64_t first, int b, bool prefetch) {
     const int64_t count = std::min(kKeyTile, rows.hi_max() - first);
-    tile.start(first, count);
-    const C *keys[kKeyTile], *values[kKeyTile];
-    for (int64_t r = 0; r < count; ++r) rows_at(first + r, &keys[r], &values[r]);
-    tile.set_rows(keys, values, k_scale, v_scale);
+    for (int64_t r = 0; r < count; ++r) {
+      rows_at(first + r, &keys[b][r], &values[b][r]);
+      if (!prefetch) continue;
+      for (int64_t i = 0; i < key_bytes; i += 64) __builtin_prefetch(reinterpret_cast<const char *>(keys[b][r]) + i);
+      for (int64_t i = 0; i < value_bytes; i += 64) __builtin_prefetch(reinterpret_cast<const char *>(values[b][r]) + i);
+    }
+  };
+  int b = 0;
+  if (rows.lo_min() < rows.hi_max()) find(rows.lo_min(), b, false);
+  for (int64_t first = rows.lo_min(); first < rows.hi_max(); first += kKeyTile, b ^= 1) {
+    if (first + kKeyTile < rows.hi_max()) find(first + kKeyTile, b ^ 1, true);
+    tile.start(first, std::min(kKeyTile, rows.hi_max() - first));
+    tile.set_rows(keys[b], values[b], k_scale, v_scale);
     rows.attend(tile);
   }
 }
