@@ -4,12 +4,15 @@
 usage: build.py --outputs TARGET          the files build.py TARGET DIR writes (for meson)
        build.py TARGET DIR                compile them into DIR
 
-Writes triton_gemm.<variant tag>.<target>.{hsaco,cubin} and triton.<target>.json,
-the kernels' manifest rows: op, variant, file, symbol, block (threads), smem
+Writes triton_gemm.<variant tag>.<target>.{hsaco,cubin} and triton.<target>.json
+(installed beside them), the kernels' manifest rows: op, variant, file, symbol, block (threads), smem
 (dynamic shared memory, bytes) and args, the kernel's parameters in order as
 name:type (ptr, i32, i64); Triton's trailing scratch pointers, which these
 kernels do not use, are named "scratch" and passed as null.  The parameter list
 is read from the compiled LLVM IR, so a Triton that adds parameters is noticed.
+AMD rows also count the matrix instructions of Triton's own assembly, which
+tools/check_amd_isa.py reads for targets the system's llvm-objdump cannot
+disassemble (LLVM 19: gfx950).
 Only for build time: nothing here runs when libaiter does.
 """
 import json
@@ -119,8 +122,12 @@ def build(target, folder):
         name = file_name(variant, target)
         with open(os.path.join(folder, name), "wb") as f:
             f.write(image)
-        rows.append({"op": "gemm", "variant": variant, "file": name, "symbol": kernel.name, "block": block,
-                     "smem": kernel.metadata.shared, "args": args})
+        row = {"op": "gemm", "variant": variant, "file": name, "symbol": kernel.name, "block": block,
+               "smem": kernel.metadata.shared, "args": args}
+        if "amdgcn" in kernel.asm:  # for tools/check_amd_isa.py where the system's LLVM cannot disassemble
+            row["matrix_instructions"] = len(re.findall(r"^\s*v_(?:mfma|wmma|smfmac|swmmac)", kernel.asm["amdgcn"],
+                                                        re.M))
+        rows.append(row)
     with open(os.path.join(folder, f"triton.{target}.json"), "w", encoding="utf-8") as f:
         json.dump({"target": target, "kernels": rows}, f, indent=1)
 
