@@ -199,31 +199,87 @@ AITER_ATTN_FN void pair_block(const bf16_t *const *keys, int64_t k0, int n, int6
     _mm512_mask_storeu_epi32(key_pairs + (w0 + g) * kKeyTile + k0, g < c ? __mmask16(0xffff) : __mmask16(0), r[g]);
 }
 
+// fp8 codes to fp32 without gathers (slow on this kind of core): the 128 values of
+// the codes without sign live in 8 zmm; four two-table permutes (5 index bits
+// each) and two blends on index bits 5 and 6 look a code up, bit 7 is the sign.
+// fnuz formats have no -0: their 0x80 is NaN.
+struct Fp8Lookup {
+  __m512 table[8];
+  bool fnuz;
+};
+
+template <class C>
+AITER_ATTN_FN Fp8Lookup fp8_lookup() {
+  const float *values = std::is_same_v<C, e4m3fn_t> ? e4m3fn_table : std::is_same_v<C, e4m3fnuz_t> ? e4m3fnuz_table
+                                                                                                     : e5m2_table;
+  Fp8Lookup l;
+  AITER_UNROLL for (int i = 0; i < 8; ++i) l.table[i] = _mm512_loadu_ps(values + 16 * i);
+  l.fnuz = std::is_same_v<C, e4m3fnuz_t>;
+  return l;
+}
+
+AITER_ATTN_FN __m512 fp8_to_fp32(const Fp8Lookup &l, const void *p, int64_t n) {
+  const __m512i code = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(vec512::first(n), p));
+  const __m512i low = _mm512_and_si512(code, _mm512_set1_epi32(127));
+  const __m512 v0 = _mm512_permutex2var_ps(l.table[0], low, l.table[1]);
+  const __m512 v1 = _mm512_permutex2var_ps(l.table[2], low, l.table[3]);
+  const __m512 v2 = _mm512_permutex2var_ps(l.table[4], low, l.table[5]);
+  const __m512 v3 = _mm512_permutex2var_ps(l.table[6], low, l.table[7]);
+  const __mmask16 bit5 = _mm512_test_epi32_mask(code, _mm512_set1_epi32(32));
+  const __mmask16 bit6 = _mm512_test_epi32_mask(code, _mm512_set1_epi32(64));
+  const __m512 v = _mm512_mask_mov_ps(_mm512_mask_mov_ps(v0, bit5, v1), bit6, _mm512_mask_mov_ps(v2, bit5, v3));
+  const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(code, _mm512_set1_epi32(0x80)), 24);
+  __m512 out = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign));
+  if (l.fnuz) out = _mm512_mask_mov_ps(out, _mm512_cmpeq_epi32_mask(code, _mm512_set1_epi32(0x80)),
+                                       _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()));
+  return out;
+}
+
+// n <= 16 stored values at p as fp32 lanes times scale, zeros past n.
+template <class C>
+AITER_ATTN_FN __m512 load_scaled(const C *p, int64_t n, float scale, const Fp8Lookup &fp8) {
+  if constexpr (sizeof(C) == 1)
+    return _mm512_mul_ps(fp8_to_fp32(fp8, p, n), _mm512_set1_ps(scale));
+  else
+    return _mm512_mul_ps(vec512::load(p, n), _mm512_set1_ps(scale));
+}
+
+template <class C>
+AITER_ATTN_FN Fp8Lookup lookup_for() {
+  if constexpr (sizeof(C) == 1) return fp8_lookup<C>();
+  return Fp8Lookup{};
+}
+
 // fp32 copies of keys k0..k0+n (n <= 16), dims [i0, i0 + c) (c <= 16), transposed.
 template <class C>
-AITER_ATTN_FN void key_block_fp32(const C *const *keys, int64_t k0, int n, int64_t i0, int c, float *keys_t) {
+AITER_ATTN_FN void key_block_fp32(const C *const *keys, int64_t k0, int n, int64_t i0, int c, float scale,
+                                  const Fp8Lookup &fp8, float *keys_t) {
   __m512i r[16];
   AITER_UNROLL for (int i = 0; i < 16; ++i)
-    r[i] = i < n ? _mm512_castps_si512(vec512::load(keys[k0 + i] + i0, c)) : _mm512_setzero_si512();
+    r[i] = i < n ? _mm512_castps_si512(load_scaled(keys[k0 + i] + i0, c, scale, fp8)) : _mm512_setzero_si512();
   transpose16x16(r);
   AITER_UNROLL for (int g = 0; g < 16; ++g)
     _mm512_mask_storeu_epi32(keys_t + (i0 + g) * kKeyTile + k0, g < c ? __mmask16(0xffff) : __mmask16(0), r[g]);
 }
 
 template <class C>
-AITER_ATTN_FN void fill_values(const C *const *values, int64_t count, int64_t dv, float *value_rows) {
+AITER_ATTN_FN void fill_values(const C *const *values, int64_t count, int64_t dv, float scale, float *value_rows) {
+  const Fp8Lookup fp8 = lookup_for<C>();
   for (int64_t j = 0; j < count; ++j)
-    for (int64_t x = 0; x < dv; x += 16) vec512::store(value_rows + j * dv + x, vec512::load(values[j] + x, dv - x), dv - x);
+    for (int64_t x = 0; x < dv; x += 16)
+      vec512::store(value_rows + j * dv + x, load_scaled(values[j] + x, dv - x, scale, fp8), dv - x);
 }
 
 template <class C>
 AITER_ATTN_FN void fill_fp32(const C *const *keys, const C *const *values, int64_t count, int64_t d, int64_t dv,
-                             float *keys_t, float *value_rows) {
+                             float k_scale, float v_scale, float *keys_t, float *value_rows) {
+  const Fp8Lookup fp8 = lookup_for<C>();
   for (int64_t k0 = 0; k0 < count; k0 += 16) {
     const int n = int(std::min<int64_t>(16, count - k0));
-    for (int64_t i0 = 0; i0 < d; i0 += 16) key_block_fp32(keys, k0, n, i0, int(std::min<int64_t>(16, d - i0)), keys_t);
+    for (int64_t i0 = 0; i0 < d; i0 += 16)
+      key_block_fp32(keys, k0, n, i0, int(std::min<int64_t>(16, d - i0)), k_scale, fp8, keys_t);
   }
-  fill_values(values, count, dv, value_rows);
+  fill_values(values, count, dv, v_scale, value_rows);
 }
 
 template <class T>
@@ -234,18 +290,14 @@ AITER_ATTN_FN void store_row(const float *acc, float inv, int64_t n, T *out) {
 
 }  // namespace
 
-void fill_fp32_avx512(const float *const *keys, const float *const *values, int64_t count, int64_t d, int64_t dv,
-                      float *keys_t, float *value_rows) {
-  fill_fp32(keys, values, count, d, dv, keys_t, value_rows);
-}
-void fill_fp32_avx512(const half_t *const *keys, const half_t *const *values, int64_t count, int64_t d, int64_t dv,
-                      float *keys_t, float *value_rows) {
-  fill_fp32(keys, values, count, d, dv, keys_t, value_rows);
-}
-void fill_fp32_avx512(const bf16_t *const *keys, const bf16_t *const *values, int64_t count, int64_t d, int64_t dv,
-                      float *keys_t, float *value_rows) {
-  fill_fp32(keys, values, count, d, dv, keys_t, value_rows);
-}
+#define AITER_ATTN_FILL_FP32_BODY(C) \
+  AITER_ATTN_FILL_FP32(C) { fill_fp32(keys, values, count, d, dv, k_scale, v_scale, keys_t, value_rows); }
+AITER_ATTN_FILL_FP32_BODY(float)
+AITER_ATTN_FILL_FP32_BODY(half_t)
+AITER_ATTN_FILL_FP32_BODY(bf16_t)
+AITER_ATTN_FILL_FP32_BODY(e4m3fn_t)
+AITER_ATTN_FILL_FP32_BODY(e4m3fnuz_t)
+AITER_ATTN_FILL_FP32_BODY(e5m2_t)
 void store_row_avx512(const float *acc, float inv, int64_t n, float *out) { store_row(acc, inv, n, out); }
 void store_row_avx512(const float *acc, float inv, int64_t n, half_t *out) { store_row(acc, inv, n, out); }
 void store_row_avx512(const float *acc, float inv, int64_t n, bf16_t *out) { store_row(acc, inv, n, out); }
@@ -259,7 +311,7 @@ void fill_bf16_avx512(const bf16_t *const *keys, const bf16_t *const *values, in
   }
   if (d % 2 != 0)
     for (int64_t j = 0; j < count; ++j) key_pairs[words * kKeyTile + j] = keys[j][d - 1].bits;
-  fill_values(values, count, dv, value_rows);
+  fill_values(values, count, dv, 1.0f, value_rows);
 }
 
 void QueryRows::attend_avx512(const KvTile &tile) {
@@ -307,9 +359,14 @@ void QueryRows::attend_block_avx512(int64_t r0, int64_t n, const KvTile &tile) {
 
 Kernel pick_kernel(bool) { return Kernel::portable; }
 void fill_bf16_avx512(const bf16_t *const *, const bf16_t *const *, int64_t, int64_t, int64_t, uint32_t *, float *) {}
-void fill_fp32_avx512(const float *const *, const float *const *, int64_t, int64_t, int64_t, float *, float *) {}
-void fill_fp32_avx512(const half_t *const *, const half_t *const *, int64_t, int64_t, int64_t, float *, float *) {}
-void fill_fp32_avx512(const bf16_t *const *, const bf16_t *const *, int64_t, int64_t, int64_t, float *, float *) {}
+#define AITER_ATTN_FILL_FP32_NONE(C) \
+  AITER_ATTN_FILL_FP32(C) {}
+AITER_ATTN_FILL_FP32_NONE(float)
+AITER_ATTN_FILL_FP32_NONE(half_t)
+AITER_ATTN_FILL_FP32_NONE(bf16_t)
+AITER_ATTN_FILL_FP32_NONE(e4m3fn_t)
+AITER_ATTN_FILL_FP32_NONE(e4m3fnuz_t)
+AITER_ATTN_FILL_FP32_NONE(e5m2_t)
 void store_row_avx512(const float *, float, int64_t, float *) {}
 void store_row_avx512(const float *, float, int64_t, half_t *) {}
 void store_row_avx512(const float *, float, int64_t, bf16_t *) {}

@@ -67,15 +67,18 @@ inline void visible_keys(int64_t pos, int64_t len, bool causal, int32_t window_l
 // rows (16 x 16 pairs transposed in registers; values widened to fp32).
 void fill_bf16_avx512(const bf16_t *const *keys, const bf16_t *const *values, int64_t count, int64_t d, int64_t dv,
                       uint32_t *key_pairs, float *value_rows);
-// A Kernel::avx512 tile (fp32 keys transposed, fp32 values) from rows of a 16-bit
-// or fp32 type, 16 x 16 blocks transposed in registers.  (fp8 caches, which carry
-// scales, fill row by row.)
-void fill_fp32_avx512(const float *const *keys, const float *const *values, int64_t count, int64_t d, int64_t dv,
-                      float *keys_t, float *value_rows);
-void fill_fp32_avx512(const half_t *const *keys, const half_t *const *values, int64_t count, int64_t d, int64_t dv,
-                      float *keys_t, float *value_rows);
-void fill_fp32_avx512(const bf16_t *const *keys, const bf16_t *const *values, int64_t count, int64_t d, int64_t dv,
-                      float *keys_t, float *value_rows);
+// A Kernel::avx512 tile (fp32 keys transposed, fp32 values) from rows of any
+// stored type, times the scales (fp8: decoded through its table, by gathers),
+// 16 x 16 blocks transposed in registers.
+#define AITER_ATTN_FILL_FP32(C)                                                                                      \
+  void fill_fp32_avx512(const C *const *keys, const C *const *values, int64_t count, int64_t d, int64_t dv,      \
+                        float k_scale, float v_scale, float *keys_t, float *value_rows)
+AITER_ATTN_FILL_FP32(float);
+AITER_ATTN_FILL_FP32(half_t);
+AITER_ATTN_FILL_FP32(bf16_t);
+AITER_ATTN_FILL_FP32(e4m3fn_t);
+AITER_ATTN_FILL_FP32(e4m3fnuz_t);
+AITER_ATTN_FILL_FP32(e5m2_t);
 // attention_avx512.cpp: n accumulated values times inv, rounded to T (as from_f32).
 void store_row_avx512(const float *acc, float inv, int64_t n, float *out);
 void store_row_avx512(const float *acc, float inv, int64_t n, half_t *out);
@@ -102,9 +105,8 @@ class KvTile {
     if constexpr (std::is_same_v<C, bf16_t>) {
       if (pairs_) return fill_bf16_avx512(keys, values, count_, d_, dv_, key_pairs_.data(), values_.data());
     }
-    if constexpr (std::is_same_v<C, float> || std::is_same_v<C, half_t> || std::is_same_v<C, bf16_t>) {
-      if (vector_fill_) return fill_fp32_avx512(keys, values, count_, d_, dv_, keys_t_.data(), values_.data());
-    }
+    if (vector_fill_)
+      return fill_fp32_avx512(keys, values, count_, d_, dv_, k_scale, v_scale, keys_t_.data(), values_.data());
     for (int64_t r = 0; r < count_; ++r) set_row(r, keys[r], values[r], k_scale, v_scale);
   }
   // Row r of the tile, from the stored key/value rows times their dequantization scales.

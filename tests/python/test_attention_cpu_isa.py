@@ -9,7 +9,8 @@ within its 16-key vectors (1, 37, 70, 90), query blocks of 32 tokens with
 tails, row blocks of 4 with tails (3 and 5 query heads a kv head, 1 token of
 decode), a 192/128 head-dim pair (3 x 64 value dims a pass), rows that see no
 key, a window, a soft-cap and the log-sum-exp; paged decode from bf16, fp16,
-fp32 and fp8 caches.  Outputs start as NaN so that a row left unwritten fails.
+fp32 and fp8 caches (and every fp8 code through the vector decoder).  Outputs
+start as NaN so that a row left unwritten fails.
 """
 import os
 import subprocess
@@ -75,9 +76,25 @@ for dtype in dtypes:
     check_prefill(dtype, 2, 2, 64, 64, [33, 4], [33, 100], False, window_left=5)
     check_decode(dtype, dtype, 8, 2, 128, 5, -1)
     check_decode(dtype, dtype, 3, 1, 64, 16, 7)
-if "bfloat16" in dtypes:
+
+
+# Every code of the format as a value (one key a sequence, so out = its value row
+# times v_scale): codes 0-127 and 128-255 decode exactly, NaN codes to NaN.
+def check_fp8_codes(cache_dtype):
+    codes = np.arange(256, dtype=np.uint8).reshape(2, 1, 1, 128)
+    v_cache = codes.view(np_dtype(cache_dtype))
+    k_cache = np.zeros_like(v_cache)
+    table, lens = np.array([[0], [1]], np.int32), np.array([1, 1], np.int32)
+    q = rand(rng, (2, 1, 128), "float32")
+    out = aiter.paged_decode_attention(q, k_cache, v_cache, table, lens, v_scale=0.5)
+    np.testing.assert_array_equal(f64(out), f64(v_cache[:, 0]) * 0.5)
+
+
+if "bfloat16" in dtypes:  # ml_dtypes is there
     check_decode("bfloat16", "float8_e4m3fn", 8, 2, 128, 5, -1)
     check_decode("float32", "float8_e5m2", 4, 4, 64, 3, -1)
+    for cache_dtype in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2"):
+        check_fp8_codes(cache_dtype)
 print("ok")
 """
 
