@@ -199,12 +199,13 @@ AITER_ATTN_FN void pair_block(const bf16_t *const *keys, int64_t k0, int n, int6
     _mm512_mask_storeu_epi32(key_pairs + (w0 + g) * kKeyTile + k0, g < c ? __mmask16(0xffff) : __mmask16(0), r[g]);
 }
 
-// fp8 codes to fp32 without gathers (slow on this kind of core): the 128 values of
-// the codes without sign live in 8 zmm; four two-table permutes (5 index bits
-// each) and two blends on index bits 5 and 6 look a code up, bit 7 is the sign.
-// fnuz formats have no -0: their 0x80 is NaN.
+// fp8 codes to bf16 without gathers (slow on this kind of core; every fp8 value is
+// a bf16 value, so this is exact): the bf16 bits of the 128 codes without sign
+// live in 4 zmm; two two-table word permutes (6 index bits each) and a blend on
+// index bit 6 look 32 codes up at once, bit 7 is the sign.  fnuz formats have no
+// -0: their 0x80 is NaN.
 struct Fp8Lookup {
-  __m512 table[8];
+  __m512i table[4];
   bool fnuz;
 };
 
@@ -213,26 +214,34 @@ AITER_ATTN_FN Fp8Lookup fp8_lookup() {
   const float *values = std::is_same_v<C, e4m3fn_t> ? e4m3fn_table : std::is_same_v<C, e4m3fnuz_t> ? e4m3fnuz_table
                                                                                                      : e5m2_table;
   Fp8Lookup l;
-  AITER_UNROLL for (int i = 0; i < 8; ++i) l.table[i] = _mm512_loadu_ps(values + 16 * i);
+  AITER_UNROLL for (int i = 0; i < 4; ++i) {
+    const __m512i lo = _mm512_srli_epi32(_mm512_castps_si512(_mm512_loadu_ps(values + 32 * i)), 16);
+    const __m512i hi = _mm512_srli_epi32(_mm512_castps_si512(_mm512_loadu_ps(values + 32 * i + 16)), 16);
+    l.table[i] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(lo)), _mm512_cvtepi32_epi16(hi), 1);
+  }
   l.fnuz = std::is_same_v<C, e4m3fnuz_t>;
   return l;
 }
 
-AITER_ATTN_FN __m512 fp8_to_fp32(const Fp8Lookup &l, const void *p, int64_t n) {
-  const __m512i code = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(vec512::first(n), p));
-  const __m512i low = _mm512_and_si512(code, _mm512_set1_epi32(127));
-  const __m512 v0 = _mm512_permutex2var_ps(l.table[0], low, l.table[1]);
-  const __m512 v1 = _mm512_permutex2var_ps(l.table[2], low, l.table[3]);
-  const __m512 v2 = _mm512_permutex2var_ps(l.table[4], low, l.table[5]);
-  const __m512 v3 = _mm512_permutex2var_ps(l.table[6], low, l.table[7]);
-  const __mmask16 bit5 = _mm512_test_epi32_mask(code, _mm512_set1_epi32(32));
-  const __mmask16 bit6 = _mm512_test_epi32_mask(code, _mm512_set1_epi32(64));
-  const __m512 v = _mm512_mask_mov_ps(_mm512_mask_mov_ps(v0, bit5, v1), bit6, _mm512_mask_mov_ps(v2, bit5, v3));
-  const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(code, _mm512_set1_epi32(0x80)), 24);
-  __m512 out = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign));
-  if (l.fnuz) out = _mm512_mask_mov_ps(out, _mm512_cmpeq_epi32_mask(code, _mm512_set1_epi32(0x80)),
-                                       _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()));
-  return out;
+// n <= 32 codes at p as bf16 bits in the 16-bit lanes, zeros past n.
+__attribute__((target(AITER_TARGET_VEC512), always_inline)) inline __m512i fp8_to_bf16(const Fp8Lookup &l,
+                                                                                        const void *p, int64_t n) {
+  const __mmask32 mask = n >= 32 ? __mmask32(~0u) : __mmask32((1u << n) - 1u);
+  const __m512i code = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, p));
+  const __m512i low = _mm512_and_si512(code, _mm512_set1_epi16(127));
+  const __m512i v0 = _mm512_permutex2var_epi16(l.table[0], low, l.table[1]);
+  const __m512i v1 = _mm512_permutex2var_epi16(l.table[2], low, l.table[3]);
+  const __m512i v = _mm512_mask_mov_epi16(v0, _mm512_test_epi16_mask(code, _mm512_set1_epi16(64)), v1);
+  const __m512i out = _mm512_or_si512(v, _mm512_slli_epi16(_mm512_and_si512(code, _mm512_set1_epi16(0x80)), 8));
+  if (!l.fnuz) return out;
+  return _mm512_mask_mov_epi16(out, _mm512_cmpeq_epi16_mask(code, _mm512_set1_epi16(0x80)), _mm512_set1_epi16(0x7fc0));
+}
+
+// n <= 16 codes as fp32 lanes.
+__attribute__((target(AITER_TARGET_VEC512), always_inline)) inline __m512 fp8_to_fp32(const Fp8Lookup &l,
+                                                                                       const void *p, int64_t n) {
+  const __m256i bf = _mm512_castsi512_si256(fp8_to_bf16(l, p, std::min<int64_t>(n, 16)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bf), 16));
 }
 
 // n <= 16 stored values at p as fp32 lanes times scale, zeros past n.
@@ -282,6 +291,38 @@ AITER_ATTN_FN void fill_fp32(const C *const *keys, const C *const *values, int64
   fill_values(values, count, dv, v_scale, value_rows);
 }
 
+// Keys k0..k0+n (n <= 16) of fp8 codes, pairs [w0, w0 + c) (c <= 16) of each, as
+// bf16 pairs (exact: fp8 values are bf16 values), transposed.
+AITER_ATTN_FN void fp8_pair_block(const Fp8Lookup &l, const uint8_t *const *keys, int64_t d, int64_t k0, int n,
+                                       int64_t w0, int c, uint32_t *key_pairs) {
+  const int64_t dims = std::min<int64_t>(2 * c, d - 2 * w0);  // an odd d's last pair gets a zero
+  __m512i r[16];
+  AITER_UNROLL for (int i = 0; i < 16; ++i) {
+    if (i >= n) {
+      r[i] = _mm512_setzero_si512();
+      continue;
+    }
+    r[i] = fp8_to_bf16(l, keys[k0 + i] + 2 * w0, dims);  // 32 bf16 in order: 16 pairs
+  }
+  transpose16x16(r);
+  AITER_UNROLL for (int g = 0; g < 16; ++g)
+    _mm512_mask_storeu_epi32(key_pairs + (w0 + g) * kKeyTile + k0, g < c ? __mmask16(0xffff) : __mmask16(0), r[g]);
+}
+
+template <class C>
+void fill_fp8_pairs(const C *const *keys, const C *const *values, int64_t count, int64_t d, int64_t dv, float v_scale,
+                    uint32_t *key_pairs, float *value_rows) {
+  const Fp8Lookup l = fp8_lookup<C>();
+  const uint8_t *const *codes = reinterpret_cast<const uint8_t *const *>(keys);
+  const int64_t words = (d + 1) / 2;
+  for (int64_t k0 = 0; k0 < count; k0 += 16) {
+    const int n = int(std::min<int64_t>(16, count - k0));
+    for (int64_t w0 = 0; w0 < words; w0 += 16)
+      fp8_pair_block(l, codes, d, k0, n, w0, int(std::min<int64_t>(16, words - w0)), key_pairs);
+  }
+  fill_values(values, count, dv, v_scale, value_rows);
+}
+
 template <class T>
 AITER_ATTN_FN void store_row(const float *acc, float inv, int64_t n, T *out) {
   const __m512 scale = _mm512_set1_ps(inv);
@@ -298,6 +339,11 @@ AITER_ATTN_FILL_FP32_BODY(bf16_t)
 AITER_ATTN_FILL_FP32_BODY(e4m3fn_t)
 AITER_ATTN_FILL_FP32_BODY(e4m3fnuz_t)
 AITER_ATTN_FILL_FP32_BODY(e5m2_t)
+#define AITER_ATTN_FILL_FP8_PAIRS_BODY(C) \
+  AITER_ATTN_FILL_FP8_PAIRS(C) { fill_fp8_pairs(keys, values, count, d, dv, v_scale, key_pairs, value_rows); }
+AITER_ATTN_FILL_FP8_PAIRS_BODY(e4m3fn_t)
+AITER_ATTN_FILL_FP8_PAIRS_BODY(e4m3fnuz_t)
+AITER_ATTN_FILL_FP8_PAIRS_BODY(e5m2_t)
 void store_row_avx512(const float *acc, float inv, int64_t n, float *out) { store_row(acc, inv, n, out); }
 void store_row_avx512(const float *acc, float inv, int64_t n, half_t *out) { store_row(acc, inv, n, out); }
 void store_row_avx512(const float *acc, float inv, int64_t n, bf16_t *out) { store_row(acc, inv, n, out); }
@@ -331,7 +377,7 @@ void QueryRows::attend_block_avx512(int64_t r0, int64_t n, const KvTile &tile) {
   if (kernel_ == Kernel::avx512_bf16) {
     const int64_t d2 = (d_ + 1) / 2;
     kScoresBf16[size_t(n - 1)][size_t(v1 - v0 - 1)](query_pairs_.data() + r0 * d2, d2, tile.key_pair_column(0) + 16 * v0,
-                                                     scale_, s + 16 * v0);
+                                                     scale_ * tile.key_scale(), s + 16 * v0);
   } else {
     kScoresFp32[size_t(n - 1)][size_t(v1 - v0 - 1)](query_.data() + r0 * d_, d_, tile.key_column(0) + 16 * v0,
                                                      s + 16 * v0);
@@ -367,6 +413,11 @@ AITER_ATTN_FILL_FP32_NONE(bf16_t)
 AITER_ATTN_FILL_FP32_NONE(e4m3fn_t)
 AITER_ATTN_FILL_FP32_NONE(e4m3fnuz_t)
 AITER_ATTN_FILL_FP32_NONE(e5m2_t)
+#define AITER_ATTN_FILL_FP8_PAIRS_NONE(C) \
+  AITER_ATTN_FILL_FP8_PAIRS(C) {}
+AITER_ATTN_FILL_FP8_PAIRS_NONE(e4m3fn_t)
+AITER_ATTN_FILL_FP8_PAIRS_NONE(e4m3fnuz_t)
+AITER_ATTN_FILL_FP8_PAIRS_NONE(e5m2_t)
 void store_row_avx512(const float *, float, int64_t, float *) {}
 void store_row_avx512(const float *, float, int64_t, half_t *) {}
 void store_row_avx512(const float *, float, int64_t, bf16_t *) {}

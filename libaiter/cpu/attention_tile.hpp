@@ -33,13 +33,18 @@ enum class Kernel {
   avx512_bf16,  // q . k by vdpbf16ps over bf16 pairs (q and k stored as bf16), p . v in fp32 FMA
 };
 
+template <class C>
+constexpr bool is_fp8_v = std::is_same_v<C, e4m3fn_t> || std::is_same_v<C, e4m3fnuz_t> || std::is_same_v<C, e5m2_t>;
+
 // The fastest kernel this CPU (capped by AITER_CPU_ISA) runs for queries of type
-// T over keys stored as C: the bf16 one needs both to be bf16, so that the
-// pairs it multiplies are the stored values, unrounded.
+// T over keys stored as C: the bf16 one needs bf16 queries and keys that are
+// bf16 values, stored as such or as fp8 codes (every fp8 value is a bf16 one;
+// the cache's k_scale then multiplies the scores), so that the pairs it
+// multiplies are the stored values, unrounded.
 Kernel pick_kernel(bool bf16_operands);
 template <class T, class C>
 Kernel pick_kernel() {
-  return pick_kernel(std::is_same_v<T, bf16_t> && std::is_same_v<C, bf16_t>);
+  return pick_kernel(std::is_same_v<T, bf16_t> && (std::is_same_v<C, bf16_t> || is_fp8_v<C>));
 }
 
 // Row (token, head) of a [tokens, heads, D] tensor.
@@ -84,6 +89,15 @@ void store_row_avx512(const float *acc, float inv, int64_t n, float *out);
 void store_row_avx512(const float *acc, float inv, int64_t n, half_t *out);
 void store_row_avx512(const float *acc, float inv, int64_t n, bf16_t *out);
 
+// The same from fp8 codes: keys decoded to bf16 pairs exactly (unscaled: the
+// scores take k_scale), values to fp32 times v_scale.
+#define AITER_ATTN_FILL_FP8_PAIRS(C)                                                                                   \
+  void fill_pairs_avx512(const C *const *keys, const C *const *values, int64_t count, int64_t d, int64_t dv,       \
+                         float v_scale, uint32_t *key_pairs, float *value_rows)
+AITER_ATTN_FILL_FP8_PAIRS(e4m3fn_t);
+AITER_ATTN_FILL_FP8_PAIRS(e4m3fnuz_t);
+AITER_ATTN_FILL_FP8_PAIRS(e5m2_t);
+
 // For Kernel::avx512_bf16 the keys stay bf16 instead, as 32-bit pairs of
 // adjacent dims transposed ([(D + 1) / 2][kKeyTile], an odd D's last pair
 // padded with zero), the operand layout of vdpbf16ps.
@@ -102,8 +116,15 @@ class KvTile {
   // Rows [0, count()) from the stored key/value rows of those positions.
   template <class C>
   void set_rows(const C *const *keys, const C *const *values, float k_scale, float v_scale) {
+    key_scale_ = 1.0f;
     if constexpr (std::is_same_v<C, bf16_t>) {
       if (pairs_) return fill_bf16_avx512(keys, values, count_, d_, dv_, key_pairs_.data(), values_.data());
+    }
+    if constexpr (is_fp8_v<C>) {
+      if (pairs_) {
+        key_scale_ = k_scale;
+        return fill_pairs_avx512(keys, values, count_, d_, dv_, v_scale, key_pairs_.data(), values_.data());
+      }
     }
     if (vector_fill_)
       return fill_fp32_avx512(keys, values, count_, d_, dv_, k_scale, v_scale, keys_t_.data(), values_.data());
@@ -126,6 +147,7 @@ class KvTile {
 
   int64_t first() const { return first_; }
   int64_t count() const { return count_; }
+  float key_scale() const { return key_scale_; }  // what the bf16 pairs' scores still need (fp8: k_scale)
   int64_t head_dim() const { return d_; }
   int64_t v_head_dim() const { return dv_; }
   const float *key_column(int64_t i) const { return keys_t_.data() + i * kKeyTile; }
@@ -139,6 +161,7 @@ class KvTile {
     if (d_ % 2 != 0) key_pairs_[size_t(d_ / 2 * kKeyTile + r)] = key[d_ - 1].bits;
   }
   int64_t d_, dv_, first_ = 0, count_ = 0;
+  float key_scale_ = 1.0f;
   bool vector_fill_, pairs_;
   std::vector<float> keys_t_;
   std::vector<uint32_t> key_pairs_;

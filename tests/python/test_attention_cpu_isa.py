@@ -80,12 +80,12 @@ for dtype in dtypes:
 
 # Every code of the format as a value (one key a sequence, so out = its value row
 # times v_scale): codes 0-127 and 128-255 decode exactly, NaN codes to NaN.
-def check_fp8_codes(cache_dtype):
+def check_fp8_codes(cache_dtype, dtype):
     codes = np.arange(256, dtype=np.uint8).reshape(2, 1, 1, 128)
     v_cache = codes.view(np_dtype(cache_dtype))
     k_cache = np.zeros_like(v_cache)
     table, lens = np.array([[0], [1]], np.int32), np.array([1, 1], np.int32)
-    q = rand(rng, (2, 1, 128), "float32")
+    q = rand(rng, (2, 1, 128), dtype)
     out = aiter.paged_decode_attention(q, k_cache, v_cache, table, lens, v_scale=0.5)
     np.testing.assert_array_equal(f64(out), f64(v_cache[:, 0]) * 0.5)
 
@@ -93,8 +93,11 @@ def check_fp8_codes(cache_dtype):
 if "bfloat16" in dtypes:  # ml_dtypes is there
     check_decode("bfloat16", "float8_e4m3fn", 8, 2, 128, 5, -1)
     check_decode("float32", "float8_e5m2", 4, 4, 64, 3, -1)
+    check_decode("bfloat16", "float8_e5m2", 3, 1, 64, 16, 7)
+    check_decode("bfloat16", "float8_e4m3fnuz", 5, 1, 128, 3, -1)
     for cache_dtype in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2"):
-        check_fp8_codes(cache_dtype)
+        check_fp8_codes(cache_dtype, "float32")  # the fp32 tile
+        check_fp8_codes(cache_dtype, "bfloat16")  # bf16 pairs where the CPU has AVX512_BF16
 print("ok")
 """
 
