@@ -7,8 +7,9 @@
 // Two implementations of the arithmetic, chosen per call from cpu_isa()
 // (pick_kernel): the portable loops below, and AVX-512 blocks of 4 query rows
 // x 64 keys (attention_avx512.cpp) whose scores come from fp32 FMA or, where
-// q and k are both bf16 and the CPU has AVX512_BF16, from vdpbf16ps on the
-// stored bf16 pairs; the weighted sum of values is fp32 FMA in both.
+// q is bf16, the keys bf16 or fp8 and the CPU has AVX512_BF16, from vdpbf16ps
+// on bf16 pairs of the stored values; the weighted sum of values is fp32 FMA
+// in both.
 #pragma once
 
 #include <algorithm>

@@ -3,7 +3,8 @@ on the same inputs, against the float64 references of test_attention.py.
 
 AITER_CPU_ISA is read once per process, so each level runs in a subprocess:
 portable and avx2 run the portable loops; avx512 the fp32-FMA blocks (every
-dtype); avx512_bf16 also the vdpbf16ps scores where q and k are both bf16.
+dtype); avx512_bf16 also the vdpbf16ps scores where q is bf16 and the keys
+bf16 or fp8.
 The cases cross the kernels' block edges: key counts past a 64-key tile and
 within its 16-key vectors (1, 37, 70, 90), query blocks of 32 tokens with
 tails, row blocks of 4 with tails (3 and 5 query heads a kv head, 1 token of
