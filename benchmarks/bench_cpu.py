@@ -216,6 +216,24 @@ def attention_cases(tokens, batch, context):
     yield (f"paged_decode bf16 B{batch} ctx {context}", attention_flops(1, context, False) * batch, "GFLOP/s",
            lambda: aiter.paged_decode_attention(qd, k_cache, v_cache, table, lens, out=outd),
            lambda: F.scaled_dot_product_attention(qsd, kd, vd, enable_gqa=True), "F.sdpa", False)
+    # The KV write of `tokens` new tokens to shuffled slots of the same caches: a
+    # copy (bf16), or x / scale in e4m3fn; the peer is eager indexing (+ the cast).
+    slots = torch.randperm(batch * context)[:tokens]
+    key, value = k[:, :ATTN_KV_HEADS], v[:, :ATTN_KV_HEADS]
+    flat_k, flat_v = k_cache.view(-1, ATTN_KV_HEADS, ATTN_DIM), v_cache.view(-1, ATTN_KV_HEADS, ATTN_DIM)
+
+    def eager_write(kc, vc, scale=None):
+        for cache, x in ((kc, key), (vc, value)):
+            cache[slots] = x if scale is None else (x.float() / scale).clamp(-448.0, 448.0).to(FP8)
+    moved = key.numel() * 2 * 2 * 2  # bf16 in, bf16 out, keys and values
+    yield (f"reshape_and_cache bf16 {tokens} tok", moved, "GB/s",
+           lambda: aiter.reshape_and_cache(key, value, k_cache, v_cache, slots),
+           lambda: eager_write(flat_k, flat_v), "index_put", False)
+    k8, v8 = k_cache.to(FP8), v_cache.to(FP8)
+    flat_k8, flat_v8 = k8.view(-1, ATTN_KV_HEADS, ATTN_DIM), v8.view(-1, ATTN_KV_HEADS, ATTN_DIM)
+    yield (f"reshape_and_cache fp8 {tokens} tok", moved * 3 // 4, "GB/s",
+           lambda: aiter.reshape_and_cache(key, value, k8, v8, slots, k_scale=0.5, v_scale=0.5),
+           lambda: eager_write(flat_k8, flat_v8, 0.5), "scale/cast + index_put", False)
 
 
 FAMILIES = {"gemm": gemm_cases, "memory": memory_cases}
