@@ -329,6 +329,20 @@ AITER_ATTN_FN void store_row(const float *acc, float inv, int64_t n, T *out) {
   for (int64_t x = 0; x < n; x += 16) vec512::store(out + x, _mm512_mul_ps(vec512::load(acc + x, n - x), scale), n - x);
 }
 
+// Logits s over key vectors [v0, v1) become softcap * tanh(s / softcap), tanh(y)
+// as 1 - 2 / (e^2y + 1): absolute error about 1e-7 of the cap (the form loses
+// relative accuracy near 0, where the logit itself is small), e^2y's overflow
+// giving 1 and its underflow -1.
+AITER_ATTN_FN void cap_scores(float *s, int64_t v0, int64_t v1, float softcap) {
+  const __m512 cap = _mm512_set1_ps(softcap), one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
+  for (int64_t v = v0; v < v1; ++v) {
+    const __m512 y = _mm512_div_ps(_mm512_loadu_ps(s + 16 * v), cap);
+    const __m512 e = vec512::exp(_mm512_add_ps(y, y));
+    const __m512 tanh = _mm512_sub_ps(one, _mm512_div_ps(two, _mm512_add_ps(e, one)));
+    _mm512_storeu_ps(s + 16 * v, _mm512_mul_ps(cap, tanh));
+  }
+}
+
 }  // namespace
 
 #define AITER_ATTN_FILL_FP32_BODY(C) \
@@ -390,8 +404,7 @@ void QueryRows::attend_block_avx512(int64_t r0, int64_t n, const KvTile &tile) {
       correction[r] = 1.0f;
       continue;
     }
-    if (softcap_ > 0.0f)
-      for (int64_t j = j0[r]; j < j1[r]; ++j) row[j] = softcap_ * std::tanh(row[j] / softcap_);
+    if (softcap_ > 0.0f) cap_scores(row, v0, v1, softcap_);
     correction[r] = softmax_row(row, v0, v1, j0[r], j1[r], &max_[size_t(r0 + r)], &sum_[size_t(r0 + r)]);
   }
   for (int64_t x0 = 0; x0 < dv_; x0 += 16 * kValueVectors) {
