@@ -418,8 +418,9 @@ void QueryRows::attend_block_avx512(int64_t r0, int64_t n, const KvTile &tile) {
 
 Kernel pick_kernel(bool) { return Kernel::portable; }
 void fill_bf16_avx512(const bf16_t *const *, const bf16_t *const *, int64_t, int64_t, int64_t, uint32_t *, float *) {}
+// Never called (pick_kernel() is portable here), but linked.
 #define AITER_ATTN_FILL_FP32_NONE(C) \
-  AITER_ATTN_FILL_FP32(C) {}
+  void fill_fp32_avx512(const C *const *, const C *const *, int64_t, int64_t, int64_t, float, float, float *, float *) {}
 AITER_ATTN_FILL_FP32_NONE(float)
 AITER_ATTN_FILL_FP32_NONE(half_t)
 AITER_ATTN_FILL_FP32_NONE(bf16_t)
@@ -427,7 +428,7 @@ AITER_ATTN_FILL_FP32_NONE(e4m3fn_t)
 AITER_ATTN_FILL_FP32_NONE(e4m3fnuz_t)
 AITER_ATTN_FILL_FP32_NONE(e5m2_t)
 #define AITER_ATTN_FILL_FP8_PAIRS_NONE(C) \
-  AITER_ATTN_FILL_FP8_PAIRS(C) {}
+  void fill_pairs_avx512(const C *const *, const C *const *, int64_t, int64_t, int64_t, float, uint32_t *, float *) {}
 AITER_ATTN_FILL_FP8_PAIRS_NONE(e4m3fn_t)
 AITER_ATTN_FILL_FP8_PAIRS_NONE(e4m3fnuz_t)
 AITER_ATTN_FILL_FP8_PAIRS_NONE(e5m2_t)
