@@ -26,13 +26,13 @@ namespace aiter {
 namespace cpu {
 namespace attn {
 
+#ifdef AITER_VEC512
+
 namespace {
 constexpr int kBlockRows = 4;   // query rows of a block
 constexpr int kKeyVectors = int(kKeyTile / 16);
 constexpr int kValueVectors = 4;  // value dims of one p . v pass: 4 x 16
 }  // namespace
-
-#ifdef AITER_VEC512
 
 Kernel pick_kernel(bool bf16_operands) {
   if (bf16_operands && isa_at_least(Isa::avx512_bf16)) return Kernel::avx512_bf16;
