@@ -7,7 +7,7 @@ import pytest
 
 import aiter
 from harness import QMAX, f64, ml_dtypes, np_dtype, on_host, poisoned_on, quant_reference, to_device
-from test_moe_fused import act64, make_layer
+from test_moe_fused import act64, make_layer, nan_filled, pairs_by_expert, routed_ids, weights64
 
 pytestmark = pytest.mark.skipif(ml_dtypes is None, reason="fp8 NumPy arrays need ml_dtypes")
 TOL = (5e-2, 5e-2)  # fp8 codes (3 mantissa bits) on both stage inputs
@@ -32,51 +32,47 @@ def quantize_blocks(w, qdtype, block=128):
     return codes, scale.reshape(e, n // block, k // block)
 
 
-def quantize_row(v, qdtype, group=0):
-    """Codes (as float64) and scales of v, per group of `group` values (0: one)."""
-    size = group or len(v)
-    codes, scales = [], []
-    for g in range(0, len(v), size):
-        part = v[g:g + size]
-        amax = np.abs(part).max()
-        scale = float(np.float32(amax / QMAX[qdtype])) if amax > 0 else 1.0
-        inv = float(np.float32(1.0) / np.float32(scale))
-        codes.append(f64(quant_reference(part * inv, 1.0, qdtype)))
-        scales.append(scale)
-    return np.concatenate(codes), np.array(scales) if group else scales[0]
+def quantize_rows(v, qdtype, group=0):
+    """Codes (as float64) and scales of each row of v, per group of `group` values
+    (0: one scale a row), as the library quantizes stage inputs: scale = fl32(amax /
+    qmax), codes = v * fl32(1 / scale) rounded to fp8.  Scales: (rows, groups)."""
+    rows, length = v.shape
+    parts = v.reshape(rows, length // (group or length), -1)
+    amax = np.abs(parts).max(axis=2)
+    scale = np.where(amax > 0, f64(np.float32(amax / QMAX[qdtype])), 1.0)
+    inv = f64(np.float32(1.0) / np.float32(scale))
+    codes = f64(quant_reference(parts * inv[..., None], 1.0, qdtype))
+    return codes.reshape(rows, length), scale
 
 
-def block_product(w, s, xq, xs, rows, group=128):
-    """sum over K groups of (w[rows] codes . x codes) * x scale * weight block scale."""
-    w, total = w[rows], 0.0
-    for g in range(w.shape[1] // group):
-        part = w[:, g * group:(g + 1) * group] @ xq[g * group:(g + 1) * group]
-        total = total + part * xs[g] * s[rows // group, g]
-    return total
+def expert_product(xq, xs, w, s, group):
+    """Rows of x codes times expert matrix w (codes) with the scales applied:
+    per channel, (x . w[n]) * x scale * s[n]; block-scaled, the sum over 128-wide K
+    groups of (x_g . w[n]_g) * x scale_g * s[n // 128, g]."""
+    if not group:
+        return (xq @ w.T) * xs * s[None, :]
+    groups = w.shape[1] // group
+    xg = xq.reshape(len(xq), groups, group).transpose(1, 0, 2)  # (G, rows, 128)
+    wg = w.reshape(len(w), groups, group).transpose(1, 2, 0)  # (G, 128, N)
+    block_scale = s[np.arange(len(w)) // group, :].T[:, None, :]  # (G, 1, N)
+    return ((xg @ wg) * xs.T[:, :, None] * block_scale).sum(axis=0)
 
 
 def moe_fp8_ref(x, w1q, w2q, s1, s2, weights, ids, qdtype, act="silu", weights_on_input=False):
-    """Per-channel scales (2-dim) or 128 x 128 blocks with 1 x 128 activation groups (3-dim)."""
+    """Per-channel scales (2-dim) or 128 x 128 blocks with 1 x 128 activation groups
+    (3-dim).  Touches only the experts the tokens route to."""
     dt = x.dtype
-    x, w1, w2, weights, s1, s2 = f64(x), f64(w1q), f64(w2q), f64(weights), f64(s1), f64(s2)
-    inter, block = w1.shape[1] // 2, s1.ndim == 3
-    group = 128 if block else 0
+    x, weights = f64(x), f64(weights)
+    inter, group = w1q.shape[1] // 2, 128 if np.ndim(s1) == 3 else 0
     out = np.zeros_like(x)
-    for t in range(ids.shape[0]):
-        for j in range(ids.shape[1]):
-            e = ids[t, j]
-            xin = np.float32(x[t] * weights[t, j]).astype(np.float64) if weights_on_input else x[t]
-            xq, xs = quantize_row(xin, qdtype, group)
-            if block:
-                g = block_product(w1[e], s1[e], xq, xs, np.arange(inter))
-                u = block_product(w1[e], s1[e], xq, xs, np.arange(inter, 2 * inter))
-            else:
-                g = (w1[e, :inter] @ xq) * xs * s1[e, :inter]
-                u = (w1[e, inter:] @ xq) * xs * s1[e, inter:]
-            h = f64((act64(act, g) * u).astype(dt))
-            hq, hs = quantize_row(h, qdtype, group)
-            y = block_product(w2[e], s2[e], hq, hs, np.arange(w2.shape[1])) if block else (w2[e] @ hq) * hs * s2[e]
-            out[t] += (1.0 if weights_on_input else weights[t, j]) * f64(y.astype(dt))
+    for e, t, j in pairs_by_expert(ids):
+        xin = f64(np.float32(x[t] * weights[t, j][:, None])) if weights_on_input else x[t]
+        xq, xs = quantize_rows(xin, qdtype, group)
+        gate_up = expert_product(xq, xs, weights64(w1q[e]), f64(s1[e]), group)
+        h = f64((act64(act, gate_up[:, :inter]) * gate_up[:, inter:]).astype(dt))
+        hq, hs = quantize_rows(h, qdtype, group)
+        y = f64(expert_product(hq, hs, weights64(w2q[e]), f64(s2[e]), group).astype(dt))
+        np.add.at(out, t, y if weights_on_input else y * weights[t, j][:, None])
     return out
 
 
@@ -105,6 +101,47 @@ def fp8_layer(rng, case, dtype, qdtype, block=False):
     return x, w1q, w2q, s1, s2, weights, ids
 
 
+def quantize_fp32(w, scale, qdtype):
+    """Input codes of the large layers, rounded in fp32 (any codes are valid
+    inputs: the reference reads the codes and scales the op is given)."""
+    return np.clip(w / scale, -QMAX[qdtype], QMAX[qdtype]).astype(np_dtype(qdtype))
+
+
+def routed_fp8_experts(rng, used, experts, rows, cols, qdtype, block):
+    """Codes and scales of an expert matrix: random for the `used` experts, NaN for
+    the rest (a kernel reading an unrouted expert puts NaN in the output).  The
+    codes fill the fp8 range; the scales (amax / qmax of normal values, never 0)
+    then differ block to block."""
+    w = rng.standard_normal((len(used), rows, cols), dtype=np.float32)
+    codes = nan_filled((experts, rows, cols), np_dtype(qdtype))
+    if block:
+        blocks = w.reshape(len(used), rows // 128, 128, cols // 128, 128)
+        amax = np.abs(blocks).max(axis=(2, 4), keepdims=True)
+        scale = (amax / np.float32(QMAX[qdtype])).astype(np.float32)
+        codes[used] = quantize_fp32(blocks, scale, qdtype).reshape(len(used), rows, cols)
+        scales = np.full((experts, rows // 128, cols // 128), np.nan, np.float32)
+        scales[used] = scale.reshape(len(used), rows // 128, cols // 128)
+    else:
+        amax = np.abs(w).max(axis=2, keepdims=True)
+        scale = (amax / np.float32(QMAX[qdtype])).astype(np.float32)
+        codes[used] = quantize_fp32(w, scale, qdtype)
+        scales = np.full((experts, rows), np.nan, np.float32)
+        scales[used] = scale[..., 0]
+    return codes, scales
+
+
+def routed_fp8_layer(rng, case, dtype, qdtype, block=False):
+    """The large shapes: only the experts the tokens route to are built."""
+    tokens, experts, k, hidden, inter = case
+    ids = routed_ids(rng, tokens, experts, k)
+    used = np.unique(ids)
+    x = rng.standard_normal((tokens, hidden), dtype=np.float32).astype(np_dtype(dtype))
+    w1q, s1 = routed_fp8_experts(rng, used, experts, 2 * inter, hidden, qdtype, block)
+    w2q, s2 = routed_fp8_experts(rng, used, experts, hidden, inter, qdtype, block)
+    weights = rng.random((tokens, k)).astype(np.float32)
+    return x, w1q, w2q, s1, s2, weights, ids
+
+
 @pytest.mark.parametrize("qdtype", ["float8_e4m3fn", "float8_e4m3fnuz"])
 @pytest.mark.parametrize("case", [(3, 4, 2, 256, 128), (1, 8, 3, 128, 256)])
 def test_fused_moe_blockscale(rng, device, qdtype, case):
@@ -118,7 +155,7 @@ def test_fused_moe_blockscale(rng, device, qdtype, case):
 def test_fused_moe_blockscale_gpu_shapes(rng, device, variant, case):
     if device == "cpu":
         pytest.skip("large shapes: GPU only")
-    layer = fp8_layer(rng, case, "bfloat16", "float8_e4m3fn", block=True)
+    layer = routed_fp8_layer(rng, case, "bfloat16", "float8_e4m3fn", block=True)
     check(run_fp8(device, *layer, variant=variant), moe_fp8_ref(*layer, "float8_e4m3fn"))
 
 
@@ -145,8 +182,15 @@ def test_fused_moe_fp8_options(rng, device, weights_on_input):
 def test_fused_moe_fp8_gpu_shapes(rng, device, variant, case):
     if device == "cpu":
         pytest.skip("large shapes: GPU only")
-    layer = fp8_layer(rng, case, "bfloat16", "float8_e4m3fn")
+    layer = routed_fp8_layer(rng, case, "bfloat16", "float8_e4m3fn")
     check(run_fp8(device, *layer, variant=variant), moe_fp8_ref(*layer, "float8_e4m3fn"))
+
+
+@pytest.mark.parametrize("block", [False, True])
+def test_fused_moe_fp8_unrouted_experts_unread(rng, device, block):
+    """Experts no token routes to hold NaN codes and scales: none reaches the output."""
+    layer = routed_fp8_layer(rng, (2, 64, 4, 256, 128), "bfloat16", "float8_e4m3fn", block)
+    check(run_fp8(device, *layer), moe_fp8_ref(*layer, "float8_e4m3fn"))
 
 
 def test_fused_moe_fp8_rejects_bad_scales(rng):

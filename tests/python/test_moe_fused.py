@@ -21,21 +21,42 @@ def act64(name, g):
     return 0.5 * g * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (g + 0.044715 * g ** 3)))
 
 
+def weights64(w):
+    """An expert's weights as float64; 8- and 16-bit floats through a table of every
+    code (exact, and much faster than ml_dtypes' conversion at large H)."""
+    w = np.asarray(w)
+    if w.dtype.kind == "V" and w.dtype.itemsize <= 2:  # ml_dtypes' bfloat16 and fp8
+        bits = np.uint8 if w.dtype.itemsize == 1 else np.uint16
+        with np.errstate(invalid="ignore"):  # the NaN codes
+            table = np.arange(np.iinfo(bits).max + 1, dtype=bits).view(w.dtype).astype(np.float64)
+        return table[w.view(bits)]
+    return f64(w)
+
+
+def pairs_by_expert(ids, mask=None):
+    """(expert, token indices, slot indices) for each expert some token routes to
+    (and this rank holds, under an expert mask): the reference then touches only
+    the experts the tokens use, one matrix product each."""
+    tokens, slots = np.nonzero(np.ones(ids.shape, bool))
+    experts = ids[tokens, slots]
+    for e in np.unique(experts):
+        if mask is not None and not mask[e]:
+            continue
+        sel = experts == e
+        yield int(e), tokens[sel], slots[sel]
+
+
 def moe_ref(x, w1, w2, weights, ids, act="silu", weights_on_input=False, mask=None):
-    x, w1, w2, weights = f64(x), f64(w1), f64(w2), f64(weights)
-    tokens, k = ids.shape
+    x, weights = f64(x), f64(weights)
     inter = w1.shape[1] // 2
     local = np.arange(w1.shape[0]) if mask is None else np.cumsum(mask.astype(bool)) - 1
     out = np.zeros_like(x)
-    for t in range(tokens):
-        for j in range(k):
-            e = ids[t, j]
-            if mask is not None and not mask[e]:
-                continue
-            w = w1[local[e]]
-            xin = x[t] * weights[t, j] if weights_on_input else x[t]
-            h = act64(act, w[:inter] @ xin) * (w[inter:] @ xin)
-            out[t] += (1.0 if weights_on_input else weights[t, j]) * (w2[local[e]] @ h)
+    for e, t, j in pairs_by_expert(ids, mask):
+        w, down = weights64(w1[local[e]]), weights64(w2[local[e]])
+        xin = x[t] * weights[t, j][:, None] if weights_on_input else x[t]
+        h = act64(act, xin @ w[:inter].T) * (xin @ w[inter:].T)
+        y = h @ down.T
+        np.add.at(out, t, y if weights_on_input else y * weights[t, j][:, None])
     return out
 
 
@@ -56,6 +77,35 @@ def make_layer(rng, tokens, experts, k, hidden, inter, dtype, skew=False):
         ids = np.tile(np.arange(k, dtype=np.int32), (tokens, 1))
     else:
         ids = np.array([rng.permutation(experts)[:k] for _ in range(tokens)], np.int32).reshape(tokens, k)
+    weights = rng.random((tokens, k)).astype(np.float32)
+    return x, w1, w2, weights, ids
+
+
+def routed_ids(rng, tokens, experts, k):
+    """k distinct experts a token, uniformly at random."""
+    return np.argsort(rng.random((tokens, experts)), axis=1)[:, :k].astype(np.int32)
+
+
+def nan_filled(shape, dt):
+    """A NaN array of a 16- or 8-bit float dtype, filled as bytes (fast at a GB)."""
+    pattern = np.array(np.nan, dt).view(np.uint16 if dt.itemsize == 2 else np.uint8)
+    return np.full(shape, pattern, pattern.dtype).view(dt)
+
+
+def make_routed_layer(rng, tokens, experts, k, hidden, inter, dtype):
+    """A layer whose unrouted experts are NaN: only the experts the tokens use get
+    random weights (cheap at E 256 with large H), and a kernel that reads an
+    expert no token routes to puts NaN in the output."""
+    dt = np_dtype(dtype)
+    ids = routed_ids(rng, tokens, experts, k)
+    used = np.unique(ids)
+    x = rng.standard_normal((tokens, hidden), dtype=np.float32).astype(dt)
+    w1 = nan_filled((experts, 2 * inter, hidden), dt)
+    w2 = nan_filled((experts, hidden, inter), dt)
+    for w, rows, cols in ((w1, 2 * inter, hidden), (w2, hidden, inter)):
+        values = rng.standard_normal((len(used), rows, cols), dtype=np.float32)
+        values *= np.float32(1 / math.sqrt(cols))
+        w[used] = values.astype(dt)
     weights = rng.random((tokens, k)).astype(np.float32)
     return x, w1, w2, weights, ids
 
@@ -127,9 +177,15 @@ GPU_CASES = [(1000, 128, 8, 256, 128), (257, 8, 2, 1024, 512), (64, 256, 8, 512,
 def test_fused_moe_gpu_shapes(rng, device, variant, case):
     if device == "cpu":
         pytest.skip("large shapes: GPU only")
-    x, w1, w2, weights, ids = make_layer(rng, *case, "bfloat16")
+    x, w1, w2, weights, ids = make_routed_layer(rng, *case, "bfloat16")
     out = run(device, x, w1, w2, weights, ids, variant=variant)
     check_out(out, moe_ref(x, w1, w2, weights, ids), "bfloat16")
+
+
+def test_fused_moe_unrouted_experts_unread(rng, device):
+    """Experts no token routes to hold NaN weights: nothing of them reaches the output."""
+    x, w1, w2, weights, ids = make_routed_layer(rng, 3, 64, 4, 128, 64, "bfloat16")
+    check_out(run(device, x, w1, w2, weights, ids), moe_ref(x, w1, w2, weights, ids), "bfloat16")
 
 
 def test_fused_moe_gpu_matches_cpu(rng, device):
