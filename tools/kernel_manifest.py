@@ -39,7 +39,7 @@ COLUMNS = ("target", "op", "variant", "file", "symbol", "block", "smem", "args")
 
 
 def elf_facts(path):
-    """(machine, flags, defined symbol names) of a 64-bit little-endian ELF."""
+    """(machine, flags, defined symbol names, ABI version) of a 64-bit little-endian ELF."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
@@ -59,13 +59,19 @@ def elf_facts(path):
             if shndx != 0 and name_off:
                 end = data.index(b"\0", strtab[4] + name_off)
                 symbols.add(data[strtab[4] + name_off:end].decode())
-    return machine, flags, symbols
+    return machine, flags, symbols, data[8]
 
 
-def check_target(path, target, machine, flags):
+def cuda_sm(flags, abi_version):
+    """The SM number of a cubin's e_flags: bits 8-15 from ELF ABI version 8 on
+    (CUDA 13's ptxas), bits 0-7 before (CUDA 12's, which Triton 3.6 carries)."""
+    return (flags >> 8) & 0xFF if abi_version >= 8 else flags & 0xFF
+
+
+def check_target(path, target, machine, flags, abi_version):
     if target.startswith("sm_"):
         sm = int(re.match(r"sm_(\d+)", target).group(1))
-        if machine != EM_CUDA or (flags >> 8) & 0xFF != sm:
+        if machine != EM_CUDA or cuda_sm(flags, abi_version) != sm:
             raise ValueError(f"{path}: expected a CUDA ELF for {target}, got machine {machine} flags {flags:#x}")
     else:
         mach = AMDGPU_MACH.get(target)
@@ -122,8 +128,8 @@ def declarations(source, target):
 
 
 def check_object(path, target, symbols_wanted):
-    machine, flags, symbols = elf_facts(path)
-    check_target(path, target, machine, flags)
+    machine, flags, symbols, abi_version = elf_facts(path)
+    check_target(path, target, machine, flags, abi_version)
     missing = [s for s in symbols_wanted if s not in symbols]
     if missing:
         raise ValueError(f"{path}: declared kernels missing from the code object: {', '.join(missing)}")
