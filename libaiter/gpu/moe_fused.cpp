@@ -63,11 +63,13 @@ struct Plan {
 Plan mma_plan(const FusedMoeArgs &a, const std::string &prefix, int sms) {
   // One block a tile, in the kernel's grouped order (a 1-D grid).  Where the
   // tiles in use (at most one per pair block plus one per expert) give too
-  // few blocks of 128 weight rows to keep two on every SM, tiles of 64 rows.
+  // few blocks of 128 weight rows to keep two on every SM, tiles of 64 rows
+  // (unless a tuned variant fixes the width).
   const int64_t tiles = a.sort.rows / kMmaRows;
   const int64_t used =
       std::min(tiles, ceil_div(a.tokens * a.topk, kMmaRows) + std::min(a.local_experts, a.tokens * a.topk));
-  const bool narrow = used * ceil_div(a.inter, kMmaCols1) < 2 * int64_t(sms);
+  const bool few = used * ceil_div(a.inter, kMmaCols1) < 2 * int64_t(sms);
+  const bool narrow = a.variant == kMoeMmaNarrow || (a.variant != kMoeMmaWide && few);
   const int64_t cols1 = narrow ? kMmaCols1 / 2 : kMmaCols1, cols2 = narrow ? kMmaCols2 / 2 : kMmaCols2;
   Plan plan;
   plan.stage = prefix + (narrow ? ".mma.n64" : ".mma") + (a.group > 0 ? ".bs" : "");
@@ -115,12 +117,14 @@ aiter_status prepare_inputs(const FusedMoeArgs &a, const FusedMoeParams &p, cons
 
 }  // namespace
 
+bool fused_moe_mma_fits(const FusedMoeArgs &a, const GpuCall &call) { return mma_fits(a, call); }
+
 aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
-  bool mma = a.variant != 1 && mma_fits(a, call);
-  if (a.variant == 2 && !mma)
+  const bool mma = a.variant != kMoePortable && mma_fits(a, call);
+  if (a.variant != kMoeAuto && a.variant != kMoePortable && !mma)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE,
-                "%s: params.variant 2 (tensor cores) needs an NVIDIA GPU, block_size 64 or 128, hidden and inter "
-                "multiples of 8 (fp8: 16, e4m3fn), 16-byte aligned rows",
+                "%s: the tensor-core stages (params.variant 2, variants mma*) need an NVIDIA GPU, block_size 64 or "
+                "128, hidden and inter multiples of 8 (fp8: 16, e4m3fn), 16-byte aligned rows",
                 a.sort.op);
   const int64_t tiles = a.sort.rows / kTile;
   if (tiles > 65535 || tiles * std::max(ceil_div(a.inter, 32), ceil_div(a.hidden, 64)) > INT32_MAX)
@@ -137,7 +141,7 @@ aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
   s = prepare_inputs(a, p, call);
   if (s != AITER_OK) return s;
   s = run_stages(a, p, mma ? mma_plan(a, prefix, sms) : portable_plan(a, prefix), mma, call);
-  if (s == AITER_ERR_NO_KERNEL && mma && a.variant == 0) {  // fp8 products need sm_89+: the portable stages
+  if (s == AITER_ERR_NO_KERNEL && mma && a.variant == kMoeAuto) {  // fp8 products need sm_89+: the portable stages
     clear_error();
     s = run_stages(a, p, portable_plan(a, prefix), false, call);
   }

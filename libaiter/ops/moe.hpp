@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "aiter/moe.h"
 #include "core/backend.hpp"
 #include "core/dtype.hpp"
 #include "core/tensor.hpp"
+#include "tuning/select.hpp"
 
 namespace aiter {
 
@@ -84,7 +86,7 @@ struct FusedMoeArgs {
   int64_t tokens, topk, local_experts, hidden, inter;
   int32_t act;  // aiter_moe_activation
   bool weights_on_input;
-  int32_t variant;  // params.variant
+  int32_t variant;  // MoeVariant: params.variant, or a tuned variant's
   SortingArgs sort;  // into the workspace
   void *x_sorted;    // [rows, H] with weights_on_input, else null
   void *inter_buf;   // [rows, I]
@@ -97,6 +99,16 @@ inline bool mask_on(const void *mask, int32_t bytes, int64_t e) {
   return bytes == 4 ? static_cast<const int32_t *>(mask)[e] != 0 : static_cast<const uint8_t *>(mask)[e] != 0;
 }
 
+// How the GPU stages run: params.variant's 0-2, and the tile widths the tuned
+// variants "mma_n128" / "mma_n64" fix (ops/moe_tuning.cpp).
+enum MoeVariant : int32_t { kMoeAuto = 0, kMoePortable = 1, kMoeMma = 2, kMoeMmaWide = 3, kMoeMmaNarrow = 4 };
+
+// fused_moe / fused_moe_fp8 with params.variant 0: a forced variant, a tuned
+// table row (ops "fused_moe", "fused_moe_fp8", "fused_moe_fp8_blockscale") or
+// the heuristic (ops/moe_tuning.cpp).
+aiter_status run_fused_moe_tuned(const FusedMoeArgs &a, const DLTensor *where, void *stream);
+std::vector<TunedOpNames> moe_tuned_op_names();
+
 namespace cpu {
 aiter_status route(const RoutingArgs &a);
 aiter_status moe_sorting(const SortingArgs &a);
@@ -107,6 +119,8 @@ namespace gpu {
 aiter_status route(const RoutingArgs &a, const GpuCall &call);
 aiter_status moe_sorting(const SortingArgs &a, const GpuCall &call);
 aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call);
+// Whether the tensor-core stages can run this call (dtype, alignment, block size, vendor).
+bool fused_moe_mma_fits(const FusedMoeArgs &a, const GpuCall &call);
 }  // namespace gpu
 
 }  // namespace aiter

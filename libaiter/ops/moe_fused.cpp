@@ -210,7 +210,8 @@ aiter_status fused_moe_op(const OpImpl<FusedMoeArgs> &op, DLTensor *out, DLTenso
     c.disjoint(w1_scale, "w1_scale", out, "out").disjoint(w2_scale, "w2_scale", out, "out");
   }
   if (!c.ok()) return c.status();
-  return run(op, x, a, stream);
+  // params.variant 0: the tuned selection; 1 / 2 ask for the portable or tensor-core stages.
+  return p.variant == kMoeAuto ? run_fused_moe_tuned(a, x, stream) : run(op, x, a, stream);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "core/log.hpp"
 #include "tuning/sources.hpp"
@@ -86,8 +87,8 @@ std::shared_ptr<const Loaded> loaded() {
 std::string tuned_variant(const TuneKey &key) {
   const std::shared_ptr<const Loaded> l = loaded();
   if (l->rows.empty()) return "";
-  RowKey row{key.op, key.target, key.compute_units, key.batch, m_bucket(key.m), key.n, key.k, key.a_dtype,
-             key.out_dtype};
+  RowKey row{key.op,     key.target,  key.compute_units, key.batch, m_bucket(key.m), key.n, key.k,
+             key.a_dtype, key.out_dtype, key.topk};
   auto found = l->rows.find(row);
   if (found == l->rows.end()) {  // a row for any compute-unit count
     row.compute_units = 0;
@@ -104,10 +105,11 @@ void note_untuned(const TuneKey &key) {
 void log_lookup(const TuneKey &key, const char *variant, const char *how) {
   if (!loaded()->settings.log_lookups) return;
   log_line("tuned config lookup: op=%s target=%s compute_units=%d batch=%lld m=%lld (bucket %lld) n=%lld k=%lld "
-           "a_dtype=%s out_dtype=%s -> %s (%s)",
+           "a_dtype=%s out_dtype=%s%s -> %s (%s)",
            key.op, key.target.c_str(), key.compute_units, (long long)key.batch, (long long)key.m,
            (long long)m_bucket(key.m), (long long)key.n, (long long)key.k, dtype_name(key.a_dtype),
-           dtype_name(key.out_dtype), variant, how);
+           dtype_name(key.out_dtype), key.topk != 0 ? (" topk=" + std::to_string(key.topk)).c_str() : "", variant,
+           how);
 }
 
 bool vendor_blas_enabled() { return loaded()->settings.vendor_blas; }

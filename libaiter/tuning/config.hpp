@@ -19,6 +19,7 @@ struct TuneKey {
   int compute_units = 0;     // multiprocessors / compute units, or CPU threads
   int64_t batch = 1, m = 0, n = 0, k = 0;
   DType a_dtype = DType::unknown, out_dtype = DType::unknown;
+  int64_t topk = 0;  // fused MoE: experts a token (batch: experts, m: tokens, n: inter, k: hidden); GEMMs 0
 };
 
 // M rounded up to the table's bucket (1, 2, 4, ..., 8192, then multiples of 8192).

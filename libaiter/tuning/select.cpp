@@ -12,6 +12,7 @@
 #include "core/parallel.hpp"
 #include "gpu/launch.hpp"
 #include "ops/gemm.hpp"
+#include "ops/moe.hpp"
 
 namespace aiter {
 namespace {
@@ -47,7 +48,11 @@ bool has_variant(const TunedOpNames &op, const char *variant) {
 }  // namespace
 
 const std::vector<TunedOpNames> &tuned_ops() {
-  static const std::vector<TunedOpNames> ops = gemm_tuned_op_names();
+  static const std::vector<TunedOpNames> ops = [] {
+    std::vector<TunedOpNames> all = gemm_tuned_op_names();
+    for (const TunedOpNames &moe : moe_tuned_op_names()) all.push_back(moe);
+    return all;
+  }();
   return ops;
 }
 

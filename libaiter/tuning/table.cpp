@@ -14,10 +14,11 @@ namespace {
 
 constexpr int64_t kLargestPowerBucket = 8192;
 
-// The key columns, in the order the tuner writes them.
-enum Column { kOp, kTarget, kComputeUnits, kBatch, kM, kN, kK, kADtype, kOutDtype, kVariant, kColumns };
-constexpr const char *kColumnNames[kColumns] = {"op", "target", "compute_units", "batch", "m",
-                                                "n",  "k",      "a_dtype",       "out_dtype", "variant"};
+// The key columns, in the order the tuner writes them; those before kTopk are
+// required, topk (the fused MoE's experts a token) may be absent (GEMM tables).
+enum Column { kOp, kTarget, kComputeUnits, kBatch, kM, kN, kK, kADtype, kOutDtype, kVariant, kTopk, kColumns };
+constexpr const char *kColumnNames[kColumns] = {"op", "target", "compute_units", "batch",   "m",   "n",
+                                                "k",  "a_dtype", "out_dtype",    "variant", "topk"};
 
 struct ParseError {
   std::string what;
@@ -54,7 +55,7 @@ std::vector<size_t> header_positions(const std::vector<std::string> &header) {
         if (where[c] != SIZE_MAX) throw ParseError{"the header names column '" + header[i] + "' twice"};
         where[c] = i;
       }
-  for (int c = 0; c < kColumns; ++c)
+  for (int c = 0; c < kTopk; ++c)
     if (where[c] == SIZE_MAX)
       throw ParseError{std::string("the header lacks column '") + kColumnNames[c] +
                        "' (expected op,target,compute_units,batch,m,n,k,a_dtype,out_dtype,variant)"};
@@ -107,6 +108,11 @@ void parse_row(const std::vector<std::string> &f, const std::vector<size_t> &at,
   key->a_dtype = parse_dtype(f[at[kADtype]], "a_dtype");
   key->out_dtype = parse_dtype(f[at[kOutDtype]], "out_dtype");
   *variant = parse_name(f[at[kVariant]], "variant");
+  key->topk = at[kTopk] == SIZE_MAX ? 0 : parse_count(f[at[kTopk]], "topk", 0);
+  const bool moe = key->op.compare(0, 9, "fused_moe") == 0;
+  if (moe && key->topk == 0)
+    throw ParseError{"topk: expected the experts a token (1 or more) for a " + key->op + " row (a topk column)"};
+  if (!moe && key->topk != 0) throw ParseError{"topk: expected 0 for a " + key->op + " row, got " + f[at[kTopk]]};
 }
 
 }  // namespace

@@ -12,16 +12,18 @@
 
 namespace aiter {
 
-// A table row's key; `m` is a bucket, `compute_units` 0 matches any count.
+// A table row's key; `m` is a bucket, `compute_units` 0 matches any count,
+// `topk` (an optional column) is 0 for GEMMs and the experts a token for MoE ops.
 struct RowKey {
   std::string op, target;
   int compute_units = 0;
   int64_t batch = 1, m = 0, n = 0, k = 0;
   DType a_dtype = DType::unknown, out_dtype = DType::unknown;
+  int64_t topk = 0;
 
   bool operator<(const RowKey &o) const {
-    return std::tie(op, target, compute_units, batch, m, n, k, a_dtype, out_dtype) <
-           std::tie(o.op, o.target, o.compute_units, o.batch, o.m, o.n, o.k, o.a_dtype, o.out_dtype);
+    return std::tie(op, target, compute_units, batch, m, n, k, a_dtype, out_dtype, topk) <
+           std::tie(o.op, o.target, o.compute_units, o.batch, o.m, o.n, o.k, o.a_dtype, o.out_dtype, o.topk);
   }
 };
 

@@ -16,7 +16,7 @@ std::string untuned_line(const TuneKey &key) {
   std::snprintf(numbers, sizeof numbers, "%d,%lld,%lld,%lld,%lld", key.compute_units, (long long)key.batch,
                 (long long)key.m, (long long)key.n, (long long)key.k);
   return std::string(key.op) + "," + key.target + "," + numbers + "," + dtype_name(key.a_dtype) + "," +
-         dtype_name(key.out_dtype);
+         dtype_name(key.out_dtype) + "," + std::to_string(key.topk);
 }
 
 void append_untuned(const std::string &path, const TuneKey &key) {
@@ -31,7 +31,7 @@ void append_untuned(const std::string &path, const TuneKey &key) {
     return;
   }
   std::fseek(f, 0, SEEK_END);
-  if (std::ftell(f) == 0) std::fputs("op,target,compute_units,batch,m,n,k,a_dtype,out_dtype\n", f);
+  if (std::ftell(f) == 0) std::fputs("op,target,compute_units,batch,m,n,k,a_dtype,out_dtype,topk\n", f);
   std::fprintf(f, "%s\n", line.c_str());
   std::fclose(f);
 }

@@ -12,7 +12,7 @@ namespace aiter {
 // when the file is new or empty; each key once per file and process.
 void append_untuned(const std::string &path, const TuneKey &key);
 
-// "op,target,...,out_dtype" of `key` (real M), the untuned CSV's columns.
+// "op,target,...,out_dtype,topk" of `key` (real M), the untuned CSV's columns.
 std::string untuned_line(const TuneKey &key);
 
 }  // namespace aiter

@@ -1,10 +1,13 @@
-"""Kernel selection of the tuned ops (the GEMMs): list their variants, force
-one, see which one a call ran, and re-read the tuned tables.
+"""Kernel selection of the tuned ops (the GEMMs, the fused MoE): list their
+variants, force one, see which one a call ran, and re-read the tuned tables.
 
 Op names are the C function names without ``aiter_``: ``gemm_a16w16``,
 ``gemm_a8w8``, ``gemm_a8w8_blockscale``, ``batched_gemm_a16w16``,
-``batched_gemm_a8w8``.  Tables and their environment variables are described
-in ``configs/README.md`` of the source tree.
+``batched_gemm_a8w8``, ``fused_moe``; ``fused_moe_fp8`` (per-channel scales)
+and ``fused_moe_fp8_blockscale`` (3-dim scales) for the two kinds of
+``aiter_fused_moe_fp8`` call.  The fused MoE's selection applies to calls with
+``variant="auto"``.  Tables and their environment variables are described in
+``configs/README.md`` of the source tree.
 """
 import enum
 import threading
@@ -12,7 +15,8 @@ from collections import namedtuple
 
 from ._lib import check, ffi, lib
 
-OPS = ("gemm_a16w16", "gemm_a8w8", "gemm_a8w8_blockscale", "batched_gemm_a16w16", "batched_gemm_a8w8")
+OPS = ("gemm_a16w16", "gemm_a8w8", "gemm_a8w8_blockscale", "batched_gemm_a16w16", "batched_gemm_a8w8",
+       "fused_moe", "fused_moe_fp8", "fused_moe_fp8_blockscale")
 
 _DEVICE_TYPES = {"cpu": 1, "cuda": 2, "rocm": 10, "hip": 10}
 

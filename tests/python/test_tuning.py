@@ -227,9 +227,9 @@ def test_untuned_log(rng, env, tmp_path):
     run_gemm(rng, 2, n=7, k=9)
     cu = units()
     assert log.read_text() == (
-        "op,target,compute_units,batch,m,n,k,a_dtype,out_dtype\n"
-        f"gemm_a16w16,cpu,{cu},1,3,5,6,float32,float32\n"  # real M, once; 5 and 8 have a row
-        f"gemm_a16w16,cpu,{cu},1,2,7,9,float32,float32\n")
+        "op,target,compute_units,batch,m,n,k,a_dtype,out_dtype,topk\n"
+        f"gemm_a16w16,cpu,{cu},1,3,5,6,float32,float32,0\n"  # real M, once; 5 and 8 have a row
+        f"gemm_a16w16,cpu,{cu},1,2,7,9,float32,float32,0\n")
 
 
 def test_untuned_log_off_by_default(rng, env, tmp_path):

@@ -23,8 +23,8 @@ def _parser():
     bench = commands.add_parser("bench", help="time GEMM shapes with the kernel variants selected now")
     bench.add_argument("--gemm", action="append", required=True, metavar="OP[,OP]", help=f"{ops} or all")
     add_problem_options(bench)
-    tune = commands.add_parser("tune", help="tune GEMM kernel selection: bench, try every variant, write a "
-                                            "tuned CSV, bench again")
+    tune = commands.add_parser("tune", help="tune GEMM and fused MoE kernel selection: bench, try every variant, "
+                                            "write a tuned CSV, bench again")
     tune.add_argument("--op", action="append", metavar="OP[,OP]", help=f"{ops} or all (default all)")
     add_problem_options(tune)
     tune.add_argument("--out", default="aiter_tuned_gemm.csv",

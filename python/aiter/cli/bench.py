@@ -5,7 +5,7 @@ from typing import NamedTuple
 from ..errors import AiterError
 from ..tuning import last_variant
 from .arrays import arrays_for, resolve_device
-from .gemm_cases import Case, op_function
+from .gemm_cases import make_case, op_function
 from .gemm_problems import SHORT, parse_ops, problems_for
 
 
@@ -34,7 +34,7 @@ def bench_problems(problems, arrays, iters, log=None):
     """A Measurement per problem; each also written to `log` (a file) when given."""
     results = []
     for p in problems:
-        m = measure_selection(Case(p, arrays), arrays, iters)
+        m = measure_selection(make_case(p, arrays), arrays, iters)
         results.append(m)
         if log is not None:
             what = f"{m.variant} ({m.how}) {m.us:.2f} us {tflops(p, m.us):.4g} TFLOP/s" if m.variant else \

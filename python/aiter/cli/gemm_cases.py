@@ -106,7 +106,17 @@ SPECS = {
 
 def op_function(op):
     """The aiter wrapper of `op`, or None when this aiter has none."""
+    if op.startswith("fused_moe_fp8"):
+        op = "fused_moe_fp8"  # per-channel and block-scaled: one function
     return getattr(aiter, op, None)
+
+
+def make_case(problem, arrays):
+    """A runnable case of a GEMM or fused MoE problem."""
+    if problem.op.startswith("fused_moe"):
+        from .moe_cases import MoeCase
+        return MoeCase(problem, arrays)
+    return Case(problem, arrays)
 
 
 def _nbytes(arrays):
@@ -119,6 +129,7 @@ class Case:
     def __init__(self, problem, arrays):
         self.problem, self.arrays = problem, arrays
         self.fn = op_function(problem.op)
+        self.tolerance = TOLERANCE[problem.out_dtype]
         self.inputs, self.out = self._fresh_set()
         self._cold_sets, self._turn = None, 0
 

@@ -1,11 +1,12 @@
-"""Which GEMM problems a tuning or benchmark run covers: the shapes of an
-untuned CSV (written by libaiter with AITER_LOG_UNTUNED=1), or model presets
-crossed with a list of M and dtypes."""
+"""Which GEMM (and fused MoE) problems a tuning or benchmark run covers: the
+shapes of an untuned CSV (written by libaiter with AITER_LOG_UNTUNED=1), or
+model presets crossed with a list of M (MoE: tokens) and dtypes."""
 import csv
 
 from ..dtypes import canonical
 from ..errors import InvalidArgumentError
 from ..tuning import m_bucket
+from . import moe_cases
 from .gemm_cases import SPECS, Problem
 
 # Short names (the CLI's) -> the library's op names.
@@ -15,6 +16,7 @@ OPS = {
     "a8w8_blockscale": "gemm_a8w8_blockscale",
     "batched_a16w16": "batched_gemm_a16w16",
     "batched_a8w8": "batched_gemm_a8w8",
+    **{op: op for op in moe_cases.OPS},  # fused_moe, fused_moe_fp8, fused_moe_fp8_blockscale
 }
 SHORT = {v: k for k, v in OPS.items()}
 
@@ -110,11 +112,15 @@ def untuned_problems(path, ops):
         if row["op"] not in ops:
             continue
         try:
-            p = Problem(row["op"], int(row["batch"]), int(row["m"]), int(row["n"]), int(row["k"]),
-                        canonical(row["a_dtype"]), canonical(row["out_dtype"]))
-        except (TypeError, ValueError) as e:
+            if moe_cases.is_moe(row["op"]):
+                p = moe_cases.problem_from_row(dict(row, a_dtype=canonical(row["a_dtype"]),
+                                                    out_dtype=canonical(row["out_dtype"])))
+            else:
+                p = Problem(row["op"], int(row["batch"]), int(row["m"]), int(row["n"]), int(row["k"]),
+                            canonical(row["a_dtype"]), canonical(row["out_dtype"]))
+        except (TypeError, ValueError, InvalidArgumentError) as e:
             raise InvalidArgumentError(f"{path}:{number}: {e}") from None
-        key = (p.op, p.batch, m_bucket(p.m), p.n, p.k, p.a_dtype, p.out_dtype)
+        key = (p.op, p.batch, m_bucket(p.m), p.n, p.k, p.a_dtype, p.out_dtype, getattr(p, "topk", 0))
         if key not in by_key or by_key[key].m < p.m:
             by_key[key] = p
     return list(by_key.values())
@@ -126,9 +132,10 @@ def add_problem_options(parser):
                         help="the shapes of an untuned CSV (AITER_LOG_UNTUNED=1 writes one)")
     parser.add_argument("--model", action="append", metavar="NAME[,NAME]",
                         help=f"shape presets: {', '.join(MODELS)} (default: deepseek-v3 for a8w8_blockscale, "
-                             "llama3-8b for the others)")
+                             f"llama3-8b for the others); fused MoE: {', '.join(moe_cases.MODELS)} (default "
+                             "qwen3-30b-a3b, deepseek-v3 for fused_moe_fp8_blockscale)")
     parser.add_argument("--m", default=None, metavar="M[,M]",
-                        help="M values for --model (default 1,2,4,...,8192)")
+                        help="M values (fused MoE: tokens) for --model (default 1,2,4,...,8192)")
     parser.add_argument("--dtype", action="append", metavar="DTYPE[,DTYPE]",
                         help="input dtypes for --model: bf16, fp16, fp32 (16-bit ops), fp8, int8 or full names "
                              "such as float8_e4m3fnuz (8-bit ops); default bf16 and fp8")
@@ -149,4 +156,6 @@ def problems_for(op, args):
     models = [m.strip() for value in args.model or [] for m in value.split(",") if m.strip()]
     ms = parse_ints(args.m, "--m") if args.m else DEFAULT_M
     out_dtype = canonical(args.out_dtype) if args.out_dtype else None
+    if moe_cases.is_moe(op):
+        return moe_cases.preset_problems(op, models, ms, parse_dtypes(args.dtype), out_dtype)
     return preset_problems(op, models, ms, parse_dtypes(args.dtype), out_dtype, args.batch)

@@ -1,4 +1,4 @@
-"""python -m aiter tune: for each GEMM op, benchmark the current selection
+"""python -m aiter tune: for each GEMM or fused MoE op, benchmark the current selection
 (bench_before), time every kernel variant that computes the right result
 (tuning), write the winners to the tuned CSV, benchmark again with that table
 loaded (bench_after) and print the two side by side.
@@ -13,7 +13,7 @@ from .. import tuning
 from ..errors import AiterError, UnsupportedShapeError
 from .arrays import arrays_for, resolve_device
 from .bench import bench_problems, default_iters, format_table, tflops
-from .gemm_cases import TOLERANCE, Case, op_function
+from .gemm_cases import make_case, op_function
 from .gemm_problems import SHORT, parse_ops, problems_for
 from .tuned_csv import merge_rows
 
@@ -28,7 +28,7 @@ def _time_variant(case, arrays, variant, reference, iters, log, best_us=None):
     """Microseconds of `variant` on `case`, or None (logged) when it cannot run
     the shape, fails, or computes a result outside the tolerance."""
     p = case.problem
-    tolerance = TOLERANCE[p.out_dtype]
+    tolerance = case.tolerance
     with tuning.force_variant(p.op, variant):
         case.poison()
         try:
@@ -57,7 +57,7 @@ def _time_variant(case, arrays, variant, reference, iters, log, best_us=None):
 def tune_problem(problem, arrays, variants, iters, log):
     """The fastest variant whose result is within tolerance, or None."""
     log.write(f"{problem.label()}:\n")
-    case = Case(problem, arrays)
+    case = make_case(problem, arrays)
     reference = case.reference()
     best = None
     for variant in variants:
@@ -72,7 +72,8 @@ def tune_problem(problem, arrays, variants, iters, log):
 def tuned_row(problem, winner, target, compute_units):
     return {"op": problem.op, "target": target, "compute_units": compute_units, "batch": problem.batch,
             "m": tuning.m_bucket(problem.m), "n": problem.n, "k": problem.k, "a_dtype": problem.a_dtype,
-            "out_dtype": problem.out_dtype, "variant": winner.variant, "us": f"{winner.us:.3f}",
+            "out_dtype": problem.out_dtype, "topk": getattr(problem, "topk", 0), "variant": winner.variant,
+            "us": f"{winner.us:.3f}",
             "tflops": f"{tflops(problem, winner.us):.4g}", "error": f"{winner.error:.3g}"}
 
 

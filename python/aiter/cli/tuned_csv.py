@@ -4,9 +4,10 @@ in the file: rows of other keys stay, rows of the same key are replaced."""
 import csv
 import os
 
-KEY = ["op", "target", "compute_units", "batch", "m", "n", "k", "a_dtype", "out_dtype"]
+# topk: the fused MoE's experts a token (0 for GEMMs; absent from older files).
+KEY = ["op", "target", "compute_units", "batch", "m", "n", "k", "a_dtype", "out_dtype", "topk"]
 COLUMNS = KEY + ["variant", "us", "tflops", "error"]
-_NUMERIC = ("compute_units", "batch", "m", "n", "k")
+_NUMERIC = ("compute_units", "batch", "m", "n", "k", "topk")
 
 
 def row_key(row):
@@ -22,13 +23,14 @@ def read_rows(path):
         lines = [line for line in f if line.strip() and not line.lstrip().startswith("#")]
     rows = {}
     for row in csv.DictReader(lines):
+        row["topk"] = (row.get("topk") or "").strip() or "0"
         rows[row_key(row)] = {c: (row.get(c) or "").strip() for c in COLUMNS}
     return rows
 
 
 def _order(row):
     return tuple(int(row[c]) if c in _NUMERIC else str(row[c]) for c in
-                 ("op", "target", "compute_units", "batch", "n", "k", "a_dtype", "out_dtype", "m"))
+                 ("op", "target", "compute_units", "batch", "topk", "n", "k", "a_dtype", "out_dtype", "m"))
 
 
 def merge_rows(path, new_rows):
