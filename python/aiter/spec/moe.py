@@ -1,19 +1,11 @@
 """The MoE ops of the table beyond topk_softmax: topk_sigmoid, grouped_topk,
 moe_sorting, fused_moe and fused_moe_fp8 (their scalars go to the C function in an
 ``aiter_fused_moe_params`` struct, which ``_params`` fills)."""
-from .types import MUTATED, Arg, Op, Out
+from .types import MUTATED, Arg, Op, Out, enum_to_c as _enum
 
 SCORING = {"softmax": 0, "sigmoid": 1}  # aiter_moe_scoring
 ACTIVATIONS = {"silu": 0, "gelu": 1, "gelu_tanh": 2}  # aiter_moe_activation
 VARIANTS = {"auto": 0, "portable": 1, "mma": 2}
-
-
-def _enum(table, what):
-    def to_c(value):
-        if value not in table:
-            raise ValueError(f"{what}: expected one of {', '.join(map(repr, table))}, got {value!r}")
-        return table[value]
-    return to_c
 
 
 def _params(a, outs, dl):

@@ -5,18 +5,10 @@ malformed the shape function gives a placeholder and the library, which checks
 every argument, names the problem.  Attention ops come last (their wrappers
 are still changing).
 """
-from .types import MUTATED, Arg, Op, Out
+from .types import MUTATED, Arg, Op, Out, enum_to_c as _enum
 
 GELU_APPROX = {"none": 0, "tanh": 1}  # aiter_gelu_approx
 ROPE_STYLES = {"neox": 0, "gptj": 1}  # aiter_rope_style
-
-
-def _enum(table, what):
-    def to_c(value):
-        if value not in table:
-            raise ValueError(f"{what}: expected one of {', '.join(map(repr, table))}, got {value!r}")
-        return table[value]
-    return to_c
 
 
 def _same(name):

@@ -54,3 +54,12 @@ class Op:
         unknown = [n for n in self.c_order if n not in known]
         if unknown:
             raise ValueError(f"{name}: c_order names unknown arguments {unknown}")
+
+
+def enum_to_c(table, what):
+    """The ``to_c`` of a string argument naming one of ``table``'s enum values."""
+    def to_c(value):
+        if value not in table:
+            raise ValueError(f"{what}: expected one of {', '.join(map(repr, table))}, got {value!r}")
+        return table[value]
+    return to_c
