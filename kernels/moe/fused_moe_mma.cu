@@ -37,41 +37,10 @@ struct MoeStage {
   static constexpr int kStageBytes = (kBM + kBW) * kRowBytes;
   static constexpr int kCopies = (kBM + kBW) * 8 / kThreads;
   using Mma = MmaOf<T>;
-  struct Fragments {
-    uint32_t a[kTilesM][4], b[kTilesN][2];
-  };
-
-  static __device__ __forceinline__ void load_fragments(uint32_t stage, int warp_m, int warp_n, int step,
-                                                        Fragments &f) {
-    const int lane = threadIdx.x % 32, q = lane / 8, r8 = lane % 8;
-#pragma unroll
-    for (int i = 0; i < kTilesM; ++i) {
-      const int row = warp_m * kWM + i * 16 + (q % 2) * 8 + r8;
-      load_matrix_x4(stage + swizzled(row, 2 * step + q / 2), f.a[i]);
-    }
-#pragma unroll
-    for (int j = 0; j < kTilesN; j += 2) {
-      const int row = kBM + warp_n * kWN + j * 8 + (q / 2) * 8 + r8;
-      uint32_t r[4];
-      load_matrix_x4(stage + swizzled(row, 2 * step + q % 2), r);
-      f.b[j][0] = r[0], f.b[j][1] = r[1], f.b[j + 1][0] = r[2], f.b[j + 1][1] = r[3];
-    }
-  }
-
+  // acc += the stage's products (the GEMM family's WarpTile, kernels/gemm/stage_copy.h).
   static __device__ __forceinline__ void multiply_stage(uint32_t stage, int warp_m, int warp_n,
                                                         float (&acc)[kTilesM][kTilesN][4]) {
-    Fragments f[2];
-    load_fragments(stage, warp_m, warp_n, 0, f[0]);
-#pragma unroll
-    for (int step = 0; step < 4; ++step) {
-      if (step < 3) load_fragments(stage, warp_m, warp_n, step + 1, f[(step + 1) % 2]);
-      const Fragments &c = f[step % 2];
-#pragma unroll
-      for (int i = 0; i < kTilesM; ++i)
-#pragma unroll
-        for (int j = 0; j < kTilesN; ++j)
-          Mma::run(acc[i][j], c.a[i][0], c.a[i][1], c.a[i][2], c.a[i][3], c.b[j][0], c.b[j][1]);
-    }
+    WarpTile<Mma, kBM, kWM, kWN>::multiply_stage(stage, warp_m, warp_n, acc);
   }
 
   // The source row of tile row r (null: padding) and of weight row w.
