@@ -1,14 +1,17 @@
 /*
- * Kernel selection.  The GEMM ops (and later MoE) have several kernel variants
- * per backend: tile shapes, split-K, skinny paths for small M.  A call picks one
- * from the tuned tables (CSV files: shipped, site, user, AITER_CONFIG_PATH),
- * keyed by op, target, compute-unit count, batch, M padded to its bucket, N, K
- * and dtypes; shapes with no row use a heuristic.  These functions let tuners
- * and tests list the variants, force one, and see which one a call ran.
+ * Kernel selection.  The GEMM and fused-MoE ops have several kernel variants
+ * per backend: tile shapes, split-K, skinny paths for small M, vendor BLAS.  A
+ * call picks one from the tuned tables (CSV files: shipped, site, user,
+ * AITER_CONFIG_PATH), keyed by op, target, compute-unit count, batch, M padded
+ * to its bucket, N, K and dtypes (for fused MoE: batch = experts, M = tokens,
+ * N = intermediate, K = hidden, and top-k); shapes with no row use a heuristic.
+ * These functions let tuners and tests list the variants, force one, and see
+ * which one a call ran.
  *
  * Op names are the public function names without the "aiter_" prefix:
  * "gemm_a16w16", "gemm_a8w8", "gemm_a8w8_blockscale", "batched_gemm_a16w16",
- * "batched_gemm_a8w8".
+ * "batched_gemm_a8w8", "fused_moe", "fused_moe_fp8", and
+ * "fused_moe_fp8_blockscale" (fused_moe_fp8 with block scales).
  */
 #ifndef AITER_TUNING_H
 #define AITER_TUNING_H
