@@ -1,6 +1,7 @@
 // aiter_comm_* and the NCCL/RCCL collectives: argument checks, then the library.
 #include "dist/comm.hpp"
 
+#include <cinttypes>
 #include <new>
 
 #include "core/caller_values.hpp"
@@ -45,7 +46,10 @@ void check_dim0_scaled(ArgCheck &c, const DLTensor *big, const char *big_name, c
   if (!c.ok()) return;
   c.min_ndim(small, small_name, 1).ndim(big, big_name, small->ndim);
   if (!c.ok()) return;
-  c.dim(big, big_name, 0, small->shape[0] * factor, "world_size times dim 0 of the other tensor");
+  int64_t expected = 0;  // an empty tensor's dim 0 may be huge: the product is checked
+  c.require(!__builtin_mul_overflow(small->shape[0], factor, &expected), AITER_ERR_INVALID_ARGUMENT,
+            "%s: dim 0 (%" PRId64 ") times world_size %" PRId64 " overflows", small_name, small->shape[0], factor);
+  c.dim(big, big_name, 0, expected, "world_size times dim 0 of the other tensor");
   for (int d = 1; c.ok() && d < small->ndim; ++d) c.dim(big, big_name, d, small->shape[d], "the other tensor's");
 }
 

@@ -84,12 +84,16 @@ int64_t table_capacity(const DLTensor *cache, const DLTensor *block_table) {
 
 // The splits the workspace must hold for these shapes: the caller's count, or the
 // automatic plan's bound.
+// An empty q (any extent 0) has no rows and needs no split, whatever its other
+// extents: those may be huge, and their products would overflow.  A non-empty
+// q's products are bounded by its element count, which the layout check bounds.
 int64_t splits_to_hold(const DLTensor *q, const DLTensor *cache, const DLTensor *block_table, int64_t requested) {
   if (requested > 0) return requested;
+  if (numel(q) == 0) return 1;
   return mla_max_splits(q->shape[0], q->shape[1] * q->shape[2], table_capacity(cache, block_table));
 }
 
-int64_t rows_of(const DLTensor *q) { return q->shape[0] * q->shape[1] * q->shape[2]; }
+int64_t rows_of(const DLTensor *q) { return numel(q) == 0 ? 0 : q->shape[0] * q->shape[1] * q->shape[2]; }
 
 void check_q_out(ArgCheck &c, const DLTensor *out, const DLTensor *q) {
   c.ndim(q, "q", 4).dtype(q, "q", kQueryTypes).contiguous(q, "q");

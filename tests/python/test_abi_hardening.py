@@ -186,6 +186,24 @@ def test_empty_tensor_of_huge_extents_is_no_undefined_behaviour(op, name, shape)
     fuzz_abi.call_and_check(prep, op, "any")
 
 
+@pytest.mark.parametrize("op, shape", [
+    ("mla_decode_workspace_size", [0, 2 ** 40, INT64_MAX, 576]),
+    ("mla_decode", [0, 4, INT64_MAX, 576]),
+])
+def test_empty_q_of_huge_extents_and_given_strides_plans_no_split(op, shape):
+    """Found by tests/fuzz in CI: an empty q passes the layout check whatever its
+    strides, and the MLA split plan multiplied its extents (signed overflow)."""
+    prep = prepared(op)
+    raw = tensor(prep, "q").raw
+    raw.ndim, raw.shape, raw.strides, raw.null_strides = len(shape), list(shape), [1] * len(shape), False
+    for scalar in prep.scalars:  # automatic splits: the plan is computed
+        if scalar.name == "num_splits":
+            scalar.value = 0
+    if prep.params is not None:
+        prep.params.fields = dict(prep.params.fields, num_splits=0)
+    fuzz_abi.call_and_check(prep, op, "any")
+
+
 def test_empty_a_with_wild_row_stride():
     """Found by tests/fuzz: the CPU GEMM multiplied an empty A's row stride
     (INT64_MAX) by the element size."""
