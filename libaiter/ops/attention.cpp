@@ -364,7 +364,9 @@ int64_t table_capacity(const DLTensor *k_cache, const DLTensor *block_table) {
 }
 
 // Rows of a decode call: (sequence, new token, query head).
+// An empty q has no rows, whatever its other extents (which may be huge).
 int64_t decode_rows(const DLTensor *q) {
+  if (numel(q) == 0) return 0;
   int64_t rows = 1;
   for (int i = 0; i + 1 < q->ndim; ++i) rows *= q->shape[i];
   return rows;

@@ -91,7 +91,7 @@ inline int64_t decode_max_splits(int64_t capacity) {
 }
 inline size_t decode_workspace_bytes(int64_t rows, int64_t v_head_dim, int64_t capacity) {
   const int64_t splits = decode_max_splits(capacity);
-  return splits == 1 ? 0 : size_t(rows) * size_t(splits) * size_t(v_head_dim + 1) * sizeof(float);
+  return splits == 1 || rows == 0 ? 0 : size_t(rows) * size_t(splits) * size_t(v_head_dim + 1) * sizeof(float);
 }
 
 struct CacheWriteArgs {

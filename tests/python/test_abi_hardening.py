@@ -192,7 +192,7 @@ def test_empty_tensor_of_huge_extents_is_no_undefined_behaviour(op, name, shape)
 ])
 def test_empty_q_of_huge_extents_and_given_strides_plans_no_split(op, shape):
     """Found by tests/fuzz in CI: an empty q passes the layout check whatever its
-    strides, and the MLA split plan multiplied its extents (signed overflow)."""
+    strides, and the split plans multiplied its extents (signed overflow)."""
     prep = prepared(op)
     raw = tensor(prep, "q").raw
     raw.ndim, raw.shape, raw.strides, raw.null_strides = len(shape), list(shape), [1] * len(shape), False
