@@ -158,9 +158,17 @@ void check_cu_seqlens(ArgCheck &c, const DLTensor *cu, const char *name, int64_t
             n >= 1 ? int(v[n - 1]) : 0);
 }
 
+// Slots of a cache [num_blocks, page_size, ...]: their product, saturated.  A
+// cache of no element (no kv head) may have huge extents whose product overflows;
+// nothing is written to it, whatever the slot.
+int64_t slot_count(int64_t num_blocks, int64_t page_size) {
+  int64_t slots = 0;
+  return __builtin_mul_overflow(num_blocks, page_size, &slots) ? INT64_MAX : slots;
+}
+
 template <class S>
 void check_slot_values(ArgCheck &c, const S *slots, int64_t tokens, int64_t num_blocks, int64_t page_size) {
-  const int64_t num_slots = num_blocks * page_size;  // fits: the cache's element count does
+  const int64_t num_slots = slot_count(num_blocks, page_size);
   for (int64_t t = 0; t < tokens && c.ok(); ++t)
     c.require(slots[t] < num_slots, AITER_ERR_INVALID_ARGUMENT,
               "slot_mapping[%" PRId64 "] = %" PRId64 " is out of range: expected < num_blocks %" PRId64
@@ -435,7 +443,7 @@ void check_cache_write(ArgCheck &c, CacheWriteArgs &a, DLTensor *k_cache, DLTens
   a.key_strides = strides_of(key), a.value_strides = strides_of(value);
   a.k_cache = data_ptr<void>(k_cache), a.v_cache = data_ptr<void>(v_cache);
   a.tokens = key->shape[0], a.kv_heads = key->shape[1], a.head_dim = key->shape[2];
-  a.num_slots = k_cache->shape[0] * k_cache->shape[1];  // fits: the cache's element count does
+  a.num_slots = slot_count(k_cache->shape[0], k_cache->shape[1]);
   a.slot_mapping = data_ptr<const void>(slot_mapping);
   a.slots_are_int64 = int64_slots;
   a.k_scale = k_scale, a.v_scale = v_scale;
