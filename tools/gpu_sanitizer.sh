@@ -8,6 +8,8 @@
 # SANITIZER_SHARDS=N (default 1) runs N sanitizer processes side by side, each
 # over every N-th test (AITER_TEST_SHARD in tests/python/conftest.py): each pytest
 # is the sanitizer's own direct child, so every test is surely instrumented.
+# SANITIZER_TIMEOUT=S (default none) stops each shard after S seconds and still
+# collects what the shards reported up to then.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tool=${1:?usage: tools/gpu_sanitizer.sh memcheck|racecheck|initcheck|synccheck [pytest args]}
@@ -26,7 +28,7 @@ extra=()
 export PYTORCH_NO_CUDA_MEMORY_CACHING=1
 pids=()
 for ((i = 0; i < shards; i++)); do
-  AITER_TEST_SHARD=$i/$shards compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 86 \
+  AITER_TEST_SHARD=$i/$shards timeout "${SANITIZER_TIMEOUT:-0}" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 86 \
     --print-limit 50 --log-file "$logs/sanitizer.$i.log" \
     python3 -m pytest -q -p no:cacheprovider -m gpu "${tests[@]}" >"$logs/pytest.$i.log" 2>&1 &
   pids+=($!)
