@@ -39,15 +39,17 @@ def _tile_of(pid, m, n, BM: tl.constexpr, BN: tl.constexpr, GROUP_M: tl.constexp
 
 
 @triton.jit
-def _store(out, rm, rn, ldo, m, n, value, out_kind):
-    where = out + rm.to(tl.int64)[:, None] * ldo + rn[None, :]
+def _store(out, offset, rm, rn, ldo, m, n, value, out_kind):
+    """out[offset + rm * ldo + rn] in the output dtype: `out` is typed fp32, so
+    it is cast to the output's element type before any offset is added."""
+    at = offset + rm.to(tl.int64)[:, None] * ldo + rn[None, :]
     inside = (rm < m)[:, None] & (rn < n)[None, :]
     if out_kind == 0:
-        tl.store(where, value, mask=inside)
+        tl.store(out + at, value, mask=inside)
     elif out_kind == 1:
-        tl.store(where.to(tl.pointer_type(tl.float16)), value.to(tl.float16), mask=inside)
+        tl.store(out.to(tl.pointer_type(tl.float16)) + at, value.to(tl.float16), mask=inside)
     else:
-        tl.store(where.to(tl.pointer_type(tl.bfloat16)), value.to(tl.bfloat16), mask=inside)
+        tl.store(out.to(tl.pointer_type(tl.bfloat16)) + at, value.to(tl.bfloat16), mask=inside)
 
 
 @triton.jit
@@ -88,4 +90,4 @@ def gemm_kernel(a, w, out, bias, a_scale, w_scale, m, n, k, lda, ldw, ldo,
             value += tl.load(bias.to(tl.pointer_type(tl.float16)) + rn, mask=rn < n, other=0.0).to(tl.float32)[None, :]
         else:
             value += tl.load(bias.to(tl.pointer_type(tl.bfloat16)) + rn, mask=rn < n, other=0.0).to(tl.float32)[None, :]
-    _store(out + b * out_batch, rm, rn, ldo, m, n, value, out_kind)
+    _store(out, b * out_batch, rm, rn, ldo, m, n, value, out_kind)

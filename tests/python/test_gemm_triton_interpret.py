@@ -34,6 +34,17 @@ def load_kernel():
     return module
 
 
+def as_fp32_pointer(t):
+    """The tensor's memory as an fp32 tensor: the compiled kernel types `out` and
+    `bias` as *fp32 whatever their dtype (triton_gemm.cpp passes raw pointers), so
+    the interpreted kernel must see them typed so too, or a 16-bit output's
+    addressing would be tested with a pointer the compiled code never gets."""
+    if t.dtype == torch.float32:
+        return t
+    storage = t.untyped_storage()
+    return torch.empty(0, dtype=torch.float32).set_(storage, 0, (storage.nbytes() // 4,))
+
+
 def launch(gemm, a, w, out, bias=None, a_scale=None, w_scale=None, tile=(64, 64, 32), scaled=False,
            block_scaled=False):
     """The arguments libaiter/gpu/triton_gemm.cpp passes, from torch tensors."""
@@ -46,7 +57,7 @@ def launch(gemm, a, w, out, bias=None, a_scale=None, w_scale=None, tile=(64, 64,
     step = lambda s: int(s is not None and s.numel() > 1 and not block_scaled)  # noqa: E731
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn), batch)
     gemm.gemm_kernel[grid](
-        a, w, out, unused if bias is None else bias, unused if a_scale is None else a_scale,
+        a, w, as_fp32_pointer(out), unused if bias is None else as_fp32_pointer(bias), unused if a_scale is None else a_scale,
         unused if w_scale is None else w_scale, m, n, k, a.stride(-2), w.stride(-2), out.stride(-2),
         a.stride(0) if a.dim() == 3 else 0, w.stride(0) if w.dim() == 3 and w.stride(0) else 0,
         out.stride(0) if out.dim() == 3 else 0,
