@@ -121,6 +121,7 @@ def test_dependent_kernels_in_plain_stream_order():
     """AITER_PROGRAMMATIC_LAUNCH=0 launches in plain stream order (read once per
     process): the same chain in a fresh process."""
     env = dict(os.environ, AITER_PROGRAMMATIC_LAUNCH="0")
+    env.pop("AITER_TEST_SHARD", None)  # the child runs the one test it is given, whatever shard this is
     test = f"{__file__}::test_dependent_kernels_back_to_back"
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", test], env=env,
                          capture_output=True, text=True, timeout=600)

@@ -161,16 +161,16 @@ def _check_decode(args, out):
 def _check_grouped_topk(args, result):
     from test_moe_routing import grouped_ref
     gating, k, groups, topk_group, bias, scoring, renorm, scale = args
-    w, ids = grouped_ref(gating.numpy(), k, groups, topk_group, bias.numpy(), scoring, renorm, scale)
-    assert torch.equal(result[1], torch.from_numpy(ids).to(torch.int32))
+    w, ids = grouped_ref(gating.cpu().numpy(), k, groups, topk_group, bias.cpu().numpy(), scoring, renorm, scale)
+    assert torch.equal(result[1].cpu(), torch.from_numpy(ids).to(torch.int32))
     assert_close(result[0], w, "float32", rtol=2e-5, atol=1e-6)
 
 
 def _check_fused_moe(args, out):
     from test_moe_fused import check_out, moe_ref
     x, w1, w2, weights, ids, _ = args
-    f = lambda t: f64(t.float().numpy())  # noqa: E731
-    check_out(out.float().numpy(), moe_ref(f(x), f(w1), f(w2), f(weights), ids.numpy()), "bfloat16")
+    f = lambda t: f64(t.float().cpu().numpy())  # noqa: E731
+    check_out(out.float().cpu().numpy(), moe_ref(f(x), f(w1), f(w2), f(weights), ids.cpu().numpy()), "bfloat16")
 
 
 _CHECKS = {"rmsnorm": _check_rmsnorm, "silu_and_mul": _check_silu, "gelu_and_mul": _check_gelu,
