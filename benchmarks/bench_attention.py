@@ -3,6 +3,8 @@
 
 usage: python3 benchmarks/bench_attention.py [--only prefill|decode] [--quick] [--json results.json]
 
+AITER_DECODE_KERNEL=portable times the portable decode kernel (AMD's) on NVIDIA.
+
 Times (triton.testing.do_bench: median, L2 flushed between runs) libaiter's
 prefill_attention on packed sequences and paged_decode_attention on a paged
 cache, and the peers a PyTorch user has: SDPA with the cuDNN and the flash back
@@ -100,6 +102,16 @@ def show(row):
     print(" | ".join(parts), flush=True)
 
 
+def fp8_over_bf16(rows):
+    """Each fp8 decode row's time over the bf16 row of the same shape."""
+    bf16 = {r["case"].rsplit(" ", 1)[0]: r["ours_ms"] for r in rows if r["case"].endswith("bfloat16")}
+    for r in rows:
+        shape, dtype = r["case"].rsplit(" ", 1)
+        if dtype.startswith("float8") and shape in bf16:
+            r["over_bf16"] = r["ours_ms"] / bf16[shape]
+            print(f"decode   {r['case']:38s} time / bf16's: {r['over_bf16']:.2f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", choices=["prefill", "decode"])
@@ -110,10 +122,14 @@ def main():
     rows = []
     if args.only != "prefill":
         cases = [(64, 4096, 32, 8, 128, 16, torch.bfloat16), (64, 4096, 32, 8, 128, 16, torch.float8_e4m3fn),
-                 (1, 32768, 32, 8, 128, 16, torch.bfloat16), (1, 131072, 32, 8, 128, 16, torch.bfloat16)]
+                 (1, 32768, 32, 8, 128, 16, torch.bfloat16), (1, 131072, 32, 8, 128, 16, torch.bfloat16),
+                 (64, 4096, 32, 8, 128, 16, torch.float8_e5m2), (1, 32768, 32, 8, 128, 16, torch.float8_e4m3fn),
+                 (1, 131072, 32, 8, 128, 16, torch.float8_e4m3fn), (64, 4096, 32, 8, 128, 1, torch.bfloat16),
+                 (64, 4096, 32, 8, 64, 16, torch.bfloat16), (64, 4096, 32, 4, 128, 64, torch.bfloat16)]
         for c in cases[:2] if args.quick else cases:
             rows.append(decode_case(*c))
             show(rows[-1])
+        fp8_over_bf16(rows)
     if args.only != "decode":
         cases = [(4, 32, 32, 1024, 128), (4, 32, 32, 4096, 128), (4, 32, 8, 4096, 128), (4, 32, 32, 4096, 64),
                  (4, 32, 32, 2048, 128), (4, 32, 32, 8192, 128), (4, 32, 32, 4096, 256)]

@@ -1,8 +1,12 @@
-// GPU launcher of paged decode attention (kernels/attention/decode.cu): blocks of
-// (sequence, split) x (kv head, row block), then, with several splits, the merge.
+// GPU launcher of paged decode attention: blocks of (sequence, split) x (kv head,
+// row block), then, with several splits, the merge (kernels/attention/decode.cu).
+// On NVIDIA, 16-bit queries run the tensor-core kernel (decode_mma.cu: 16 rows a
+// block); elsewhere (fp32 queries, AMD) the portable one (decode.cu).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "gpu/attention_common.hpp"
@@ -14,11 +18,38 @@ namespace {
 
 constexpr unsigned kThreads = 128;  // the kernels' block
 constexpr int64_t kKeyTile = 32;    // keys a tile: splits start on tile boundaries
+constexpr int64_t kMmaKeyRound = 64;  // the tensor-core kernel's 4 warps x 16 keys
 constexpr int64_t kMaxGridY = 65535;
 
+// AITER_DECODE_KERNEL=portable runs the portable kernel on NVIDIA too (the AMD
+// targets' kernel, tested and timed where AMD hardware is not at hand).
+bool portable_forced() {
+  static const bool forced = [] {
+    const char *env = std::getenv("AITER_DECODE_KERNEL");
+    return env != nullptr && std::strcmp(env, "portable") == 0;
+  }();
+  return forced;
+}
+
+// The tensor-core kernel: NVIDIA, 16-bit queries, caches on 16-byte boundaries
+// (cp.async copies of whole rows; compact rows of 64 bytes or more keep it).
+bool use_mma(const DecodeArgs &a, const GpuCall &call) {
+  return call.device.device_type == kDLCUDA && !portable_forced() && (a.dtype == DType::bf16 || a.dtype == DType::f16) &&
+         a.shape.v_head_dim == a.shape.head_dim && aligned16(a.cache.k) && aligned16(a.cache.v);
+}
+
 // Rows a block: the smallest kernel that holds a sequence's rows (new tokens x
-// query heads of one kv head), so no row slot idles; 16 at most.
-int rows_per_block(int64_t rows_per_seq) { return rows_per_seq <= 4 ? 4 : rows_per_seq <= 8 ? 8 : 16; }
+// query heads of one kv head), so no row slot idles; 16 at most (the tensor-core
+// kernel: always 16, one m16 tile).
+int rows_per_block(int64_t rows_per_seq, bool mma) {
+  return mma || rows_per_seq > 8 ? 16 : rows_per_seq <= 4 ? 4 : 8;
+}
+
+std::string kernel_variant(const DecodeArgs &a, bool mma, int rows) {
+  const std::string dt = dtype_tag(a.dtype), d = ".d" + std::to_string(a.shape.head_dim);
+  if (mma) return "mma." + dt + "." + (is_fp8(a.cache.dtype) ? dtype_tag(a.cache.dtype) : "same") + d;
+  return dt + (is_fp8(a.cache.dtype) ? ".fp8" : ".same") + d + ".r" + std::to_string(rows);
+}
 
 // Splits of the context: enough blocks for two waves over the multiprocessors,
 // within what the workspace holds.  Shapes and the device only: never the
@@ -57,7 +88,8 @@ aiter_status paged_decode_attention(const DecodeArgs &a, const GpuCall &call) {
   const AttentionShape &sh = a.shape;
   if (a.batch == 0 || sh.q_heads == 0) return AITER_OK;
   const int64_t group = sh.q_heads / sh.kv_heads, rows_per_seq = a.q_tokens * group;
-  const int rows = rows_per_block(rows_per_seq);
+  bool mma = use_mma(a, call);
+  int rows = rows_per_block(rows_per_seq, mma);
   const int64_t row_blocks = (rows_per_seq + rows - 1) / rows;
   const int64_t capacity = std::min<int64_t>(a.max_blocks * a.cache.page_size, INT_MAX);  // lengths are int32
   int splits = 1;
@@ -66,6 +98,9 @@ aiter_status paged_decode_attention(const DecodeArgs &a, const GpuCall &call) {
   if (a.batch * splits > INT_MAX || sh.kv_heads * row_blocks > kMaxGridY)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE, "aiter_paged_decode_attention: %lld sequences of %lld kv heads are "
                 "more than one launch holds", (long long)a.batch, (long long)sh.kv_heads);
+  // The tensor-core kernel's grid is flat: ((sequence, split), kv head, row block);
+  // past its bound the portable kernel (same rows a block) runs instead.
+  if (mma && a.batch * splits * sh.kv_heads * row_blocks > INT_MAX) mma = false;
 
   DecodeParams p{};
   p.sm = softmax_params(sh, a.cache.k_scale, a.cache.v_scale, a.cache.dtype);
@@ -85,17 +120,16 @@ aiter_status paged_decode_attention(const DecodeArgs &a, const GpuCall &call) {
   p.batch = int(a.batch), p.q_tokens = int(a.q_tokens), p.q_heads = int(sh.q_heads), p.kv_heads = int(sh.kv_heads);
   p.row_blocks = int(row_blocks);
   p.splits = splits;
-  const int64_t per_split = (capacity + splits - 1) / splits;
-  p.split_keys = int(std::min<int64_t>((per_split + kKeyTile - 1) / kKeyTile * kKeyTile, INT_MAX));
+  const int64_t per_split = (capacity + splits - 1) / splits, round = mma ? kMmaKeyRound : kKeyTile;
+  p.split_keys = int(std::min<int64_t>((per_split + round - 1) / round * round, INT_MAX));
   if (splits > 1) {
     p.partial_out = static_cast<float *>(a.workspace);
     p.partial_lse = p.partial_out + int64_t(p.batch) * p.q_tokens * p.q_heads * splits * sh.v_head_dim;
   }
   p.vec = aligned16(a.cache.k) && aligned16(a.cache.v);
-  const std::string variant = std::string(dtype_tag(a.dtype)) + (is_fp8(a.cache.dtype) ? ".fp8" : ".same") + ".d" +
-                              std::to_string(sh.head_dim) + ".r" + std::to_string(rows);
-  s = launch(call, "paged_decode_attention", variant, Dim3{unsigned(a.batch * splits), unsigned(sh.kv_heads * row_blocks), 1},
-             kThreads, p);
+  const Dim3 grid = mma ? Dim3{unsigned(a.batch * splits * sh.kv_heads * row_blocks), 1, 1}
+                        : Dim3{unsigned(a.batch * splits), unsigned(sh.kv_heads * row_blocks), 1};
+  s = launch(call, "paged_decode_attention", kernel_variant(a, mma, rows), grid, kThreads, p);
   if (s != AITER_OK || splits == 1) return s;
   return merge_splits(a, p, call);
 }

@@ -284,37 +284,66 @@ def test_decode_graph_replay_with_new_contents(rng, split):
 
 
 @pytest.mark.gpu
-def test_decode_gpu_skips_bad_indices(rng):
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])  # the portable and the tensor-core kernel
+def test_decode_gpu_skips_bad_indices(rng, dtype):
     """On the GPU the host cannot read the block table or the lengths: a block id
     out of range is skipped like a masked key, a length past the table is cut to
     the table; the other sequences are unaffected and nothing is read outside
     the cache (compute-sanitizer would say)."""
     cuda_torch()
-    q, k_cache, v_cache, table, lens = decode_case(rng, [40, 40, 40], 16, 4, 1, 64, "float32", "float32",
+    q, k_cache, v_cache, table, lens = decode_case(rng, [40, 40, 40], 16, 4, 1, 64, dtype, dtype,
                                                    spare_columns=0)
+    tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == "float32" else {}
     bad_table, bad_lens = table.copy(), lens.copy()
     bad_table[1, 1] = 10 ** 6       # positions 16..31 of sequence 1 are skipped
     bad_table[2, 0] = -7            # positions 0..15 of sequence 2 are skipped
     bad_lens[0] = 10 ** 6           # cut to the table's 3 blocks: 48 positions
     for split in (False, True):
         qd, kd, vd, td, ld = dev("cuda", q, k_cache, v_cache, bad_table, bad_lens)
-        out = poisoned_on(q.shape, "float32", "cuda")
+        out = poisoned_on(q.shape, dtype, "cuda")
         aiter.paged_decode_attention(qd, kd, vd, td, ld, out=out, split_kv=split)
         got = f64(out)
         # Sequence 0 sees 48 positions; its third block holds rows past the 40
         # written... the cache is random everywhere, so the reference reads them too.
         ref0 = decode_ref(q[:1], k_cache, v_cache, table[:1], np.array([48]), 64 ** -0.5)
-        np.testing.assert_allclose(got[0], ref0[0], rtol=1e-4, atol=1e-4)
+        assert_close(got[0], ref0[0], dtype, **tol)
         keep1 = np.r_[0:16, 32:40]
         k1 = np.stack([k_cache[table[1, t // 16], t % 16] for t in keep1])
         v1 = np.stack([v_cache[table[1, t // 16], t % 16] for t in keep1])
         ref1 = decode_ref(q[1:2], k1[:, None], v1[:, None], np.arange(len(keep1))[None], [len(keep1)], 64 ** -0.5)
-        np.testing.assert_allclose(got[1], ref1[0], rtol=1e-4, atol=1e-4)
+        assert_close(got[1], ref1[0], dtype, **tol)
         keep2 = np.arange(16, 40)
         k2 = np.stack([k_cache[table[2, t // 16], t % 16] for t in keep2])
         v2 = np.stack([v_cache[table[2, t // 16], t % 16] for t in keep2])
         ref2 = decode_ref(q[2:3], k2[:, None], v2[:, None], np.arange(len(keep2))[None], [len(keep2)], 64 ** -0.5)
-        np.testing.assert_allclose(got[2], ref2[0], rtol=1e-4, atol=1e-4)
+        assert_close(got[2], ref2[0], dtype, **tol)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("cache", ["same"] + FP8_DTYPES)
+@pytest.mark.parametrize("page_size,d,q_tokens,heads", [(1, 64, 1, (4, 4)), (3, 128, 2, (32, 2)),
+                                                        (16, 128, 3, (8, 1)), (64, 64, 1, (16, 2))])
+def test_decode_tensor_cores(rng, dtype, cache, page_size, d, q_tokens, heads):
+    """The tensor-core kernel (16-bit q on NVIDIA) against float64: caches of q's
+    dtype and of each fp8 kind, pages of 1/3/16/64 positions, 1-3 new tokens,
+    GQA groups of 1-16 query heads (1-4 blocks of 16 rows a kv head), window and
+    soft-cap, with and without split-KV; contexts of 0, 1 and fewer positions
+    than new tokens."""
+    cuda_torch()
+    hq, hkv = heads
+    cache_dtype = dtype if cache == "same" else cache
+    q, k_cache, v_cache, table, lens = decode_case(rng, [1500, 0, 1, 37, 260], page_size, hq, hkv, d, dtype,
+                                                   cache_dtype, q_tokens=q_tokens, spare_columns=20)
+    ks, vs = (1.0, 1.0) if cache == "same" else (0.01, 0.02)
+    qd, kd, vd, td, ld = dev("cuda", q, k_cache, v_cache, table, lens)
+    for window, softcap in ((-1, 0.0), (300, 15.0)):
+        ref = decode_ref(q, f64(k_cache) * ks, f64(v_cache) * vs, table, lens, d ** -0.5, window, softcap)
+        for split in (False, True):
+            out = poisoned_on(q.shape, dtype, "cuda")
+            aiter.paged_decode_attention(qd, kd, vd, td, ld, out=out, split_kv=split, k_scale=ks, v_scale=vs,
+                                         window_left=window, softcap=softcap)
+            assert_close(out, ref, dtype, what=f"split={split} window={window} softcap={softcap}")
 
 
 @pytest.mark.gpu

@@ -1,0 +1,531 @@
+// Paged decode attention on NVIDIA tensor cores (mma.sync m16n8k16, ldmatrix,
+// cp.async; sm_80 and up).  AMD targets run decode.cu, whose features this
+// kernel keeps: any page size, several new tokens a sequence (causal among
+// them), sliding window, soft-cap, split-KV partial results, fp8 caches.
+//
+// A block of 4 warps takes the 16 rows (new token x query head of one kv head,
+// padded to 16: one m16 tile) of a sequence over one split of its context.  The
+// key range is cut into tiles of 16 keys dealt round-robin to the warps; each
+// warp streams its own tiles through its own ring of shared-memory stages with
+// cp.async (several in flight), and computes, for all 16 rows at once,
+// S = Q K^T (q in registers), an online softmax, and O += P V with P taken
+// straight from S's registers.  No barrier in the key loop: the warps' partial
+// results (max, sum, O) are merged once at the end.  Each cached byte is read
+// once for the whole GQA group.
+//
+// fp8 caches are copied as raw bytes (half the bytes of a 16-bit cache) and
+// widened in registers after ldmatrix: e5m2 and e4m3 are both exact in fp16
+// (e4m3fn by the hardware's cvt on sm_89 and up, else by placing the bits;
+// e4m3fnuz by placing the bits), times a power of two folded into the scales.
+// A byte-wide ldmatrix hands a thread 4 consecutive dims of a key (K) or 2 dims
+// of 2 consecutive keys (V, transposed), so the reduction dim of Q K^T is
+// permuted (q's fragments are loaded in the same order) and P V's output
+// columns are permuted (undone when O is stored).
+//
+// Block ids and context lengths live in device memory, unchecked by the host:
+// each is read once, a length is clamped to the table's capacity, and a key
+// whose block id is out of range is masked (its rows zero-filled, never read).
+#include "../common/numeric.h"
+#include "attention_params.h"
+#include "mma16.h"
+
+namespace {
+
+constexpr int kWarps = 4, kThreads = 32 * kWarps;
+constexpr int kRows = 16;  // rows a block (one m16 tile)
+constexpr int kKeys = 16;  // keys a tile (a warp's stage)
+constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+constexpr float kNegInf = -__builtin_huge_valf();
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+constexpr bool kHwE4m3 = true;  // cvt.rn.f16x2.e4m3x2
+#else
+constexpr bool kHwE4m3 = false;
+#endif
+
+// Sizes of a cache row (one key of one kv head) and of a warp's ring.
+template <int D, int CK>
+struct Geometry {
+  static constexpr bool kFp8 = CK != kQuantNone;
+  static constexpr int kRowBytes = D * (kFp8 ? 1 : 2);
+  static constexpr int kRowChunks = kRowBytes / 16;
+  static constexpr int kTileBytes = kKeys * kRowBytes;  // the K (or V) rows of a tile
+  static constexpr int kStageBytes = 2 * kTileBytes;
+  // ~24 KB of stages a warp, 3 to 8 of them: with 2 blocks an SM, 8 warps keep
+  // ~130-170 KB of cache reads in flight.
+  static constexpr int kStages = 24576 / kStageBytes < 3 ? 3 : 24576 / kStageBytes > 8 ? 8 : 24576 / kStageBytes;
+  static constexpr int kCopies = kTileBytes / 16 / 32;  // 16-byte copies a lane, K (and as many of V)
+  static_assert(kRowChunks % 2 == 0 && kCopies >= 1, "whole chunk pairs and copies");
+};
+
+template <int D, int CK>
+struct alignas(128) Smem {
+  using G = Geometry<D, CK>;
+  unsigned char ring[kWarps][G::kStages][G::kStageBytes];  // per stage: K rows, then V rows (swizzled)
+  unsigned keys_ok[kWarps][G::kStages];  // bit k: key k of the stage's tile is in range with a valid block id
+  float m[kWarps][kRows], l[kWarps][kRows];  // each warp's row maxima (log2 domain) and sums
+  float top[kRows], total[kRows];            // the block's
+  int len;
+};
+// At the end the ring holds each warp's O rows as fp32, D + 4 apart.
+template <int D, int CK>
+constexpr bool kOutFits = sizeof(float) * kWarps * kRows * (D + 4) <= sizeof(Smem<D, CK>::ring);
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return uint32_t(__cvta_generic_to_shared(p)); }
+
+// Byte offset of 16-byte chunk `chunk` of row `row` in a tile of Chunks chunks a
+// row: XOR-swizzled so that the 8 rows an ldmatrix reads hit 8 different bank quads.
+template <int Chunks>
+__device__ __forceinline__ uint32_t swz(int row, int chunk) {
+  const int x = Chunks >= 8 ? (row & 7) : (row >> 1) & (Chunks - 1);
+  return uint32_t(row * Chunks * 16 + ((chunk ^ x) << 4));
+}
+__device__ __forceinline__ void copy16(uint32_t dst, const void *src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+__device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void ldsm_x4(uint32_t a, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t a, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+
+// ---- fp8 widening ---------------------------------------------------------------
+
+// What the widened values must be multiplied by to be the cache's values.
+template <int CK>
+__device__ __forceinline__ constexpr float fp8_fold() {
+  return CK == kQuantE4m3fnuz ? 0x1p7f : CK == kQuantE4m3fn && !kHwE4m3 ? 0x1p8f : 1.0f;
+}
+
+// Bytes I0 and I1 of w as an fp16 pair (I0 in the low half), exactly, up to fp8_fold.
+template <int CK, int I0, int I1>
+__device__ __forceinline__ uint32_t fp8_pair(uint32_t w) {
+  if constexpr (CK == kQuantE5m2) {
+    return __byte_perm(w, 0u, 0x4 | (I0 << 4) | (0x4 << 8) | (I1 << 12));  // e5m2 is fp16's top byte
+  } else if constexpr (CK == kQuantE4m3fn && kHwE4m3) {
+    const uint16_t two = uint16_t(__byte_perm(w, 0u, I0 | (I1 << 4)));
+    uint32_t h;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"(two));
+    return h;
+  } else {
+    // Sign to bit 15, exponent and mantissa to bits 13..7: fp16's bias 15 against
+    // e4m3's 7 (fn) or 8 (fnuz), subnormals included; then the NaN codes.
+    const uint32_t x = __byte_perm(w, 0u, I0 | (0x4 << 4) | (I1 << 8) | (0x4 << 12));
+    const uint32_t h = ((x << 8) & 0x80008000u) | ((x << 7) & 0x3f803f80u);
+    const uint32_t nan = CK == kQuantE4m3fnuz ? __vcmpeq2(h, 0x80008000u) : __vcmpeq2(h & 0x7fff7fffu, 0x3f803f80u);
+    return h | (nan & 0x7e007e00u);
+  }
+}
+
+__device__ __forceinline__ uint32_t f16x2_to_bf16x2(uint32_t h) {
+  float lo, hi;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(lo) : "h"(uint16_t(h & 0xffffu)));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(hi) : "h"(uint16_t(h >> 16)));
+  return Mma<bf16_t>::pack(lo, hi);  // exact: every value widened from fp8 is a bf16
+}
+
+template <class T>
+__device__ __forceinline__ uint32_t as_mma_type(uint32_t f16x2) {
+  if constexpr (Mma<T>::kHalf)
+    return f16x2;
+  else
+    return f16x2_to_bf16x2(f16x2);
+}
+
+// P and V's type in O += P V: fp16 for fp8 caches (widened exactly, and P more
+// precise than in bf16), else the cache's.
+template <class T, bool Fp8> struct PvType { using type = T; };
+template <class T> struct PvType<T, true> { using type = half_t; };
+
+// ---- the rows ----------------------------------------------------------------------
+
+// A thread's two rows of the tile (lane / 4 and lane / 4 + 8): their visible key
+// positions [lo, hi), empty for a padding row.
+struct RowRanges {
+  int lo[2], hi[2];
+};
+
+// q's A fragments for the D / 16 k-steps of S = Q K^T.  16-bit caches: the
+// standard order (dims 2q, 2q+1 and 2q+8, 2q+9 of the step); fp8: the order the
+// byte-wide ldmatrix of K gives (dims 4q..4q+3), see the file's comment.
+template <class T, int D, bool Fp8>
+__device__ __forceinline__ void load_q(const T *row0, const T *row1, uint32_t (&qa)[D / 16][4]) {
+  const int q = int(thread_x()) & 3;
+  auto pair = [](const T *r, int d) -> uint32_t {
+    return r == nullptr ? 0u : uint32_t(r[d].bits) | (uint32_t(r[d + 1].bits) << 16);
+  };
+#pragma unroll
+  for (int s = 0; s < D / 16; ++s) {
+    const int d0 = Fp8 ? 16 * s + 4 * q : 16 * s + 2 * q, d1 = Fp8 ? d0 + 2 : d0 + 8;
+    qa[s][0] = pair(row0, d0);
+    qa[s][1] = pair(row1, d0);
+    qa[s][2] = pair(row0, d1);
+    qa[s][3] = pair(row1, d1);
+  }
+}
+
+// The online-softmax state of a thread's two rows.
+struct RowPair {
+  float m[2] = {kNegInf, kNegInf};  // running maxima of the log2-scaled logits
+  float l[2] = {0.0f, 0.0f};        // this thread's share of the running sums
+};
+
+// Everything a warp needs to copy its tiles.
+struct Stream {
+  const char *k, *v;      // the caches, in bytes, at this kv head's first row
+  const int *table_row;   // the sequence's block-table row
+  long long num_blocks;
+  long long key_bytes;    // bytes between slots (kv_heads rows)
+  int page_size, end;     // end: the block's last key position + 1
+};
+
+// Lane k < 16: the raw block id of key `start + k` (read once), -1 past the end.
+__device__ __forceinline__ int fetch_entry(const Stream &st, long long start) {
+  const int lane = int(thread_x()) & 31;
+  const long long key = start + (lane & 15);
+  return lane < 16 && key < st.end ? st.table_row[key / st.page_size] : -1;
+}
+
+// Starts the copies of the tile at `start` (block ids `entry`, from fetch_entry)
+// into stage `slot`; a key out of range or of an invalid block id is zero-filled
+// and flagged off in keys_ok.
+template <int D, int CK>
+__device__ __forceinline__ void issue_tile(Smem<D, CK> &s, const Stream &st, long long start, int entry, int slot) {
+  using G = Geometry<D, CK>;
+  const int lane = int(thread_x()) & 31, warp = int(thread_x()) >> 5;
+  const long long key = start + (lane & 15);
+  const bool ok = lane < 16 && key < st.end && entry >= 0 && entry < st.num_blocks;
+  const long long off = ok ? ((long long)entry * st.page_size + key % st.page_size) * st.key_bytes : 0;
+  const unsigned mask = __ballot_sync(0xffffffffu, ok) & 0xffffu;
+  if (lane == 0) s.keys_ok[warp][slot] = mask;
+  const uint32_t kdst = smem_u32(s.ring[warp][slot]), vdst = kdst + G::kTileBytes;
+#pragma unroll
+  for (int i = 0; i < G::kCopies; ++i) {
+    const int c = lane + 32 * i, row = c / G::kRowChunks, part = c % G::kRowChunks;
+    const long long o = __shfl_sync(0xffffffffu, off, row) + part * 16;
+    const bool valid = (mask >> row) & 1u;
+    copy16(kdst + swz<G::kRowChunks>(row, part), st.k + o, valid);
+    copy16(vdst + swz<G::kRowChunks>(row, part), st.v + o, valid);
+  }
+}
+
+// Logit scaling of the scores: log2 domain, soft-capped first where asked.
+struct Logits {
+  float mul;      // without soft-cap: everything times log2(e); with it: the plain scale
+  float softcap;  // 0: off
+  __device__ __forceinline__ float operator()(float s) const {
+    if (softcap <= 0.0f) return s * mul;
+    const float e = exp2f(2.0f * kLog2e * s * mul / softcap);  // tanh through exp, as decode.cu
+    return softcap * (1.0f - 2.0f / (e + 1.0f)) * kLog2e;
+  }
+};
+
+// One tile of 16 keys at `start`, in stage `slot` of the warp's ring: scores,
+// online softmax, O += P V.
+template <class T, int D, int CK>
+__device__ __forceinline__ void attend_tile(const Smem<D, CK> &s, int slot, long long start, const uint32_t (&qa)[D / 16][4],
+                                            const RowRanges &rr, const Logits &logits, RowPair &st,
+                                            float (&o)[D / 8][4]) {
+  using G = Geometry<D, CK>;
+  using TP = typename PvType<T, G::kFp8>::type;
+  const int lane = int(thread_x()) & 31, warp = int(thread_x()) >> 5, q = lane & 3;
+  const uint32_t kbase = smem_u32(s.ring[warp][slot]), vbase = kbase + G::kTileBytes;
+  const unsigned ok = s.keys_ok[warp][slot];
+
+  // S = Q K^T: two n8 tiles (keys 0-7, 8-15); the chunk pairs alternate between
+  // two accumulators (independent chains of products).
+  float acc[2][2][4] = {};
+  {
+    const int krow = (lane & 7) + ((lane >> 4) << 3), ksel = (lane >> 3) & 1;
+#pragma unroll
+    for (int j = 0; j < G::kRowChunks / 2; ++j) {
+      uint32_t r[4];  // keys 0-7 chunk 2j, keys 0-7 chunk 2j+1, keys 8-15 chunk 2j, keys 8-15 chunk 2j+1
+      ldsm_x4(kbase + swz<G::kRowChunks>(krow, 2 * j + ksel), r);
+      if constexpr (!G::kFp8) {  // chunks 2j, 2j+1: k-step j
+        Mma<T>::run(acc[j & 1][0], qa[j], r[0], r[1]);
+        Mma<T>::run(acc[j & 1][1], qa[j], r[2], r[3]);
+      } else {  // chunk c: k-step c, a thread's word = dims 4q..4q+3 of its key
+        uint32_t b[4][2];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          b[i][0] = as_mma_type<T>(fp8_pair<CK, 0, 1>(r[i]));
+          b[i][1] = as_mma_type<T>(fp8_pair<CK, 2, 3>(r[i]));
+        }
+        Mma<T>::run(acc[0][0], qa[2 * j], b[0][0], b[0][1]);
+        Mma<T>::run(acc[0][1], qa[2 * j], b[2][0], b[2][1]);
+        Mma<T>::run(acc[1][0], qa[2 * j + 1], b[1][0], b[1][1]);
+        Mma<T>::run(acc[1][1], qa[2 * j + 1], b[3][0], b[3][1]);
+      }
+    }
+  }
+  // Logits, masks, the rows' maxima over the quad's keys.
+  float x[2][4], top[2] = {kNegInf, kNegInf};
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = nt * 8 + 2 * q + (e & 1), h = e >> 1;
+      const long long pos = start + key;
+      const bool seen = ((ok >> key) & 1u) && pos >= rr.lo[h] && pos < rr.hi[h];
+      x[nt][e] = seen ? logits(acc[0][nt][e] + acc[1][nt][e]) : kNegInf;
+      top[h] = fmaxf(top[h], x[nt][e]);
+    }
+  float alpha[2], base[2];
+  bool grew = false;  // a row's maximum grew: O is rescaled (else alpha is 1, or O still 0)
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    top[h] = fmaxf(top[h], __shfl_xor_sync(0xffffffffu, top[h], 1));
+    top[h] = fmaxf(top[h], __shfl_xor_sync(0xffffffffu, top[h], 2));
+    const float m = fmaxf(st.m[h], top[h]);
+    grew = grew || m > st.m[h];
+    base[h] = m == kNegInf ? 0.0f : m;  // no key seen yet: every p is 0
+    alpha[h] = exp2f(st.m[h] - base[h]);
+    st.m[h] = m;
+  }
+  uint32_t pa[4];  // P as the A fragment of the k-step over the tile's 16 keys
+  {
+    float p[2][4];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) p[nt][e] = exp2f(x[nt][e] - base[e >> 1]);
+    st.l[0] = st.l[0] * alpha[0] + (p[0][0] + p[0][1]) + (p[1][0] + p[1][1]);
+    st.l[1] = st.l[1] * alpha[1] + (p[0][2] + p[0][3]) + (p[1][2] + p[1][3]);
+    pa[0] = Mma<TP>::pack(p[0][0], p[0][1]);
+    pa[1] = Mma<TP>::pack(p[0][2], p[0][3]);
+    pa[2] = Mma<TP>::pack(p[1][0], p[1][1]);
+    pa[3] = Mma<TP>::pack(p[1][2], p[1][3]);
+  }
+  if (__any_sync(0xffffffffu, grew)) {
+#pragma unroll
+    for (int nt = 0; nt < D / 8; ++nt) {
+      o[nt][0] *= alpha[0], o[nt][1] *= alpha[0];
+      o[nt][2] *= alpha[1], o[nt][3] *= alpha[1];
+    }
+  }
+  // O += P V.  16-bit: n-tile c = dims 8c..8c+7.  fp8: n-tile 2c + parity =
+  // dims 16c + 2n + parity (n = 0..7).
+  const int vrow = (lane & 7) + (((lane >> 3) & 1) << 3), vsel = lane >> 4;
+#pragma unroll
+  for (int j = 0; j < G::kRowChunks / 2; ++j) {
+    uint32_t r[4];  // keys 0-7 chunk 2j, keys 8-15 chunk 2j, keys 0-7 chunk 2j+1, keys 8-15 chunk 2j+1
+    ldsm_x4_t(vbase + swz<G::kRowChunks>(vrow, 2 * j + vsel), r);
+    if constexpr (!G::kFp8) {
+      Mma<TP>::run(o[2 * j], pa, r[0], r[1]);
+      Mma<TP>::run(o[2 * j + 1], pa, r[2], r[3]);
+    } else {  // a thread's word: keys 2q, 2q+1 x dims 2n, 2n+1 of the chunk
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int nt = 2 * (2 * j + c);
+        Mma<TP>::run(o[nt], pa, fp8_pair<CK, 0, 2>(r[2 * c]), fp8_pair<CK, 0, 2>(r[2 * c + 1]));
+        Mma<TP>::run(o[nt + 1], pa, fp8_pair<CK, 1, 3>(r[2 * c]), fp8_pair<CK, 1, 3>(r[2 * c + 1]));
+      }
+    }
+  }
+}
+
+// The column of O that element e (0..3) of n-tile nt holds for this thread.
+template <int D, bool Fp8>
+__device__ __forceinline__ int out_col(int nt, int e) {
+  const int q = int(thread_x()) & 3;
+  return Fp8 ? (nt >> 1) * 16 + 4 * q + 2 * (e & 1) + (nt & 1) : nt * 8 + 2 * q + (e & 1);
+}
+
+template <class T, int D, int CK>
+__device__ __forceinline__ void decode_mma(const DecodeParams &p) {
+  using G = Geometry<D, CK>;
+  extern __shared__ __attribute__((aligned(128))) unsigned char smem_raw[];
+  auto &s = *reinterpret_cast<Smem<D, CK> *>(smem_raw);
+  const int t = int(thread_x()), lane = t & 31, warp = t >> 5;
+  // Grid: x = ((sequence, split), kv head, row block), the heads fastest: blocks
+  // running side by side read the kv heads of the same slots, adjacent in memory.
+  const int heads_rb = p.kv_heads * p.row_blocks, bs = int(block_x()) / heads_rb, hr = int(block_x()) % heads_rb;
+  const int b = bs / p.splits, split = bs % p.splits;
+  const int kvh = hr / p.row_blocks, rb = hr % p.row_blocks;
+  const int group = p.q_heads / p.kv_heads, rows = p.q_tokens * group;
+  if (t == 0) {
+    const long long capacity = (long long)p.max_blocks * p.page_size;
+    const long long len = p.context_lens[b];  // read once
+    s.len = int(len < 0 ? 0 : len > capacity ? capacity : len);
+  }
+  sync_block();
+  const int len = s.len;
+
+  // The thread's rows: new token i at position len - q_tokens + i sees [lo, pos].
+  RowRanges rr;
+  const T *qrow[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int n = rb * kRows + (lane >> 2) + 8 * h, i = n / group;
+    rr.lo[h] = rr.hi[h] = 0;
+    qrow[h] = nullptr;
+    if (n < rows) {
+      const int pos = len - p.q_tokens + i;
+      rr.hi[h] = pos + 1 < 0 ? 0 : pos + 1;
+      rr.lo[h] = p.sm.window_left >= 0 && pos - p.sm.window_left > 0 ? pos - p.sm.window_left : 0;
+      qrow[h] = static_cast<const T *>(p.q) + b * p.q_seq_stride + (long long)i * p.q_token_stride +
+                (long long)(kvh * group + n % group) * p.q_head_stride;
+    }
+  }
+  // The block's keys: the union of its rows' ranges (the first row sees the
+  // fewest, the last the most) within the split.
+  long long first, end;
+  {
+    const int n0 = rb * kRows, n1 = (n0 + kRows < rows ? n0 + kRows : rows) - 1;
+    const int pos0 = len - p.q_tokens + n0 / group, pos1 = len - p.q_tokens + n1 / group;
+    const long long lo = p.sm.window_left >= 0 && pos0 - p.sm.window_left > 0 ? pos0 - p.sm.window_left : 0;
+    const long long hi = pos1 + 1 < 0 ? 0 : pos1 + 1;
+    const long long from = (long long)split * p.split_keys, to = from + p.split_keys;
+    first = lo > from ? lo : from;
+    end = hi < to ? hi : to;
+  }
+  const long long tiles = end > first ? (end - first + kKeys - 1) / kKeys : 0;
+  const int mine = tiles > warp ? int((tiles - warp + kWarps - 1) / kWarps) : 0;  // tiles warp, warp + 4, ...
+  auto tile_start = [&](int j) { return first + (long long)(warp + kWarps * j) * kKeys; };
+
+  const long long row_bytes = G::kRowBytes;
+  const Stream stream{static_cast<const char *>(p.k_cache) + kvh * row_bytes,
+                      static_cast<const char *>(p.v_cache) + kvh * row_bytes,
+                      p.block_table + (long long)b * p.table_stride,
+                      p.num_blocks,
+                      row_bytes * p.kv_heads,
+                      p.page_size,
+                      int(end)};
+
+  uint32_t qa[D / 16][4];
+  load_q<T, D, G::kFp8>(qrow[0], qrow[1], qa);
+  const float fold = fp8_fold<CK>();
+  const Logits logits{p.sm.softcap > 0.0f ? p.sm.scale * p.sm.k_scale * fold
+                                          : p.sm.scale * p.sm.k_scale * fold * kLog2e,
+                      p.sm.softcap};
+
+  // Prologue: stages 0..S-2 (a group each, empty past the warp's tiles), their
+  // block ids read together.
+  constexpr int S = G::kStages;
+  int entries[S - 1];
+#pragma unroll
+  for (int j = 0; j < S - 1; ++j) entries[j] = j < mine ? fetch_entry(stream, tile_start(j)) : -1;
+#pragma unroll
+  for (int j = 0; j < S - 1; ++j) {
+    if (j < mine) issue_tile(s, stream, tile_start(j), entries[j], j);
+    commit();
+  }
+  // The next tile's block ids, in flight during the math (as in the loop below).
+  int entry = S - 1 < mine ? fetch_entry(stream, tile_start(S - 1)) : -1;
+  RowPair st;
+  float o[D / 8][4] = {};
+  for (int j = 0; j < mine; ++j) {
+    const int next = j + S - 1;
+    __syncwarp();  // stage next % S was read by the previous tile's ldmatrix
+    if (next < mine) {
+      issue_tile(s, stream, tile_start(next), entry, next % S);
+      entry = next + 1 < mine ? fetch_entry(stream, tile_start(next + 1)) : -1;
+    }
+    commit();
+    wait_pending<S - 1>();  // this thread's copies of tile j have landed
+    __syncwarp();           // and the other lanes'
+    attend_tile<T, D, CK>(s, j % S, tile_start(j), qa, rr, logits, st, o);
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+
+  // Merge the warps: row sums over the quad, then each warp's O rescaled to the
+  // block's maximum and summed through shared memory (the ring, now free).
+  const int r0 = lane >> 2, q = lane & 3;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    st.l[h] += __shfl_xor_sync(0xffffffffu, st.l[h], 1);
+    st.l[h] += __shfl_xor_sync(0xffffffffu, st.l[h], 2);
+  }
+  if (q == 0) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) s.m[warp][r0 + 8 * h] = st.m[h], s.l[warp][r0 + 8 * h] = st.l[h];
+  }
+  sync_block();
+  float *obuf = reinterpret_cast<float *>(s.ring);
+  constexpr int kStride = D + 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = r0 + 8 * h;
+    float top = kNegInf;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) top = fmaxf(top, s.m[w][r]);
+    const float f = st.m[h] == kNegInf ? 0.0f : exp2f(st.m[h] - top);
+    float *dst = obuf + (warp * kRows + r) * kStride;
+#pragma unroll
+    for (int nt = 0; nt < D / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) dst[out_col<D, G::kFp8>(nt, e)] = o[nt][2 * h + e] * f;
+  }
+  if (t < kRows) {
+    float top = kNegInf, total = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) top = fmaxf(top, s.m[w][t]);
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) total += s.m[w][t] == kNegInf ? 0.0f : s.l[w][t] * exp2f(s.m[w][t] - top);
+    s.top[t] = top;
+    s.total[t] = total;
+  }
+  sync_block();
+  const float value_scale = p.sm.v_scale * fold;
+  for (int idx = t; idx < kRows * D; idx += kThreads) {
+    const int r = idx / D, col = idx % D, n = rb * kRows + r;
+    if (n >= rows) break;  // rows only grow with idx
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) sum += obuf[(w * kRows + r) * kStride + col];
+    const float total = s.total[r];
+    const float v = total > 0.0f ? sum * (value_scale / total) : 0.0f;
+    const int i = n / group, h = kvh * group + n % group;
+    if (p.splits == 1) {
+      T *dst = static_cast<T *>(p.out) + b * p.out_seq_stride + (long long)i * p.out_token_stride +
+               (long long)h * p.out_head_stride;
+      dst[col] = from_f32<T>(v);
+    } else {
+      const long long slot = (((long long)b * p.q_tokens + i) * p.q_heads + h) * p.splits + split;
+      p.partial_out[slot * D + col] = v;
+      if (col == 0) p.partial_lse[slot] = total > 0.0f ? (s.top[r] + log2f(total)) * kLn2 : kNegInf;
+    }
+  }
+}
+
+}  // namespace
+
+#define AITER_DECODE_MMA_KERNEL(name, T, D, CK)                               \
+  AITER_KERNEL void AITER_LAUNCH_BOUNDS_MIN(kThreads, 2) name(DecodeParams p) { \
+    enter_stream_order();                                                     \
+    decode_mma<T, D, CK>(p);                                                  \
+  }
+
+// Variants: q dtype . cache (same dtype, or one fp8 kind) . head dim;
+// smem = sizeof(Smem<D, CK>), checked by static_asserts at the end.
+// aiter-kernel-family: op=paged_decode_attention variant=mma.{dt}.same.{shape} symbol=aiter_decode_mma_{dt}_same_{shape} block=128 smem={smem} dt=f16,bf16 shape=d64:99072,d128:99072
+// aiter-kernel-family: op=paged_decode_attention variant=mma.{dt}.{cache}.{shape} symbol=aiter_decode_mma_{dt}_{cache}_{shape} block=128 smem={smem} dt=f16,bf16 cache=e4m3fn,e4m3fnuz,e5m2 shape=d64:66432,d128:99072
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_f16_same_d64, half_t, 64, kQuantNone)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_f16_same_d128, half_t, 128, kQuantNone)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_same_d64, bf16_t, 64, kQuantNone)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_same_d128, bf16_t, 128, kQuantNone)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_f16_e4m3fn_d64, half_t, 64, kQuantE4m3fn)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_f16_e4m3fn_d128, half_t, 128, kQuantE4m3fn)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_e4m3fn_d64, bf16_t, 64, kQuantE4m3fn)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_e4m3fn_d128, bf16_t, 128, kQuantE4m3fn)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_f16_e4m3fnuz_d64, half_t, 64, kQuantE4m3fnuz)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_f16_e4m3fnuz_d128, half_t, 128, kQuantE4m3fnuz)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_e4m3fnuz_d64, bf16_t, 64, kQuantE4m3fnuz)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_e4m3fnuz_d128, bf16_t, 128, kQuantE4m3fnuz)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_f16_e5m2_d64, half_t, 64, kQuantE5m2)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_f16_e5m2_d128, half_t, 128, kQuantE5m2)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_e5m2_d64, bf16_t, 64, kQuantE5m2)
+AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_e5m2_d128, bf16_t, 128, kQuantE5m2)
+
+// The manifest's smem figures above are these structs' sizes.
+static_assert(sizeof(Smem<64, kQuantNone>) == 99072 && sizeof(Smem<128, kQuantNone>) == 99072, "update smem");
+static_assert(sizeof(Smem<64, kQuantE5m2>) == 66432 && sizeof(Smem<128, kQuantE5m2>) == 99072, "update smem");
+static_assert(kOutFits<64, kQuantNone> && kOutFits<128, kQuantNone> && kOutFits<64, kQuantE5m2> &&
+                  kOutFits<128, kQuantE5m2>,
+              "the warps' O rows fit the ring");
