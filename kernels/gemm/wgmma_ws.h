@@ -198,10 +198,25 @@ struct WgmmaWs {
     return GroupScales{{shared_load(scales + row * 4) * w, shared_load(scales + (row + 8) * 4) * w}};
   }
 
-  // One thread of each multiplying warpgroup hands a slot back to the copier,
-  // and in a cluster to the other block's copier too, whose W copies land here.
+  // Arrivals on a slot's empty barrier from each multiplying warpgroup.  Without
+  // block scales only the warpgroup's wgmma reads a slot, and the wgmma_wait of
+  // the one arriving thread covers the whole warpgroup's products.  With them,
+  // every lane also reads the slot's scales with plain shared loads, which the
+  // copier's next cp.async may overwrite: each warp arrives once its own lanes'
+  // loads are done (__syncwarp orders them before lane 0's release-arrive), so no
+  // lagging warp can read scales of the next group (compute-sanitizer racecheck
+  // reported this write-after-read hazard, H100, 2026-11-27).
+  static constexpr int kReleasers = BLOCK_SCALED ? 4 : 1;
+
+  // Hands a slot back to the copier, and in a cluster to the other block's
+  // copier too, whose W copies land here.
   static __device__ __forceinline__ void release(Ring ring, int slot) {
-    if (threadIdx.x % 128 != 0) return;
+    if constexpr (BLOCK_SCALED) {
+      __syncwarp();
+      if (threadIdx.x % 32 != 0) return;
+    } else if (threadIdx.x % 128 != 0) {
+      return;
+    }
     barrier_arrive(ring.empty(slot));
     if constexpr (CLUSTER == 2) barrier_arrive_remote(ring.empty(slot), cluster_rank() ^ 1);
   }
@@ -382,7 +397,7 @@ struct WgmmaWs {
     if (threadIdx.x == 0) {
       for (int s = 0; s < STAGES; ++s) {
         barrier_init(ring.full(s), 1 + kScaleWriters);  // the copier's arrival + the stage's bytes (+ scales)
-        barrier_init(ring.empty(s), kMultipliers * CLUSTER);  // each multiplying warpgroup of the cluster
+        barrier_init(ring.empty(s), kMultipliers * CLUSTER * kReleasers);  // each multiplying warpgroup (or warp) of the cluster
       }
       if constexpr (SPLIT > 1) ring.exchange().init();
       barrier_init_fence();
