@@ -33,7 +33,6 @@ namespace {
 
 constexpr int kWarps = 4, kThreads = 32 * kWarps;
 constexpr int kRows = 16;  // rows a block (one m16 tile)
-constexpr int kKeys = 16;  // keys a tile (a warp's stage)
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -__builtin_huge_valf();
 
@@ -49,20 +48,25 @@ struct Geometry {
   static constexpr bool kFp8 = CK != kQuantNone;
   static constexpr int kRowBytes = D * (kFp8 ? 1 : 2);
   static constexpr int kRowChunks = kRowBytes / 16;
+  // Keys a tile (a warp's stage): 32 for rows of up to 128 bytes (fp8, 16-bit
+  // D64), so that a tile's softmax and copies serve as many bytes as 16 keys of
+  // 256-byte rows do; 16 keys of 256 bytes keep the ring at 3 stages.
+  static constexpr int kKeys = kRowBytes <= 128 ? 32 : 16;
+  static constexpr int kKeySteps = kKeys / 16;  // k-steps of P V (16 keys each)
   static constexpr int kTileBytes = kKeys * kRowBytes;  // the K (or V) rows of a tile
   static constexpr int kStageBytes = 2 * kTileBytes;
   // ~24 KB of stages a warp, 3 to 8 of them: with 2 blocks an SM, 8 warps keep
   // ~130-170 KB of cache reads in flight.
   static constexpr int kStages = 24576 / kStageBytes < 3 ? 3 : 24576 / kStageBytes > 8 ? 8 : 24576 / kStageBytes;
   static constexpr int kCopies = kTileBytes / 16 / 32;  // 16-byte copies a lane, K (and as many of V)
-  static_assert(kRowChunks % 2 == 0 && kCopies >= 1, "whole chunk pairs and copies");
+  static_assert(kRowChunks % 2 == 0 && kTileBytes % (16 * 32) == 0, "whole chunk pairs and copies");
 };
 
 template <int D, int CK>
 struct alignas(128) Smem {
   using G = Geometry<D, CK>;
   unsigned char ring[kWarps][G::kStages][G::kStageBytes];  // per stage: K rows, then V rows (swizzled)
-  unsigned keys_ok[kWarps][G::kStages];  // bit k: key k of the stage's tile is in range with a valid block id
+  unsigned keys_ok[kWarps][G::kStages];  // bit k: the tile's key k is in range with a valid block id
   float m[kWarps][kRows], l[kWarps][kRows];  // each warp's row maxima (log2 domain) and sums
   float top[kRows], total[kRows];            // the block's
   int len;
@@ -185,11 +189,12 @@ struct Stream {
   int page_size, end;     // end: the block's last key position + 1
 };
 
-// Lane k < 16: the raw block id of key `start + k` (read once), -1 past the end.
+// Lane k < Keys: the raw block id of the tile's key k (read once), -1 past the end.
+template <int Keys>
 __device__ __forceinline__ int fetch_entry(const Stream &st, long long start) {
   const int lane = int(thread_x()) & 31;
-  const long long key = start + (lane & 15);
-  return lane < 16 && key < st.end ? st.table_row[key / st.page_size] : -1;
+  const long long key = start + (lane & (Keys - 1));
+  return lane < Keys && key < st.end ? st.table_row[key / st.page_size] : -1;
 }
 
 // Starts the copies of the tile at `start` (block ids `entry`, from fetch_entry)
@@ -199,10 +204,10 @@ template <int D, int CK>
 __device__ __forceinline__ void issue_tile(Smem<D, CK> &s, const Stream &st, long long start, int entry, int slot) {
   using G = Geometry<D, CK>;
   const int lane = int(thread_x()) & 31, warp = int(thread_x()) >> 5;
-  const long long key = start + (lane & 15);
-  const bool ok = lane < 16 && key < st.end && entry >= 0 && entry < st.num_blocks;
+  const long long key = start + (lane & (G::kKeys - 1));
+  const bool ok = lane < G::kKeys && key < st.end && entry >= 0 && entry < st.num_blocks;
   const long long off = ok ? ((long long)entry * st.page_size + key % st.page_size) * st.key_bytes : 0;
-  const unsigned mask = __ballot_sync(0xffffffffu, ok) & 0xffffu;
+  const unsigned mask = __ballot_sync(0xffffffffu, ok);
   if (lane == 0) s.keys_ok[warp][slot] = mask;
   const uint32_t kdst = smem_u32(s.ring[warp][slot]), vdst = kdst + G::kTileBytes;
 #pragma unroll
@@ -226,48 +231,52 @@ struct Logits {
   }
 };
 
-// One tile of 16 keys at `start`, in stage `slot` of the warp's ring: scores,
+// One tile of kKeys keys at `start`, in stage `slot` of the warp's ring: scores,
 // online softmax, O += P V.
 template <class T, int D, int CK>
-__device__ __forceinline__ void attend_tile(const Smem<D, CK> &s, int slot, long long start, const uint32_t (&qa)[D / 16][4],
-                                            const RowRanges &rr, const Logits &logits, RowPair &st,
-                                            float (&o)[D / 8][4]) {
+__device__ __forceinline__ void attend_tile(const Smem<D, CK> &s, int slot, long long start,
+                                            const uint32_t (&qa)[D / 16][4], const RowRanges &rr,
+                                            const Logits &logits, RowPair &st, float (&o)[D / 8][4]) {
   using G = Geometry<D, CK>;
   using TP = typename PvType<T, G::kFp8>::type;
+  constexpr int NT = G::kKeys / 8;  // n8 tiles of S
   const int lane = int(thread_x()) & 31, warp = int(thread_x()) >> 5, q = lane & 3;
   const uint32_t kbase = smem_u32(s.ring[warp][slot]), vbase = kbase + G::kTileBytes;
   const unsigned ok = s.keys_ok[warp][slot];
 
-  // S = Q K^T: two n8 tiles (keys 0-7, 8-15); the chunk pairs alternate between
-  // two accumulators (independent chains of products).
-  float acc[2][2][4] = {};
+  // S = Q K^T, 16 keys (two n8 tiles) an ldmatrix; the chunk pairs alternate
+  // between two accumulators (independent chains of products).
+  float acc[2][NT][4] = {};
   {
     const int krow = (lane & 7) + ((lane >> 4) << 3), ksel = (lane >> 3) & 1;
 #pragma unroll
-    for (int j = 0; j < G::kRowChunks / 2; ++j) {
-      uint32_t r[4];  // keys 0-7 chunk 2j, keys 0-7 chunk 2j+1, keys 8-15 chunk 2j, keys 8-15 chunk 2j+1
-      ldsm_x4(kbase + swz<G::kRowChunks>(krow, 2 * j + ksel), r);
-      if constexpr (!G::kFp8) {  // chunks 2j, 2j+1: k-step j
-        Mma<T>::run(acc[j & 1][0], qa[j], r[0], r[1]);
-        Mma<T>::run(acc[j & 1][1], qa[j], r[2], r[3]);
-      } else {  // chunk c: k-step c, a thread's word = dims 4q..4q+3 of its key
-        uint32_t b[4][2];
+    for (int j = 0; j < G::kRowChunks / 2; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          b[i][0] = as_mma_type<T>(fp8_pair<CK, 0, 1>(r[i]));
-          b[i][1] = as_mma_type<T>(fp8_pair<CK, 2, 3>(r[i]));
+      for (int kg = 0; kg < G::kKeySteps; ++kg) {
+        uint32_t r[4];  // keys 0-7 chunk 2j, keys 0-7 chunk 2j+1, keys 8-15 chunk 2j, keys 8-15 chunk 2j+1
+        ldsm_x4(kbase + swz<G::kRowChunks>(16 * kg + krow, 2 * j + ksel), r);
+        const int n0 = 2 * kg, n1 = 2 * kg + 1;
+        if constexpr (!G::kFp8) {  // chunks 2j, 2j+1: k-step j
+          Mma<T>::run(acc[j & 1][n0], qa[j], r[0], r[1]);
+          Mma<T>::run(acc[j & 1][n1], qa[j], r[2], r[3]);
+        } else {  // chunk c: k-step c, a thread's word = dims 4q..4q+3 of its key
+          uint32_t b[4][2];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            b[i][0] = as_mma_type<T>(fp8_pair<CK, 0, 1>(r[i]));
+            b[i][1] = as_mma_type<T>(fp8_pair<CK, 2, 3>(r[i]));
+          }
+          Mma<T>::run(acc[0][n0], qa[2 * j], b[0][0], b[0][1]);
+          Mma<T>::run(acc[0][n1], qa[2 * j], b[2][0], b[2][1]);
+          Mma<T>::run(acc[1][n0], qa[2 * j + 1], b[1][0], b[1][1]);
+          Mma<T>::run(acc[1][n1], qa[2 * j + 1], b[3][0], b[3][1]);
         }
-        Mma<T>::run(acc[0][0], qa[2 * j], b[0][0], b[0][1]);
-        Mma<T>::run(acc[0][1], qa[2 * j], b[2][0], b[2][1]);
-        Mma<T>::run(acc[1][0], qa[2 * j + 1], b[1][0], b[1][1]);
-        Mma<T>::run(acc[1][1], qa[2 * j + 1], b[3][0], b[3][1]);
       }
-    }
   }
   // Logits, masks, the rows' maxima over the quad's keys.
-  float x[2][4], top[2] = {kNegInf, kNegInf};
+  float x[NT][4], top[2] = {kNegInf, kNegInf};
 #pragma unroll
-  for (int nt = 0; nt < 2; ++nt)
+  for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int key = nt * 8 + 2 * q + (e & 1), h = e >> 1;
@@ -288,19 +297,26 @@ __device__ __forceinline__ void attend_tile(const Smem<D, CK> &s, int slot, long
     alpha[h] = exp2f(st.m[h] - base[h]);
     st.m[h] = m;
   }
-  uint32_t pa[4];  // P as the A fragment of the k-step over the tile's 16 keys
+  // P as the A fragments of the k-steps over the tile's keys (16 each).
+  uint32_t pa[G::kKeySteps][4];
   {
-    float p[2][4];
+    float sum[2] = {0.0f, 0.0f};
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
+    for (int kg = 0; kg < G::kKeySteps; ++kg) {
+      float p[2][4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) p[nt][e] = exp2f(x[nt][e] - base[e >> 1]);
-    st.l[0] = st.l[0] * alpha[0] + (p[0][0] + p[0][1]) + (p[1][0] + p[1][1]);
-    st.l[1] = st.l[1] * alpha[1] + (p[0][2] + p[0][3]) + (p[1][2] + p[1][3]);
-    pa[0] = Mma<TP>::pack(p[0][0], p[0][1]);
-    pa[1] = Mma<TP>::pack(p[0][2], p[0][3]);
-    pa[2] = Mma<TP>::pack(p[1][0], p[1][1]);
-    pa[3] = Mma<TP>::pack(p[1][2], p[1][3]);
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) p[i][e] = exp2f(x[2 * kg + i][e] - base[e >> 1]);
+      sum[0] += (p[0][0] + p[0][1]) + (p[1][0] + p[1][1]);
+      sum[1] += (p[0][2] + p[0][3]) + (p[1][2] + p[1][3]);
+      pa[kg][0] = Mma<TP>::pack(p[0][0], p[0][1]);
+      pa[kg][1] = Mma<TP>::pack(p[0][2], p[0][3]);
+      pa[kg][2] = Mma<TP>::pack(p[1][0], p[1][1]);
+      pa[kg][3] = Mma<TP>::pack(p[1][2], p[1][3]);
+    }
+    st.l[0] = st.l[0] * alpha[0] + sum[0];
+    st.l[1] = st.l[1] * alpha[1] + sum[1];
   }
   if (__any_sync(0xffffffffu, grew)) {
 #pragma unroll
@@ -313,21 +329,23 @@ __device__ __forceinline__ void attend_tile(const Smem<D, CK> &s, int slot, long
   // dims 16c + 2n + parity (n = 0..7).
   const int vrow = (lane & 7) + (((lane >> 3) & 1) << 3), vsel = lane >> 4;
 #pragma unroll
-  for (int j = 0; j < G::kRowChunks / 2; ++j) {
-    uint32_t r[4];  // keys 0-7 chunk 2j, keys 8-15 chunk 2j, keys 0-7 chunk 2j+1, keys 8-15 chunk 2j+1
-    ldsm_x4_t(vbase + swz<G::kRowChunks>(vrow, 2 * j + vsel), r);
-    if constexpr (!G::kFp8) {
-      Mma<TP>::run(o[2 * j], pa, r[0], r[1]);
-      Mma<TP>::run(o[2 * j + 1], pa, r[2], r[3]);
-    } else {  // a thread's word: keys 2q, 2q+1 x dims 2n, 2n+1 of the chunk
+  for (int kg = 0; kg < G::kKeySteps; ++kg)
 #pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int nt = 2 * (2 * j + c);
-        Mma<TP>::run(o[nt], pa, fp8_pair<CK, 0, 2>(r[2 * c]), fp8_pair<CK, 0, 2>(r[2 * c + 1]));
-        Mma<TP>::run(o[nt + 1], pa, fp8_pair<CK, 1, 3>(r[2 * c]), fp8_pair<CK, 1, 3>(r[2 * c + 1]));
+    for (int j = 0; j < G::kRowChunks / 2; ++j) {
+      uint32_t r[4];  // keys 0-7 chunk 2j, keys 8-15 chunk 2j, keys 0-7 chunk 2j+1, keys 8-15 chunk 2j+1
+      ldsm_x4_t(vbase + swz<G::kRowChunks>(16 * kg + vrow, 2 * j + vsel), r);
+      if constexpr (!G::kFp8) {
+        Mma<TP>::run(o[2 * j], pa[kg], r[0], r[1]);
+        Mma<TP>::run(o[2 * j + 1], pa[kg], r[2], r[3]);
+      } else {  // a thread's word: keys 2q, 2q+1 x dims 2n, 2n+1 of the chunk
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int nt = 2 * (2 * j + c);
+          Mma<TP>::run(o[nt], pa[kg], fp8_pair<CK, 0, 2>(r[2 * c]), fp8_pair<CK, 0, 2>(r[2 * c + 1]));
+          Mma<TP>::run(o[nt + 1], pa[kg], fp8_pair<CK, 1, 3>(r[2 * c]), fp8_pair<CK, 1, 3>(r[2 * c + 1]));
+        }
       }
     }
-  }
 }
 
 // The column of O that element e (0..3) of n-tile nt holds for this thread.
@@ -385,9 +403,10 @@ __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
     first = lo > from ? lo : from;
     end = hi < to ? hi : to;
   }
-  const long long tiles = end > first ? (end - first + kKeys - 1) / kKeys : 0;
+  constexpr int KT = G::kKeys;
+  const long long tiles = end > first ? (end - first + KT - 1) / KT : 0;
   const int mine = tiles > warp ? int((tiles - warp + kWarps - 1) / kWarps) : 0;  // tiles warp, warp + 4, ...
-  auto tile_start = [&](int j) { return first + (long long)(warp + kWarps * j) * kKeys; };
+  auto tile_start = [&](int j) { return first + (long long)(warp + kWarps * j) * KT; };
 
   const long long row_bytes = G::kRowBytes;
   const Stream stream{static_cast<const char *>(p.k_cache) + kvh * row_bytes,
@@ -410,14 +429,14 @@ __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
   constexpr int S = G::kStages;
   int entries[S - 1];
 #pragma unroll
-  for (int j = 0; j < S - 1; ++j) entries[j] = j < mine ? fetch_entry(stream, tile_start(j)) : -1;
+  for (int j = 0; j < S - 1; ++j) entries[j] = j < mine ? fetch_entry<KT>(stream, tile_start(j)) : -1;
 #pragma unroll
   for (int j = 0; j < S - 1; ++j) {
     if (j < mine) issue_tile(s, stream, tile_start(j), entries[j], j);
     commit();
   }
   // The next tile's block ids, in flight during the math (as in the loop below).
-  int entry = S - 1 < mine ? fetch_entry(stream, tile_start(S - 1)) : -1;
+  int entry = S - 1 < mine ? fetch_entry<KT>(stream, tile_start(S - 1)) : -1;
   RowPair st;
   float o[D / 8][4] = {};
   for (int j = 0; j < mine; ++j) {
@@ -425,7 +444,7 @@ __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
     __syncwarp();  // stage next % S was read by the previous tile's ldmatrix
     if (next < mine) {
       issue_tile(s, stream, tile_start(next), entry, next % S);
-      entry = next + 1 < mine ? fetch_entry(stream, tile_start(next + 1)) : -1;
+      entry = next + 1 < mine ? fetch_entry<KT>(stream, tile_start(next + 1)) : -1;
     }
     commit();
     wait_pending<S - 1>();  // this thread's copies of tile j have landed
@@ -494,6 +513,62 @@ __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
   }
 }
 
+// One row (sequence, new token, query head) of the output from its splits'
+// partial results, as decode.cu's merge: each weighted by exp(its lse - the
+// largest), a split that saw no key by 0.  The weights are computed once into
+// shared memory, and a thread reads 8 splits' partial rows at a time (loads in
+// flight together: a row's splits are few blocks' worth of work, so latency,
+// not bandwidth, bounds this kernel).
+constexpr int kMaxSplits = 64;  // kDecodeMaxSplits (libaiter/ops/attention.hpp)
+
+__device__ __forceinline__ float block_reduce(float v, bool is_max, float *red) {
+  const int lane = int(thread_x()) & 31, warp = int(thread_x()) >> 5;
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) {
+    const float o = __shfl_xor_sync(0xffffffffu, v, m);
+    v = is_max ? fmaxf(v, o) : v + o;
+  }
+  if (lane == 0) red[warp] = v;
+  sync_block();
+  float r = red[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) r = is_max ? fmaxf(r, red[w]) : r + red[w];
+  sync_block();  // red is reused
+  return r;
+}
+
+template <class T>
+__device__ __forceinline__ void merge_splits(const DecodeMergeParams &p) {
+  __shared__ float weight[kMaxSplits];
+  __shared__ float red[kWarps];
+  const long long row = block_x();
+  const int t = int(thread_x());
+  const float lse = t < p.splits ? p.partial_lse[row * p.splits + t] : kNegInf;
+  const float top = block_reduce(lse, true, red);
+  const float w = lse == kNegInf ? 0.0f : exp2f((lse - top) * kLog2e);
+  if (t < kMaxSplits) weight[t] = w;  // 0 past the splits
+  const float total = block_reduce(w, false, red);  // its barriers publish weight[] too
+  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+  const long long token = row / p.q_heads;  // (sequence, new token)
+  T *dst = static_cast<T *>(p.out) + token / p.q_tokens * p.out_seq_stride +
+           token % p.q_tokens * p.out_token_stride + row % p.q_heads * p.out_head_stride;
+  const float *part = p.partial_out + row * p.splits * p.head_dim;
+  for (int d = t; d < p.head_dim; d += kThreads) {
+    float acc[8] = {};
+    int s = 0;
+    for (; s + 8 <= p.splits; s += 8) {
+      float x[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) x[i] = part[(long long)(s + i) * p.head_dim + d];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[i] += weight[s + i] == 0.0f ? 0.0f : weight[s + i] * x[i];
+    }
+    for (; s < p.splits; ++s) acc[0] += weight[s] == 0.0f ? 0.0f : weight[s] * part[(long long)s * p.head_dim + d];
+    const float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    dst[d] = from_f32<T>(sum * inv);
+  }
+}
+
 }  // namespace
 
 #define AITER_DECODE_MMA_KERNEL(name, T, D, CK)                               \
@@ -505,7 +580,7 @@ __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
 // Variants: q dtype . cache (same dtype, or one fp8 kind) . head dim;
 // smem = sizeof(Smem<D, CK>), checked by static_asserts at the end.
 // aiter-kernel-family: op=paged_decode_attention variant=mma.{dt}.same.{shape} symbol=aiter_decode_mma_{dt}_same_{shape} block=128 smem={smem} dt=f16,bf16 shape=d64:99072,d128:99072
-// aiter-kernel-family: op=paged_decode_attention variant=mma.{dt}.{cache}.{shape} symbol=aiter_decode_mma_{dt}_{cache}_{shape} block=128 smem={smem} dt=f16,bf16 cache=e4m3fn,e4m3fnuz,e5m2 shape=d64:66432,d128:99072
+// aiter-kernel-family: op=paged_decode_attention variant=mma.{dt}.{cache}.{shape} symbol=aiter_decode_mma_{dt}_{cache}_{shape} block=128 smem={smem} dt=f16,bf16 cache=e4m3fn,e4m3fnuz,e5m2 shape=d64:99072,d128:99072
 AITER_DECODE_MMA_KERNEL(aiter_decode_mma_f16_same_d64, half_t, 64, kQuantNone)
 AITER_DECODE_MMA_KERNEL(aiter_decode_mma_f16_same_d128, half_t, 128, kQuantNone)
 AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_same_d64, bf16_t, 64, kQuantNone)
@@ -523,9 +598,13 @@ AITER_DECODE_MMA_KERNEL(aiter_decode_mma_f16_e5m2_d128, half_t, 128, kQuantE5m2)
 AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_e5m2_d64, bf16_t, 64, kQuantE5m2)
 AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_e5m2_d128, bf16_t, 128, kQuantE5m2)
 
+// aiter-kernel-family: op=paged_decode_attention variant=mma.merge.{dt} symbol=aiter_decode_mma_merge_{dt} block=128 smem=0 dt=f16,bf16
+AITER_ENTRY(aiter_decode_mma_merge_f16, kThreads, DecodeMergeParams, merge_splits<half_t>)
+AITER_ENTRY(aiter_decode_mma_merge_bf16, kThreads, DecodeMergeParams, merge_splits<bf16_t>)
+
 // The manifest's smem figures above are these structs' sizes.
 static_assert(sizeof(Smem<64, kQuantNone>) == 99072 && sizeof(Smem<128, kQuantNone>) == 99072, "update smem");
-static_assert(sizeof(Smem<64, kQuantE5m2>) == 66432 && sizeof(Smem<128, kQuantE5m2>) == 99072, "update smem");
+static_assert(sizeof(Smem<64, kQuantE5m2>) == 99072 && sizeof(Smem<128, kQuantE5m2>) == 99072, "update smem");
 static_assert(kOutFits<64, kQuantNone> && kOutFits<128, kQuantNone> && kOutFits<64, kQuantE5m2> &&
                   kOutFits<128, kQuantE5m2>,
               "the warps' O rows fit the ring");

@@ -20,6 +20,7 @@ constexpr unsigned kThreads = 128;  // the kernels' block
 constexpr int64_t kKeyTile = 32;    // keys a tile: splits start on tile boundaries
 constexpr int64_t kMmaKeyRound = 64;  // the tensor-core kernel's 4 warps x 16 keys
 constexpr int64_t kMaxGridY = 65535;
+static_assert(kDecodeMaxSplits <= 64, "decode_mma.cu's merge holds the weights of 64 splits");
 
 // AITER_DECODE_KERNEL=portable runs the portable kernel on NVIDIA too (the AMD
 // targets' kernel, tested and timed where AMD hardware is not at hand).
@@ -65,7 +66,9 @@ aiter_status plan_splits(const DecodeArgs &a, int64_t blocks, int64_t capacity, 
   return AITER_OK;
 }
 
-aiter_status merge_splits(const DecodeArgs &a, const DecodeParams &p, const GpuCall &call) {
+// The merge of decode.cu (after the portable kernel), or of decode_mma.cu (after
+// the tensor-core one: the same contract, more loads in flight a thread).
+aiter_status merge_splits(const DecodeArgs &a, const DecodeParams &p, bool mma, const GpuCall &call) {
   DecodeMergeParams m{};
   m.partial_out = p.partial_out;
   m.partial_lse = p.partial_lse;
@@ -78,7 +81,7 @@ aiter_status merge_splits(const DecodeArgs &a, const DecodeParams &p, const GpuC
   m.q_heads = p.q_heads;
   m.splits = p.splits;
   m.head_dim = int(a.shape.v_head_dim);
-  return launch(call, "paged_decode_attention", std::string("merge.") + dtype_tag(a.dtype),
+  return launch(call, "paged_decode_attention", std::string(mma ? "mma.merge." : "merge.") + dtype_tag(a.dtype),
                 Dim3{unsigned(m.rows), 1, 1}, kThreads, m);
 }
 
@@ -131,7 +134,7 @@ aiter_status paged_decode_attention(const DecodeArgs &a, const GpuCall &call) {
                         : Dim3{unsigned(a.batch * splits), unsigned(sh.kv_heads * row_blocks), 1};
   s = launch(call, "paged_decode_attention", kernel_variant(a, mma, rows), grid, kThreads, p);
   if (s != AITER_OK || splits == 1) return s;
-  return merge_splits(a, p, call);
+  return merge_splits(a, p, mma, call);
 }
 
 aiter_status decode_device_ready(const DecodeArgs &, const GpuCall &call) {
