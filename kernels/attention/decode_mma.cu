@@ -5,7 +5,7 @@
 //
 // A block of 4 warps takes the 16 rows (new token x query head of one kv head,
 // padded to 16: one m16 tile) of a sequence over one split of its context.  The
-// key range is cut into tiles of 16 keys dealt round-robin to the warps; each
+// key range is cut into tiles of 16 or 32 keys (Geometry) dealt round-robin to the warps; each
 // warp streams its own tiles through its own ring of shared-memory stages with
 // cp.async (several in flight), and computes, for all 16 rows at once,
 // S = Q K^T (q in registers), an online softmax, and O += P V with P taken
