@@ -129,7 +129,8 @@ __device__ __forceinline__ void portable_block(const MlaDecodeParams &p) {
     if (t == 0 && p.lse != nullptr) p.lse[row] = lse;
   } else {
     const long long slot = row * p.splits + split;
-    for (int j = 0; j < kValueDim / kThreads; ++j) p.partial_out[slot * kValueDim + t + j * kThreads] = acc[j] * inv;
+    T *part = static_cast<T *>(p.partial_out) + slot * kValueDim;
+    for (int j = 0; j < kValueDim / kThreads; ++j) part[t + j * kThreads] = from_f32<T>(acc[j] * inv);
     if (t == 0) p.partial_lse[slot] = lse;
   }
 }
@@ -137,29 +138,54 @@ __device__ __forceinline__ void portable_block(const MlaDecodeParams &p) {
 // A quarter (128 columns) of one row of the output from its splits: each
 // weighted by exp(its lse - the largest), a split that saw no position (lse
 // -inf) by 0.  Every split's block wrote its partial row (zeros when it saw
-// nothing), so the weighted sum reads no unwritten workspace; the loads of
-// successive splits are independent, so many are in flight at once.
+// nothing), so the weighted sum reads no unwritten workspace.  The splits are
+// shared out over kCombineGroups groups of 16 threads (a group: 8 columns a
+// thread, 16 bytes of partial row), so that many loads are in flight at once
+// whatever the split count; the groups' sums meet in shared memory.
+constexpr int kCombineGroups = kThreads / 16;
+
+__device__ __forceinline__ void combine_weights(const float *lse, int splits, float *weight, float *stats) {
+  const int t = int(thread_x());
+  for (int s = t; s < splits; s += kThreads) weight[s] = lse[s];
+  sync_block();
+  const int ws = warp_size();  // 32 or 64, at most kThreads
+  if (t < ws) {                 // the first warp: the largest lse, then the sum of the weights
+    float top = kNegInf, total = 0.0f;
+    for (int s = t; s < splits; s += ws) top = fmaxf(top, weight[s]);
+    for (int m = ws / 2; m > 0; m >>= 1) top = fmaxf(top, shfl_xor(top, m));
+    for (int s = t; s < splits; s += ws) total += weight[s] == kNegInf ? 0.0f : fast_exp(weight[s] - top);
+    for (int m = ws / 2; m > 0; m >>= 1) total += shfl_xor(total, m);
+    if (t == 0) stats[0] = top, stats[1] = total;
+  }
+  sync_block();
+  const float top = stats[0], inv = stats[1] > 0.0f ? 1.0f / stats[1] : 0.0f;
+  for (int s = t; s < splits; s += kThreads) weight[s] = weight[s] == kNegInf ? 0.0f : fast_exp(weight[s] - top) * inv;
+  sync_block();
+}
+
 template <class T>
 __device__ __forceinline__ void combine_row(const MlaCombineParams &p) {
   __shared__ float weight[kMaxCombineSplits];
+  __shared__ float stats[2];
+  __shared__ float sums[kCombineGroups][kThreads];
   const long long row = block_x();
-  const int t = int(thread_x()), col = int(block_y()) * kThreads + t;
-  const float *lse = p.partial_lse + row * p.splits;
-  for (int s = t; s < p.splits; s += kThreads) weight[s] = lse[s];
+  const int t = int(thread_x()), group = t / 16, col0 = int(block_y()) * kThreads + (t % 16) * 8;
+  combine_weights(p.partial_lse + row * p.splits, p.splits, weight, stats);
+  const T *part = static_cast<const T *>(p.partial_out) + row * p.splits * kValueDim + col0;
+  float acc[8] = {};
+#pragma unroll 4
+  for (int s = group; s < p.splits; s += kCombineGroups) {
+    float x[8];
+    load_f32<T, 8>(part + (long long)s * kValueDim, x);
+    for (int i = 0; i < 8; ++i) acc[i] += weight[s] * x[i];
+  }
+  for (int i = 0; i < 8; ++i) sums[group][(t % 16) * 8 + i] = acc[i];
   sync_block();
-  float top = kNegInf, total = 0.0f;
-  for (int s = 0; s < p.splits; ++s) top = fmaxf(top, weight[s]);
-  for (int s = 0; s < p.splits; ++s) total += weight[s] == kNegInf ? 0.0f : fast_exp(weight[s] - top);
-  sync_block();
-  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-  for (int s = t; s < p.splits; s += kThreads) weight[s] = lse[s] == kNegInf ? 0.0f : fast_exp(lse[s] - top) * inv;
-  sync_block();
-  const float *part = p.partial_out + row * p.splits * kValueDim + col;
-  float acc = 0.0f;
-#pragma unroll 8
-  for (int s = 0; s < p.splits; ++s) acc += weight[s] * part[(long long)s * kValueDim];
-  static_cast<T *>(p.out)[row * kValueDim + col] = from_f32<T>(acc);
-  if (col == 0 && p.lse != nullptr) p.lse[row] = total > 0.0f ? top + __builtin_logf(total) : kNegInf;
+  float total = 0.0f;
+  for (int g = 0; g < kCombineGroups; ++g) total += sums[g][t];
+  static_cast<T *>(p.out)[row * kValueDim + int(block_y()) * kThreads + t] = from_f32<T>(total);
+  if (block_y() == 0 && t == 0 && p.lse != nullptr)
+    p.lse[row] = stats[1] > 0.0f ? stats[0] + __builtin_logf(stats[1]) : kNegInf;
 }
 
 // One token's 576-wide row: kv_c then k_pe, copied bit for bit or quantized as

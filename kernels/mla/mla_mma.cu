@@ -1,15 +1,28 @@
-// MLA decode on NVIDIA tensor cores (mma.sync m16n8k16, fp16/bf16, fp32
-// accumulators).  A block takes M rows (new token x query head, M = 16 or 32) of
-// one sequence over one split of its context, 64 latent rows (keys) at a time:
-// S = Q K^T with K = 576 on the latent tile, an online softmax, O += P V with the
-// tile's first 512 columns as V.  Each latent row is loaded once for all M rows,
-// with cp.async, in "units" of keys held in a ring of shared-memory slots, so
-// that several units stream in while a tile is computed: 16-bit caches in units
-// of 32 keys (36 KB) in 5 slots, 3 in flight; fp8 caches in raw units of 64 keys
-// in 3 slots, 2 in flight, each tile widened to the 16-bit type in shared memory
-// (e4m3fn by the hardware's conversion) before its products.  (A ring of two
-// 64-key tiles, one in flight, reached 72-81% of the device copy's bandwidth on
-// an H100; this one 82-93%: benchmarks/bench_mla.py, docs/performance_mla.md.)
+// MLA decode on NVIDIA tensor cores (mma.sync m16n8k16, fp32 accumulators).  A
+// block takes M rows (new token x query head, M = 16 or 32) of one sequence over
+// one split of its context, 64 latent rows (keys) at a time: S = Q K^T with
+// K = 576 on the latent tile, an online softmax, O += P V with the tile's first
+// 512 columns as V.  Each latent row is loaded once for all M rows, with
+// cp.async, in "units" of keys held in a ring of shared-memory slots, so that
+// several units stream in while a tile is computed: 16-bit caches in units of
+// 32 keys (36 KB) in 5 slots, 3 in flight; fp8 caches in units of 64 keys
+// (37 KB, rows padded) in 5 slots, 4 in flight.  (A ring of two 64-key tiles,
+// one in flight, reached 72-81% of the device copy's bandwidth on an H100; this
+// one 82-93%: benchmarks/bench_mla.py, docs/performance_mla.md.)
+//
+// fp8 caches: the products run in fp16.  The raw codes stay in shared memory
+// and are widened in registers right after ldmatrix (mla_fp8_frag.h), e4m3fn
+// by the hardware's exact conversion; the query is rounded to fp16 once per
+// block, after scaling by a power of two that puts its largest element near
+// 2^14 (so no bf16 query overflows fp16; the factor comes back in the logit
+// scale).  fp16 holds every fp8 value, so only the query's rounding (bf16 ->
+// fp16: exact for elements down to 2^-27 of the largest) and P in fp16 (finer
+// than bf16) differ from the 16-bit kernels.  An fp8 ldmatrix hands a thread
+// the 4 adjacent codes of dims 4c..4c+3 of a k-step, where the mma expects
+// k = 2c, 2c+1 and 2c+8, 2c+9: the query's pairs are stored in that order
+// (load_q_fp16), so both sides agree.  In P V, the transposed load gives each
+// thread two adjacent columns, so an n8 tile holds every other column
+// (out_pair).  Not yet run on a GPU: see docs/performance_mla.md.
 //
 // Warps: M / 16 row groups x 4.  Warp (rg, g) computes S for rows rg*16..+16 and
 // keys g*16..+16 of the tile, and owns O for the same rows and columns
@@ -20,6 +33,7 @@
 // out of range is masked (its row zero-filled, never read from outside).
 #include "../attention/mma16.h"
 #include "../common/numeric.h"
+#include "mla_fp8_frag.h"
 #include "mla_params.h"
 
 namespace {
@@ -28,25 +42,33 @@ constexpr int kKeys = 64;                // latent rows a tile
 constexpr int kDim = 576, kValueDim = 512;
 constexpr int kRowBytes = kDim * 2;      // a 16-bit latent row
 constexpr int kChunks = kRowBytes / 16;  // its 16-byte chunks
+constexpr int kSteps = kDim / 16;        // k-steps of S over a row
+// An fp8 row in shared memory: padded so that 8 consecutive rows' 16-byte chunks
+// at one offset fall in 8 different bank groups (ldmatrix reads them together).
+constexpr int kFp8Stride = kDim + 16;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -__builtin_huge_valf();
 
-// Keys a unit and ring slots: 16-bit caches 32 and 5, fp8 64 and 3.
+// Keys a unit and ring slots: 16-bit caches 32 and 5, fp8 64 and 5.
 template <bool FP8> struct Ring {
   static constexpr int kUnitKeys = FP8 ? 64 : 32;
-  static constexpr int kSlots = FP8 ? 3 : 5;
+  static constexpr int kSlots = 5;
   static constexpr int kUnitsPerTile = kKeys / kUnitKeys;
-  static constexpr int kUnitBytes = kUnitKeys * (FP8 ? kDim : kRowBytes);
+  static constexpr int kUnitBytes = kUnitKeys * (FP8 ? kFp8Stride : kRowBytes);
 };
 
+// The products' type: the query's, or fp16 over an fp8 cache.
+template <class T, bool FP8> struct Product { using type = T; };
+template <class T> struct Product<T, true> { using type = half_t; };
+
 template <int M, bool FP8> struct alignas(128) Smem {
-  unsigned char q[M * kRowBytes];
+  unsigned char q[M * kRowBytes];  // swizzled rows (fp8 kernels: fp16, scaled, pairs reordered)
   unsigned char unit[Ring<FP8>::kSlots][Ring<FP8>::kUnitBytes];  // 16-bit rows swizzled, or raw fp8 rows
-  unsigned char kv[1][FP8 ? kKeys * kRowBytes : 16];              // fp8: the tile widened to 16 bits
   unsigned char p[M * kKeys * 2];
   float red[4][M];     // per-warp row maxima, then row sums
   int hi[M];           // positions a row sees: [0, hi)
-  int valid[Ring<FP8>::kSlots][Ring<FP8>::kUnitKeys];  // key has a block in range and lies in the split
+  unsigned char valid[Ring<FP8>::kSlots][Ring<FP8>::kUnitKeys];  // key has a block in range and lies in the split
+  unsigned q_max;      // fp8 kernels: the tile's largest |q|, as fp32 bits
 };
 
 __device__ __forceinline__ uint32_t smem_u32(const void *p) { return uint32_t(__cvta_generic_to_shared(p)); }
@@ -66,53 +88,8 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t a, uint32_t (&r)[4]) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
 }
-
-// Four e4m3 bytes as 16-bit pairs, exactly: each byte's exponent and mantissa
-// placed in an fp32 pattern (subnormals included), times 2^120 (e4m3fn) or
-// 2^119 (e4m3fnuz) = `unbias`.  NaN codes are not singled out.
-template <class T>
-__device__ __forceinline__ void widen4_bits(uint32_t w, float unbias, uint32_t &lo, uint32_t &hi) {
-  float f[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t b = (w >> (8 * i)) & 0xffu;
-    f[i] = __uint_as_float(((b & 0x80u) << 24) | ((b & 0x7fu) << 20)) * unbias;
-  }
-  lo = Mma<T>::pack(f[0], f[1]);
-  hi = Mma<T>::pack(f[2], f[3]);
-}
-
-__device__ __forceinline__ float half_bits_to_f32(uint32_t h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(uint16_t(h)));
-  return f;
-}
-
-// Four e4m3fn bytes through the hardware's conversion (sm_89 and up; exact: fp16
-// holds every e4m3fn value), then to bf16 pairs where T is bf16 (exact too).
-template <class T>
-__device__ __forceinline__ void widen4_e4m3fn(uint32_t w, uint32_t &lo, uint32_t &hi) {
-#if __CUDA_ARCH__ >= 890
-  uint32_t h0, h1;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h0) : "h"(uint16_t(w & 0xffffu)));
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h1) : "h"(uint16_t(w >> 16)));
-  if constexpr (Mma<T>::kHalf) {
-    lo = h0, hi = h1;
-  } else {
-    lo = Mma<T>::pack(half_bits_to_f32(h0 & 0xffffu), half_bits_to_f32(h0 >> 16));
-    hi = Mma<T>::pack(half_bits_to_f32(h1 & 0xffffu), half_bits_to_f32(h1 >> 16));
-  }
-#else
-  widen4_bits<T>(w, 0x1p120f, lo, hi);
-#endif
-}
-
-template <class T, bool Hw>
-__device__ __forceinline__ void widen4(uint32_t w, float unbias, uint32_t &lo, uint32_t &hi) {
-  if constexpr (Hw)
-    widen4_e4m3fn<T>(w, lo, hi);
-  else
-    widen4_bits<T>(w, unbias, lo, hi);
+__device__ __forceinline__ void st_shared_v4(uint32_t a, uint32_t x, uint32_t y, uint32_t z, uint32_t w) {
+  asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(a), "r"(x), "r"(y), "r"(z), "r"(w));
 }
 
 template <int M>
@@ -121,7 +98,7 @@ struct Layout {
 };
 
 // Starts the copies of unit positions [start, start + KU) into ring slot `slot`.
-template <class T, bool FP8, int M>
+template <bool FP8, int M>
 __device__ __forceinline__ void issue_unit(const MlaDecodeParams &p, Smem<M, FP8> &s, const int *table_row,
                                            int start, int end, int slot_index) {
   constexpr int kPerRow = Layout<M>::kThreads / Ring<FP8>::kUnitKeys;  // loader threads a latent row
@@ -138,7 +115,7 @@ __device__ __forceinline__ void issue_unit(const MlaDecodeParams &p, Smem<M, FP8
   const char *src = static_cast<const char *>(p.kv_cache) + slot * kBytes;
   const uint32_t dst = smem_u32(s.unit[slot_index]);
   if (FP8) {
-    for (int c = part; c < kRowChunks; c += kPerRow) copy16(dst + row * kBytes + c * 16, src + c * 16, ok);
+    for (int c = part; c < kRowChunks; c += kPerRow) copy16(dst + row * kFp8Stride + c * 16, src + c * 16, ok);
   } else {
     for (int c = part; c < kRowChunks; c += kPerRow) copy16(dst + swz(row, c, kRowBytes), src + c * 16, ok);
   }
@@ -147,37 +124,84 @@ __device__ __forceinline__ void issue_unit(const MlaDecodeParams &p, Smem<M, FP8
 // Issues unit u of the split's `units` (a unit past the context's end still
 // clears its slot's flags; past the last tile none is read: an empty group), so
 // that every thread commits the same number of groups.
-template <class T, bool FP8, int M>
+template <bool FP8, int M>
 __device__ __forceinline__ void issue_and_commit(const MlaDecodeParams &p, Smem<M, FP8> &s, const int *table_row,
                                                  int first, int end, int u, int units) {
   constexpr int KU = Ring<FP8>::kUnitKeys;
-  if (u < units) issue_unit<T, FP8, M>(p, s, table_row, first + u * KU, end, u % Ring<FP8>::kSlots);
+  if (u < units) issue_unit<FP8, M>(p, s, table_row, first + u * KU, end, u % Ring<FP8>::kSlots);
   commit();
 }
 
 template <int N>
 __device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
-// The raw fp8 tile in ring slot `slot_index` as 16-bit rows in kv[0]; Hw: e4m3fn through the
-// hardware conversion, else the bit construction (e4m3fnuz, whose 0x7f is 240
-// where e4m3fn's is NaN).
-template <class T, bool FP8, int M, bool Hw>
-__device__ __forceinline__ void widen_tile(Smem<M, FP8> &s, int slot_index, float unbias) {
-  constexpr int kRaw = kKeys * kDim / 16;  // 16-byte raw chunks a tile
-  const uint32_t dst = smem_u32(s.kv[0]);
-  for (int c = int(thread_x()); c < kRaw; c += Layout<M>::kThreads) {
-    const int row = c / (kDim / 16), rc = c % (kDim / 16);
-    const uint4 w = *reinterpret_cast<const uint4 *>(s.unit[slot_index] + c * 16);
-    uint4 a, b;
-    widen4<T, Hw>(w.x, unbias, a.x, a.y);
-    widen4<T, Hw>(w.y, unbias, a.z, a.w);
-    widen4<T, Hw>(w.z, unbias, b.x, b.y);
-    widen4<T, Hw>(w.w, unbias, b.z, b.w);
-    asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(dst + swz(row, 2 * rc, kRowBytes)), "r"(a.x), "r"(a.y),
-                 "r"(a.z), "r"(a.w));
-    asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(dst + swz(row, 2 * rc + 1, kRowBytes)), "r"(b.x),
-                 "r"(b.y), "r"(b.z), "r"(b.w));
+// The tile's query rows as they are (16-bit kernels), copied into s.q.
+template <int M>
+__device__ __forceinline__ void issue_q(const MlaDecodeParams &p, Smem<M, false> &s, int b, int tile_row0) {
+  const char *q = static_cast<const char *>(p.q) + ((long long)b * p.rows + tile_row0) * kRowBytes;
+  const uint32_t dst = smem_u32(s.q);
+  for (int c = int(thread_x()); c < M * kChunks; c += Layout<M>::kThreads) {
+    const int row = c / kChunks, ch = c % kChunks;
+    const bool ok = tile_row0 + row < p.rows;
+    copy16(dst + swz(row, ch, kRowBytes), ok ? q + (long long)row * kRowBytes + ch * 16 : p.q, ok);
   }
+}
+
+template <class T>
+__device__ __forceinline__ void pair_f32(uint32_t w, float &lo, float &hi) {
+  lo = to_f32(T{uint16_t(w & 0xffffu)});
+  hi = to_f32(T{uint16_t(w >> 16)});
+}
+
+// fp8 kernels: the tile's query rows in fp16, times 2^k with k putting the
+// largest |element| in [2^13, 2^14) (k = 0 when it is 0, infinite or NaN);
+// returns 2^-k.  Pair 2c of each k-step's 8 pairs is stored at position c, pair
+// 2c + 1 at 4 + c, so that ldmatrix hands each thread the dims of the codes it
+// holds (4c..4c+3).  Rows past the end are zeros.
+template <class T, int M>
+__device__ __forceinline__ float load_q_fp16(const MlaDecodeParams &p, Smem<M, true> &s, int b, int tile_row0) {
+  constexpr int kThreads = Layout<M>::kThreads;
+  const int t = int(thread_x());
+  const int rows = p.rows - tile_row0 < M ? p.rows - tile_row0 : M;
+  const uint4 *q = reinterpret_cast<const uint4 *>(static_cast<const char *>(p.q) +
+                                                   ((long long)b * p.rows + tile_row0) * kRowBytes);
+  if (t == 0) s.q_max = 0u;
+  sync_block();
+  float top = 0.0f;
+  for (int c = t; c < rows * kChunks; c += kThreads) {
+    const uint4 w = q[c];
+    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float lo, hi;
+      pair_f32<T>(words[i], lo, hi);
+      top = fmaxf(top, fmaxf(fabsf(lo), fabsf(hi)));  // fmaxf skips NaN
+    }
+  }
+  atomicMax(&s.q_max, f32_bits(top));  // non-negative floats order as their bits
+  sync_block();
+  const uint32_t raw = (s.q_max >> 23) & 0xffu;  // the largest is in [2^(raw-127), 2^(raw-126))
+  int k = s.q_max == 0u || raw == 0xffu ? 0 : 140 - int(raw);
+  k = k < -100 ? -100 : k > 100 ? 100 : k;
+  const float scale = bits_f32(uint32_t(127 + k) << 23);
+  const uint32_t dst = smem_u32(s.q);
+  for (int item = t; item < M * kSteps; item += kThreads) {
+    const int row = item / kSteps, step = item % kSteps;
+    uint32_t even[4] = {}, odd[4] = {};
+    if (row < rows) {
+      const uint4 w0 = q[row * kChunks + 2 * step], w1 = q[row * kChunks + 2 * step + 1];
+      const uint32_t pairs[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        float lo, hi;
+        pair_f32<T>(pairs[i], lo, hi);
+        (i & 1 ? odd : even)[i >> 1] = Mma<half_t>::pack(lo * scale, hi * scale);
+      }
+    }
+    st_shared_v4(dst + swz(row, 2 * step, kRowBytes), even[0], even[1], even[2], even[3]);
+    st_shared_v4(dst + swz(row, 2 * step + 1, kRowBytes), odd[0], odd[1], odd[2], odd[3]);
+  }
+  return bits_f32(uint32_t(127 - k) << 23);
 }
 
 // The softmax state of the two rows (lane / 4 and lane / 4 + 8) a thread holds.
@@ -186,11 +210,104 @@ struct RowPair {
   float l[2] = {0.0f, 0.0f};        // this thread's share of the running sums
 };
 
-template <class T, bool FP8, int M>
+// S for the warp's 16 rows and 16 keys of the tile (two n8 tiles), the even and
+// odd k-steps in separate accumulators (four independent chains, not two).
+// `kb`: the tile's first key row in shared memory (a warp's 16 keys lie in one unit).
+template <class T, bool FP8, bool Hw>
+__device__ __forceinline__ void scores(float (&sacc)[2][4], uint32_t qa, uint32_t kb, int key_row, int rg, int lane) {
+  using P = Mma<typename Product<T, FP8>::type>;
+  float odd[2][4] = {};
+  const int a_row = rg * 16 + (lane & 15);
+  if constexpr (FP8) {
+    // Lanes 0-7 / 8-15 / 16-23 / 24-31 address keys 0-7 / 8-15 / 0-7 / 8-15, step k / k / k+1 / k+1.
+    const uint32_t b_addr = kb + (key_row + (lane & 7) + ((lane >> 3) & 1) * 8) * kFp8Stride + (lane >> 4) * 16;
+#pragma unroll 3
+    for (int k = 0; k < kSteps; k += 2) {
+      uint32_t a[4], a2[4], w[4], bb[8];
+      ldsm_x4(qa + swz(a_row, 2 * k + (lane >> 4), kRowBytes), a);
+      ldsm_x4(qa + swz(a_row, 2 * k + 2 + (lane >> 4), kRowBytes), a2);
+      ldsm_x4(b_addr + k * 16, w);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) e4m3_to_f16x2<Hw, 0, 1, 2, 3>(w[i], bb[2 * i], bb[2 * i + 1]);
+      P::run(sacc[0], a, bb[0], bb[1]);
+      P::run(sacc[1], a, bb[2], bb[3]);
+      P::run(odd[0], a2, bb[4], bb[5]);
+      P::run(odd[1], a2, bb[6], bb[7]);
+    }
+  } else {
+    const int b_row = key_row + (lane & 7) + ((lane >> 4) << 3);
+#pragma unroll 3
+    for (int k = 0; k < kSteps; k += 2) {
+      uint32_t a[4], bb[4], a2[4], bb2[4];
+      ldsm_x4(qa + swz(a_row, 2 * k + (lane >> 4), kRowBytes), a);
+      ldsm_x4(kb + swz(b_row, 2 * k + ((lane >> 3) & 1), kRowBytes), bb);
+      ldsm_x4(qa + swz(a_row, 2 * k + 2 + (lane >> 4), kRowBytes), a2);
+      ldsm_x4(kb + swz(b_row, 2 * k + 2 + ((lane >> 3) & 1), kRowBytes), bb2);
+      P::run(sacc[0], a, bb[0], bb[1]);
+      P::run(sacc[1], a, bb[2], bb[3]);
+      P::run(odd[0], a2, bb2[0], bb2[1]);
+      P::run(odd[1], a2, bb2[2], bb2[3]);
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sacc[nt][e] += odd[nt][e];
+}
+
+// O += P V for the warp's 16 rows and 128 columns over the 16 keys of k-step
+// `ks`; `vb`: their first key row.  16-bit: n8 tile nt holds columns
+// nt*8..+8.  fp8: n8 tiles 4j..4j+3 hold the even, odd columns of j*32..+16,
+// then of j*32+16..+16 (out_pair).
+template <class T, bool FP8, bool Hw>
+__device__ __forceinline__ void accumulate_pv(float (&o)[16][4], const uint32_t (&a)[4], uint32_t vb, int key_row,
+                                              int g, int lane) {
+  using P = Mma<typename Product<T, FP8>::type>;
+  if constexpr (FP8) {
+    const uint32_t base = vb + (key_row + (lane & 7) + ((lane >> 3) & 1) * 8) * kFp8Stride + g * 128 + (lane >> 4) * 16;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      uint32_t r[4], even[4], odd[4];
+      ldsm_x4_t(base + j * 32, r);  // keys 0-7, 8-15 of columns j*32..+16, then of j*32+16..+16
+#pragma unroll
+      for (int i = 0; i < 4; ++i) e4m3_to_f16x2<Hw, 0, 2, 1, 3>(r[i], even[i], odd[i]);
+      P::run(o[4 * j], a, even[0], even[1]);
+      P::run(o[4 * j + 1], a, odd[0], odd[1]);
+      P::run(o[4 * j + 2], a, even[2], even[3]);
+      P::run(o[4 * j + 3], a, odd[2], odd[3]);
+    }
+  } else {
+    const int v_row = key_row + (lane & 7) + (((lane >> 3) & 1) << 3);
+#pragma unroll
+    for (int np = 0; np < 8; ++np) {
+      uint32_t bb[4];
+      ldsm_x4_t(vb + swz(v_row, g * 16 + np * 2 + (lane >> 4), kRowBytes), bb);
+      P::run(o[2 * np], a, bb[0], bb[1]);
+      P::run(o[2 * np + 1], a, bb[2], bb[3]);
+    }
+  }
+}
+
+// Output pair i (0..15) of row half h (rows lane/4, lane/4 + 8) of a thread of
+// warp g: its first column and its two values, in the layout accumulate_pv left.
+template <bool FP8>
+__device__ __forceinline__ int out_pair(const float (&o)[16][4], int i, int h, int g, int lane, float &v0, float &v1) {
+  const int c = lane & 3;
+  if (FP8) {
+    const int j = i >> 2, half = (i >> 1) & 1, q = i & 1, nt = 4 * j + 2 * half;
+    v0 = o[nt][2 * h + q], v1 = o[nt + 1][2 * h + q];
+    return g * 128 + j * 32 + half * 16 + 4 * c + 2 * q;
+  }
+  v0 = o[i][2 * h], v1 = o[i][2 * h + 1];
+  return g * 128 + i * 8 + 2 * c;
+}
+
+template <class T, bool FP8, int M, bool Hw>
 __device__ __forceinline__ void decode_block(const MlaDecodeParams &p) {
   extern __shared__ __attribute__((aligned(128))) unsigned char smem_raw[];
   auto &s = *reinterpret_cast<Smem<M, FP8> *>(smem_raw);
   constexpr int kThreads = Layout<M>::kThreads;
+  using P = Mma<typename Product<T, FP8>::type>;
   const int t = int(thread_x()), lane = t & 31, warp = t >> 5, rg = warp >> 2, g = warp & 3;
   const int b = int(block_x()) / p.splits, split = int(block_x()) % p.splits, tile_row0 = int(block_y()) * M;
   const int capacity = p.max_blocks * p.page_size;  // fits: the launcher checked
@@ -205,20 +322,18 @@ __device__ __forceinline__ void decode_block(const MlaDecodeParams &p) {
     const int n = tile_row0 + r, i = n / p.q_heads, hi = len - p.q_tokens + i + 1;
     s.hi[r] = n < p.rows && hi > 0 ? hi : 0;
   }
-  {
-    const char *q = static_cast<const char *>(p.q) + ((long long)b * p.rows + tile_row0) * kRowBytes;
-    const uint32_t dst = smem_u32(s.q);
-    for (int c = t; c < M * kChunks; c += kThreads) {
-      const int row = c / kChunks, ch = c % kChunks;
-      const bool ok = tile_row0 + row < p.rows;
-      copy16(dst + swz(row, ch, kRowBytes), ok ? q + (long long)row * kRowBytes + ch * 16 : p.q, ok);
-    }
-  }
-  // Prologue: the first kSlots - kUnitsPerTile units (q joins the first group).
+  if constexpr (!FP8) issue_q<M>(p, s, b, tile_row0);  // joins the first group
+  // Prologue: the first kSlots - kUnitsPerTile units.
   constexpr int kUnits = Ring<FP8>::kUnitsPerTile, kSlots = Ring<FP8>::kSlots, KU = Ring<FP8>::kUnitKeys;
-  for (int u = 0; u < kSlots - kUnits; ++u) issue_and_commit<T, FP8, M>(p, s, table_row, first, end, u, tiles * kUnits);
+  for (int u = 0; u < kSlots - kUnits; ++u) issue_and_commit<FP8, M>(p, s, table_row, first, end, u, tiles * kUnits);
+  // fp8: the query's power-of-two factor and the widening's come back in the scales.
+  float logit_scale = p.logit_scale, value_scale = p.value_scale;
+  if constexpr (FP8) {
+    const float unbias = e4m3_unbias<Hw>(p.quant);
+    logit_scale *= unbias * load_q_fp16<T, M>(p, s, b, tile_row0);
+    value_scale *= unbias;
+  }
 
-  const float unbias = p.quant == kQuantE4m3fnuz ? 0x1p119f : 0x1p120f;
   const int r0 = rg * 16 + (lane >> 2), r1 = r0 + 8;
   RowPair st;
   float o[16][4] = {};
@@ -226,49 +341,15 @@ __device__ __forceinline__ void decode_block(const MlaDecodeParams &p) {
     const int start = first + tile * kKeys, u0 = tile * kUnits;
     // The slots of units u0 - kUnits.. (the last tile's) are free: refill them.
     for (int j = 0; j < kUnits; ++j)
-      issue_and_commit<T, FP8, M>(p, s, table_row, first, end, u0 + kSlots - kUnits + j, tiles * kUnits);
+      issue_and_commit<FP8, M>(p, s, table_row, first, end, u0 + kSlots - kUnits + j, tiles * kUnits);
     wait_pending<kSlots - kUnits>();  // this tile's units have landed
     sync_block();
-    if (FP8) {
-      if (p.quant == kQuantE4m3fn)
-        widen_tile<T, FP8, M, true>(s, u0 % kSlots, unbias);
-      else
-        widen_tile<T, FP8, M, false>(s, u0 % kSlots, unbias);
-      sync_block();
-    }
-    // Key k of the tile: row k % KU of unit u0 + k / KU (fp8: row k of the widened tile).
-    auto key_base = [&](int k) -> uint32_t {
-      return FP8 ? smem_u32(s.kv[0]) : smem_u32(s.unit[(u0 + k / KU) % kSlots]);
-    };
-    auto key_row = [&](int k) { return FP8 ? k : k % KU; };
+    // Key k of the tile: row k % KU of unit u0 + k / KU (16 keys never straddle units).
+    auto key_base = [&](int k) { return smem_u32(s.unit[(u0 + k / KU) % kSlots]); };
     auto key_valid = [&](int k) { return s.valid[(u0 + k / KU) % kSlots][k % KU] != 0; };
 
-    // S = Q K^T: rows rg*16.., keys g*16.. (two n8 tiles), the even and odd K steps
-    // in separate accumulators (four independent chains of products, not two).
     float sacc[2][4] = {};
-    {
-      float odd[2][4] = {};
-      const uint32_t qa = smem_u32(s.q);
-      const int a_row = rg * 16 + (lane & 15), b_key = g * 16 + (lane & 7) + ((lane >> 4) << 3);
-      const uint32_t kb = key_base(g * 16);  // a warp's 16 keys lie in one unit
-      const int b_row = key_row(b_key);
-#pragma unroll 3
-      for (int k = 0; k < kChunks / 2; k += 2) {
-        uint32_t a[4], bb[4], a2[4], bb2[4];
-        ldsm_x4(qa + swz(a_row, 2 * k + (lane >> 4), kRowBytes), a);
-        ldsm_x4(kb + swz(b_row, 2 * k + ((lane >> 3) & 1), kRowBytes), bb);
-        ldsm_x4(qa + swz(a_row, 2 * k + 2 + (lane >> 4), kRowBytes), a2);
-        ldsm_x4(kb + swz(b_row, 2 * k + 2 + ((lane >> 3) & 1), kRowBytes), bb2);
-        Mma<T>::run(sacc[0], a, bb[0], bb[1]);
-        Mma<T>::run(sacc[1], a, bb[2], bb[3]);
-        Mma<T>::run(odd[0], a2, bb2[0], bb2[1]);
-        Mma<T>::run(odd[1], a2, bb2[2], bb2[3]);
-      }
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) sacc[nt][e] += odd[nt][e];
-    }
+    scores<T, FP8, Hw>(sacc, smem_u32(s.q), key_base(g * 16), (g * 16) % KU, rg, lane);
     // Mask, scale (log2 domain), this warp's row maxima.
     const int hi[2] = {s.hi[r0], s.hi[r1]};
     float top[2] = {kNegInf, kNegInf};
@@ -278,7 +359,7 @@ __device__ __forceinline__ void decode_block(const MlaDecodeParams &p) {
       for (int e = 0; e < 4; ++e) {
         const int key = g * 16 + nt * 8 + (lane & 3) * 2 + (e & 1), h = e >> 1;
         const bool seen = key_valid(key) && start + key < hi[h];
-        sacc[nt][e] = seen ? sacc[nt][e] * p.logit_scale : kNegInf;
+        sacc[nt][e] = seen ? sacc[nt][e] * logit_scale : kNegInf;
         top[h] = fmaxf(top[h], sacc[nt][e]);
       }
 #pragma unroll
@@ -306,10 +387,8 @@ __device__ __forceinline__ void decode_block(const MlaDecodeParams &p) {
       st.l[0] = st.l[0] * (nt == 0 ? alpha[0] : 1.0f) + pr[0] + pr[1];
       st.l[1] = st.l[1] * (nt == 0 ? alpha[1] : 1.0f) + pr[2] + pr[3];
       const int chunk = g * 2 + nt, byte = (lane & 3) * 4;
-      asm volatile("st.shared.u32 [%0], %1;" ::"r"(pw + swz(r0, chunk, kKeys * 2) + byte),
-                   "r"(Mma<T>::pack(pr[0], pr[1])));
-      asm volatile("st.shared.u32 [%0], %1;" ::"r"(pw + swz(r1, chunk, kKeys * 2) + byte),
-                   "r"(Mma<T>::pack(pr[2], pr[3])));
+      asm volatile("st.shared.u32 [%0], %1;" ::"r"(pw + swz(r0, chunk, kKeys * 2) + byte), "r"(P::pack(pr[0], pr[1])));
+      asm volatile("st.shared.u32 [%0], %1;" ::"r"(pw + swz(r1, chunk, kKeys * 2) + byte), "r"(P::pack(pr[2], pr[3])));
     }
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt) {
@@ -318,23 +397,14 @@ __device__ __forceinline__ void decode_block(const MlaDecodeParams &p) {
     }
     sync_block();
 
-    // O += P V: rows rg*16.., columns g*128.. (16 n8 tiles), 64 keys.
+    // O += P V: rows rg*16.., columns g*128.., 64 keys.
     {
       const int a_row = rg * 16 + (lane & 15);
 #pragma unroll
       for (int ks = 0; ks < kKeys / 16; ++ks) {
         uint32_t a[4];
         ldsm_x4(pw + swz(a_row, 2 * ks + (lane >> 4), kKeys * 2), a);
-        const int key = ks * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
-        const uint32_t kb = key_base(ks * 16);  // a k-step's 16 keys lie in one unit
-        const int v_row = key_row(key);
-#pragma unroll
-        for (int np = 0; np < 8; ++np) {
-          uint32_t bb[4];
-          ldsm_x4_t(kb + swz(v_row, g * 16 + np * 2 + (lane >> 4), kRowBytes), bb);
-          Mma<T>::run(o[2 * np], a, bb[0], bb[1]);
-          Mma<T>::run(o[2 * np + 1], a, bb[2], bb[3]);
-        }
+        accumulate_pv<T, FP8, Hw>(o, a, key_base(ks * 16), (ks * 16) % KU, g, lane);
       }
     }
     sync_block();
@@ -354,24 +424,37 @@ __device__ __forceinline__ void decode_block(const MlaDecodeParams &p) {
     const int r = h ? r1 : r0, n = tile_row0 + r;
     if (n >= p.rows) continue;
     const float total = s.red[0][r] + s.red[1][r] + s.red[2][r] + s.red[3][r];
-    const float inv = total > 0.0f ? p.value_scale / total : 0.0f;
+    const float inv = total > 0.0f ? value_scale / total : 0.0f;
     const float lse = total > 0.0f ? (st.m[h] + __log2f(total)) * kLn2 : kNegInf;
     const long long row = (long long)b * p.rows + n;
-    const int col0 = g * 128 + (lane & 3) * 2;
-    if (p.splits == 1) {
-      T *dst = static_cast<T *>(p.out) + row * kValueDim + col0;
+    // One split: the output row; several: this split's partial row of the workspace (in T).
+    const long long dst_row = p.splits == 1 ? row : row * p.splits + split;
+    T *dst = static_cast<T *>(p.splits == 1 ? p.out : p.partial_out) + dst_row * kValueDim;
 #pragma unroll
-      for (int nt = 0; nt < 16; ++nt)
-        *reinterpret_cast<uint32_t *>(dst + nt * 8) = Mma<T>::pack(o[nt][2 * h] * inv, o[nt][2 * h + 1] * inv);
-      if (p.lse != nullptr && g == 0 && (lane & 3) == 0) p.lse[row] = lse;
-    } else {
-      const long long slot = row * p.splits + split;
-      float *dst = p.partial_out + slot * kValueDim + col0;
-#pragma unroll
-      for (int nt = 0; nt < 16; ++nt)
-        *reinterpret_cast<float2 *>(dst + nt * 8) = make_float2(o[nt][2 * h] * inv, o[nt][2 * h + 1] * inv);
-      if (g == 0 && (lane & 3) == 0) p.partial_lse[slot] = lse;
+    for (int i = 0; i < 16; ++i) {
+      float v0, v1;
+      const int col = out_pair<FP8>(o, i, h, g, lane, v0, v1);
+      *reinterpret_cast<uint32_t *>(dst + col) = Mma<T>::pack(v0 * inv, v1 * inv);
     }
+    if (g == 0 && (lane & 3) == 0) {
+      if (p.splits > 1)
+        p.partial_lse[dst_row] = lse;
+      else if (p.lse != nullptr)
+        p.lse[row] = lse;
+    }
+  }
+}
+
+// fp8 caches: e4m3fn through the hardware's conversion where it exists.
+template <class T, bool FP8, int M>
+__device__ __forceinline__ void decode(const MlaDecodeParams &p) {
+  if constexpr (FP8) {
+    if (p.quant == kQuantE4m3fn)
+      decode_block<T, true, M, kHwE4m3>(p);
+    else
+      decode_block<T, true, M, false>(p);
+  } else {
+    decode_block<T, false, M, false>(p);
   }
 }
 
@@ -380,28 +463,28 @@ __device__ __forceinline__ void decode_block(const MlaDecodeParams &p) {
 #define AITER_MLA_MMA_KERNEL(name, T, FP8, M) \
   AITER_KERNEL void __launch_bounds__(M * 8, 1) name(MlaDecodeParams p) { \
     enter_stream_order();                                                   \
-    decode_block<T, FP8, M>(p);                                             \
+    decode<T, FP8, M>(p);                                                   \
   }
 
-// aiter-kernel: op=mla_decode variant=mma.f16.same.m16 symbol=aiter_mla_mma_f16_same_m16 block=128 smem=205824
+// aiter-kernel: op=mla_decode variant=mma.f16.same.m16 symbol=aiter_mla_mma_f16_same_m16 block=128 smem=205312
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_f16_same_m16, half_t, false, 16)
-// aiter-kernel: op=mla_decode variant=mma.f16.same.m32 symbol=aiter_mla_mma_f16_same_m32 block=256 smem=226688
+// aiter-kernel: op=mla_decode variant=mma.f16.same.m32 symbol=aiter_mla_mma_f16_same_m32 block=256 smem=226176
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_f16_same_m32, half_t, false, 32)
-// aiter-kernel: op=mla_decode variant=mma.f16.fp8.m16 symbol=aiter_mla_mma_f16_fp8_m16 block=128 smem=205952
+// aiter-kernel: op=mla_decode variant=mma.f16.fp8.m16 symbol=aiter_mla_mma_f16_fp8_m16 block=128 smem=210688
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_f16_fp8_m16, half_t, true, 16)
-// aiter-kernel: op=mla_decode variant=mma.f16.fp8.m32 symbol=aiter_mla_mma_f16_fp8_m32 block=256 smem=226688
+// aiter-kernel: op=mla_decode variant=mma.f16.fp8.m32 symbol=aiter_mla_mma_f16_fp8_m32 block=256 smem=231424
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_f16_fp8_m32, half_t, true, 32)
-// aiter-kernel: op=mla_decode variant=mma.bf16.same.m16 symbol=aiter_mla_mma_bf16_same_m16 block=128 smem=205824
+// aiter-kernel: op=mla_decode variant=mma.bf16.same.m16 symbol=aiter_mla_mma_bf16_same_m16 block=128 smem=205312
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_bf16_same_m16, bf16_t, false, 16)
-// aiter-kernel: op=mla_decode variant=mma.bf16.same.m32 symbol=aiter_mla_mma_bf16_same_m32 block=256 smem=226688
+// aiter-kernel: op=mla_decode variant=mma.bf16.same.m32 symbol=aiter_mla_mma_bf16_same_m32 block=256 smem=226176
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_bf16_same_m32, bf16_t, false, 32)
-// aiter-kernel: op=mla_decode variant=mma.bf16.fp8.m16 symbol=aiter_mla_mma_bf16_fp8_m16 block=128 smem=205952
+// aiter-kernel: op=mla_decode variant=mma.bf16.fp8.m16 symbol=aiter_mla_mma_bf16_fp8_m16 block=128 smem=210688
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_bf16_fp8_m16, bf16_t, true, 16)
-// aiter-kernel: op=mla_decode variant=mma.bf16.fp8.m32 symbol=aiter_mla_mma_bf16_fp8_m32 block=256 smem=226688
+// aiter-kernel: op=mla_decode variant=mma.bf16.fp8.m32 symbol=aiter_mla_mma_bf16_fp8_m32 block=256 smem=231424
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_bf16_fp8_m32, bf16_t, true, 32)
 
 // The manifest's smem figures above are these structs' sizes.
-static_assert(sizeof(Smem<16, false>) == 205824, "update smem of m16");
-static_assert(sizeof(Smem<32, false>) == 226688, "update smem of m32");
-static_assert(sizeof(Smem<16, true>) == 205952, "update smem of fp8 m16");
-static_assert(sizeof(Smem<32, true>) == 226688, "update smem of fp8 m32");
+static_assert(sizeof(Smem<16, false>) == 205312, "update smem of m16");
+static_assert(sizeof(Smem<32, false>) == 226176, "update smem of m32");
+static_assert(sizeof(Smem<16, true>) == 210688, "update smem of fp8 m16");
+static_assert(sizeof(Smem<32, true>) == 231424, "update smem of fp8 m32");

@@ -13,7 +13,7 @@ struct MlaDecodeParams {
   const void *q;
   void *out;                 // splits == 1
   float *lse;                // [batch, rows] or null (splits == 1)
-  float *partial_out;        // workspace [batch * rows, splits, 512] (splits > 1)
+  void *partial_out;         // workspace [batch * rows, splits, 512] of q's type (splits > 1)
   float *partial_lse;        // workspace [batch * rows, splits] (splits > 1)
   const void *kv_cache;
   const int *block_table;    // [batch, max_blocks], rows `table_stride` apart
@@ -30,7 +30,8 @@ struct MlaDecodeParams {
 
 // Merge of the splits' partial results: a block per 128 columns of a row of the whole batch.
 struct MlaCombineParams {
-  const float *partial_out, *partial_lse;
+  const void *partial_out;   // [total rows, splits, 512] of out's type
+  const float *partial_lse;  // [total rows, splits]
   void *out;                 // [total rows, 512]
   float *lse;                // [total rows] or null
   int splits;

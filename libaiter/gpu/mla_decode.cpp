@@ -44,9 +44,23 @@ bool use_mma(const MlaDecodeArgs &a, const GpuCall &call) {
          aligned(a.out, 4);
 }
 
+// Tiles a split covers when `capacity` positions go in `splits` splits of whole
+// tiles, and the splits that then hold any (the rest would see nothing).
+int64_t tiles_per_split(int64_t capacity, int64_t splits) {
+  const int64_t tiles = (capacity + kTileKeys - 1) / kTileKeys;
+  return std::max<int64_t>((tiles + splits - 1) / splits, 1);
+}
+int64_t nonempty_splits(int64_t capacity, int64_t splits) {
+  const int64_t tiles = (capacity + kTileKeys - 1) / kTileKeys, per = tiles_per_split(capacity, splits);
+  return std::max<int64_t>((tiles + per - 1) / per, 1);
+}
+
 // Splits: the caller's count, else the fewest that fill the device's
-// multiprocessors (one block each) to 90% or more, within what the workspace holds.
-aiter_status plan_splits(const MlaDecodeArgs &a, int64_t blocks, const GpuCall &call, int64_t *splits) {
+// multiprocessors (one block each) to 90% or more, within what the workspace
+// holds, counting only splits that hold a tile of the table's capacity (a plan
+// from the shapes alone: lengths live on the device).
+aiter_status plan_splits(const MlaDecodeArgs &a, int64_t blocks, int64_t capacity, const GpuCall &call,
+                         int64_t *splits) {
   *splits = 1;
   if (a.requested_splits > 0) return *splits = a.requested_splits, AITER_OK;
   if (a.max_splits <= 1) return AITER_OK;
@@ -55,9 +69,9 @@ aiter_status plan_splits(const MlaDecodeArgs &a, int64_t blocks, const GpuCall &
   if (s != AITER_OK) return s;
   double best = 0.0;
   for (int64_t n = 1; n <= a.max_splits; ++n) {
-    const int64_t total = blocks * n, waves = (total + sms - 1) / sms;
+    const int64_t used = nonempty_splits(capacity, n), total = blocks * used, waves = (total + sms - 1) / sms;
     const double filled = double(total) / double(waves * sms);
-    if (filled > best + 1e-9) best = filled, *splits = n;
+    if (filled > best + 1e-9) best = filled, *splits = used;
     if (total >= sms && filled >= 0.9) break;
   }
   return AITER_OK;
@@ -90,7 +104,7 @@ aiter_status mla_decode(const MlaDecodeArgs &a, const GpuCall &call) {
                 "aiter_mla_decode: %lld sequences of %lld rows over %lld positions are more than one launch holds",
                 (long long)a.batch, (long long)rows, (long long)capacity);
   int64_t splits = 1;
-  aiter_status s = plan_splits(a, a.batch * tiles, call, &splits);
+  aiter_status s = plan_splits(a, a.batch * tiles, capacity, call, &splits);
   if (s != AITER_OK) return s;
 
   MlaDecodeParams p{};
@@ -106,15 +120,16 @@ aiter_status mla_decode(const MlaDecodeArgs &a, const GpuCall &call) {
   p.page_size = int(a.page_size);
   p.q_tokens = int(a.q_tokens), p.q_heads = int(a.q_heads), p.rows = int(rows);
   p.splits = int(splits);
-  const int64_t per_split = (capacity + splits - 1) / splits;
-  p.split_keys = int(std::min<int64_t>((per_split + kTileKeys - 1) / kTileKeys * kTileKeys, INT_MAX));
+  p.split_keys = int(std::min<int64_t>(tiles_per_split(capacity, splits) * kTileKeys, INT_MAX));
   p.logit_scale = float(kLog2e * double(a.softmax_scale) * double(a.kv_scale));
   p.value_scale = a.kv_scale;
   p.quant = a.cache_dtype == DType::e4m3fnuz ? kQuantE4m3fnuz : a.cache_dtype == DType::e4m3fn ? kQuantE4m3fn
                                                                                               : kQuantNone;
   if (splits > 1) {
-    p.partial_out = static_cast<float *>(a.workspace);
-    p.partial_lse = p.partial_out + a.batch * rows * splits * kMlaValueDim;
+    // The workspace's layout (ops/mla.hpp): the partial rows, in out's type
+    // (filling half of the fp32 room the size query counts), then the lse.
+    p.partial_out = a.workspace;
+    p.partial_lse = static_cast<float *>(a.workspace) + a.batch * rows * splits * kMlaValueDim;
   }
   const std::string types = std::string(dtype_tag(a.dtype)) + (is_fp8(a.cache_dtype) ? ".fp8" : ".same");
   const Dim3 grid{unsigned(a.batch * splits), unsigned(tiles), 1};

@@ -42,7 +42,9 @@ inline int64_t mla_max_splits(int64_t batch, int64_t rows_per_seq, int64_t capac
   return splits < 1 ? 1 : splits;
 }
 
-// Partial outputs [rows, splits, 512] then log-sum-exps [rows, splits], fp32.
+// Room for fp32 partial outputs [rows, splits, 512] then the log-sum-exps
+// [rows, splits], fp32.  (The GPU kernels store the partial outputs in out's
+// 16-bit type, in the first half of that room: less traffic, the same size.)
 inline size_t mla_workspace_bytes(int64_t rows, int64_t splits) {
   return splits <= 1 ? 0 : size_t(rows) * size_t(splits) * size_t(kMlaValueDim + 1) * sizeof(float);
 }

@@ -104,6 +104,28 @@ def test_decode_split_counts(rng, device, num_splits):
     check(got, lse, *mla_ref(q, cache, table, lens, 0.04), "bfloat16")
 
 
+@pytest.mark.parametrize("magnitude", [1e-6, 1e5])
+@pytest.mark.parametrize("cache_dtype", ["float8_e4m3fn", "float8_e4m3fnuz"])
+def test_decode_fp8_query_range(rng, device, magnitude, cache_dtype):
+    """Queries far outside fp16's comfortable range (1e5 overflows it, 1e-6 is
+    subnormal there): the GPU's fp8 kernels run their products in fp16 on a
+    power-of-two-scaled query.  16 rows (one row tile), then 3 splits."""
+    q, cache, table, lens = make_case(rng, [200, 77], 16, 16, 1, "bfloat16", cache_dtype, 0.03)
+    q = (q.astype(np.float32) * magnitude).astype(q.dtype)
+    scale = 0.05 / magnitude
+    ref = mla_ref(q, cache, table, lens, scale, 0.03)
+    for splits in (0, 3):
+        got, lse = run(device, q, cache, table, lens, scale, kv_scale=0.03, num_splits=splits)
+        check(got, lse, *ref, "bfloat16")
+
+
+def test_decode_split_counts_fp16(rng, device):
+    """fp16 outputs over 5 splits (the GPU keeps partial rows in out's type)."""
+    q, cache, table, lens = make_case(rng, [700, 3], 64, 4, 2, "float16")
+    got, lse = run(device, q, cache, table, lens, 0.04, num_splits=5)
+    check(got, lse, *mla_ref(q, cache, table, lens, 0.04), "float16")
+
+
 def test_decode_without_lse(rng, device):
     q, cache, table, lens = make_case(rng, [9, 33], 16, 4, 1)
     got = aiter.mla_decode(*(to_device(a, device) for a in (q, cache, table, lens)), 0.05)
