@@ -488,3 +488,6 @@ static_assert(sizeof(Smem<16, false>) == 205312, "update smem of m16");
 static_assert(sizeof(Smem<32, false>) == 226176, "update smem of m32");
 static_assert(sizeof(Smem<16, true>) == 210688, "update smem of fp8 m16");
 static_assert(sizeof(Smem<32, true>) == 231424, "update smem of fp8 m32");
+static_assert(sizeof(Smem<32, true>) == kMlaMmaMaxSmem && sizeof(Smem<16, true>) <= kMlaMmaMaxSmem &&
+                  sizeof(Smem<32, false>) <= kMlaMmaMaxSmem,
+              "kMlaMmaMaxSmem (mla_params.h) is the largest of them");

@@ -7,6 +7,11 @@
 // loads serves all of its rows.
 #pragma once
 
+// The most dynamic shared memory a block of the tensor-core decode
+// (mla_mma.cu, its fp8 m32 variant; static_asserts there) asks for: devices
+// that grant less (sm_80's 163 KB) run the portable kernel instead.
+constexpr int kMlaMmaMaxSmem = 231424;
+
 // Decode: q [batch, rows, 576], out [batch, rows, 512], cache [num_blocks,
 // page_size, 576], all compact.  Grid: x = batch * splits, y = row tiles.
 struct MlaDecodeParams {

@@ -37,11 +37,14 @@ bool portable_forced() {
   return forced;
 }
 
-// The tensor-core kernel copies q and cache rows 16 bytes at a time and stores
-// output pairs.
+// The tensor-core kernel copies q and cache rows 16 bytes at a time, stores
+// output pairs, and needs up to kMlaMmaMaxSmem bytes of shared memory a block
+// (more than sm_80 grants: there the portable kernel runs).
 bool use_mma(const MlaDecodeArgs &a, const GpuCall &call) {
-  return call.device.device_type == kDLCUDA && !portable_forced() && aligned(a.q, 16) && aligned(a.kv_cache, 16) &&
-         aligned(a.out, 4);
+  if (call.device.device_type != kDLCUDA || portable_forced()) return false;
+  int smem = 0;
+  if (cooperative_smem_limit(call, &smem) != AITER_OK || smem < kMlaMmaMaxSmem) return false;
+  return aligned(a.q, 16) && aligned(a.kv_cache, 16) && aligned(a.out, 4);
 }
 
 // Tiles a split covers when `capacity` positions go in `splits` splits of whole
