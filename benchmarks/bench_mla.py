@@ -2,7 +2,7 @@
 """MLA decode on the GPU against a PyTorch version on contiguous latents, and a
 device copy, in one run (issue 34's cases).
 
-usage: python3 benchmarks/bench_mla.py [--quick] [--json results.json]
+usage: python3 benchmarks/bench_mla.py [--quick] [--kinds memory,compute,split-KV] [--json results.json]
 
 libaiter's mla_decode reads a paged latent cache (page 64, shuffled blocks, bf16
 or fp8 e4m3fn); the peer (there is no PyTorch MLA decode) is bmm -> softmax ->
@@ -78,9 +78,14 @@ CASES = ([("memory", b, 16, 1, ctx, dt) for b in (64, 128) for ctx in (4096, 819
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="one case of each kind")
+    parser.add_argument("--kinds", default="memory,compute,split-KV", help="comma-separated kinds of case to run")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
-    cases = CASES[::4] if args.quick else CASES
+    kinds = args.kinds.split(",")
+    unknown = set(kinds) - {c[0] for c in CASES}
+    if unknown:
+        parser.error(f"--kinds: unknown {sorted(unknown)}")
+    cases = [c for c in (CASES[::4] if args.quick else CASES) if c[0] in kinds]
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}")
     print(f"{'kind':9} {'case':34} {'ours ms':>8} {'TB/s':>6} {'TFLOP/s':>8} {'torch ms':>9} {'torch/ours':>10} "
           f"{'copy TB/s':>9} {'of copy':>7}")
