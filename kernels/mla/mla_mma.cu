@@ -182,7 +182,7 @@ __device__ __forceinline__ float load_q_fp16(const MlaDecodeParams &p, Smem<M, t
   sync_block();
   const uint32_t raw = (s.q_max >> 23) & 0xffu;  // the largest is in [2^(raw-127), 2^(raw-126))
   int k = s.q_max == 0u || raw == 0xffu ? 0 : 140 - int(raw);
-  k = k < -100 ? -100 : k > 100 ? 100 : k;
+  k = k > 100 ? 100 : k;  // k >= -114 (raw <= 254); at most 100 keeps 2^-k times the scales normal
   const float scale = bits_f32(uint32_t(127 + k) << 23);
   const uint32_t dst = smem_u32(s.q);
   for (int item = t; item < M * kSteps; item += kThreads) {
