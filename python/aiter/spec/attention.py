@@ -40,7 +40,7 @@ def _f32(a):
 def attention_ops():
     paged = [Arg("q"), Arg("k_cache"), Arg("v_cache"), Arg("block_table"), Arg("context_lens")]
     paged_order = ["out", "q", "k_cache", "v_cache", "block_table", "context_lens"]
-    q_like = Out("out", lambda a: tuple(a["q"].shape), lambda a: a["q"])
+    q_like = Out.same_as("out", "q")
     return [
         Op("prefill_attention", "aiter_prefill_attention",
            [Arg("q"), Arg("k"), Arg("v"), Arg("cu_seqlens_q"),

@@ -59,7 +59,7 @@ def moe_ops():
             Arg("expert_mask", optional=True), Arg("activation", "str", default="silu"),
             Arg("weights_on_input", "bool", default=False), Arg("block_size", "int", default=0),
             Arg("variant", "str", default="auto")],
-           [Out("out", lambda a: tuple(a["x"].shape), lambda a: a["x"])],
+           [Out.same_as("out", "x")],
            ["out", "workspace", "x", "w1", "w2", "topk_weights", "topk_ids", "expert_mask", "@params"],
            params=_params),
         Op("fused_moe_fp8", "aiter_fused_moe_fp8",
@@ -67,7 +67,7 @@ def moe_ops():
             Arg("workspace", MUTATED), Arg("expert_mask", optional=True), Arg("activation", "str", default="silu"),
             Arg("weights_on_input", "bool", default=False), Arg("block_size", "int", default=0),
             Arg("variant", "str", default="auto")],
-           [Out("out", lambda a: tuple(a["x"].shape), lambda a: a["x"])],
+           [Out.same_as("out", "x")],
            ["out", "workspace", "x", "w1", "w2", "w1_scale", "w2_scale", "topk_weights", "topk_ids", "expert_mask",
             "@params"], params=_params),
     ]

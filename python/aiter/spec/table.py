@@ -59,18 +59,18 @@ _ROW_SCALE = Out("scale", _rows, lambda a: "float32")
 def _norm_ops():
     return [
         Op("rmsnorm", "aiter_rmsnorm", [Arg("x"), Arg("weight"), _EPS],
-           [Out("out", _same("x"), _like("x"))], ["out", "x", "weight", "eps"]),
+           [Out.same_as("out", "x")], ["out", "x", "weight", "eps"]),
         Op("add_rmsnorm", "aiter_add_rmsnorm", [Arg("x"), Arg("residual"), Arg("weight"), _EPS],
-           [Out("out", _same("x"), _like("x")), Out("residual_out", _same("x"), _like("x"))],
+           [Out.same_as("out", "x"), Out.same_as("residual_out", "x")],
            ["out", "residual_out", "x", "residual", "weight", "eps"]),
         Op("layernorm", "aiter_layernorm",
            [Arg("x"), Arg("weight"), Arg("bias", optional=True), Arg("eps", "float", default=1e-5)],
-           [Out("out", _same("x"), _like("x"))], ["out", "x", "weight", "bias", "eps"]),
+           [Out.same_as("out", "x")], ["out", "x", "weight", "bias", "eps"]),
         Op("rmsnorm_quant", "aiter_rmsnorm_quant", [Arg("x"), Arg("weight"), _EPS, _QDTYPE],
            [_QOUT, _ROW_SCALE], ["out", "scale", "x", "weight", "eps"]),
         Op("add_rmsnorm_quant", "aiter_add_rmsnorm_quant",
            [Arg("x"), Arg("residual"), Arg("weight"), _EPS, _QDTYPE],
-           [_QOUT, _ROW_SCALE, Out("residual_out", _same("x"), _like("x"))],
+           [_QOUT, _ROW_SCALE, Out.same_as("residual_out", "x")],
            ["out", "scale", "residual_out", "x", "residual", "weight", "eps"]),
     ]
 

@@ -33,11 +33,18 @@ class Arg:
 class Out:
     """An output the op allocates.  ``shape(args)`` and ``dtype(args)`` take a
     dict of the call's arguments (tensors have ``.shape`` and ``.dtype``) and
-    return a shape tuple and a dtype name or a tensor to copy the dtype of."""
-    __slots__ = ("name", "shape", "dtype")
+    return a shape tuple and a dtype name or a tensor to copy the dtype of.
+    ``like`` names the argument whose shape and dtype it copies, if any: such an
+    output is allocated without evaluating the rules (``same_as``)."""
+    __slots__ = ("name", "shape", "dtype", "like")
 
-    def __init__(self, name, shape, dtype):
-        self.name, self.shape, self.dtype = name, shape, dtype
+    def __init__(self, name, shape, dtype, like=None):
+        self.name, self.shape, self.dtype, self.like = name, shape, dtype, like
+
+    @classmethod
+    def same_as(cls, name, arg):
+        """An output of argument ``arg``'s shape and dtype."""
+        return cls(name, lambda a: tuple(a[arg].shape), lambda a: a[arg], like=arg)
 
 
 class Op:

@@ -56,9 +56,9 @@ def dltensor(t, what):
 
 def stream_of(t):
     """The caller's current stream on ``t``'s device, as the C ABI's ``void *``."""
-    if t.device.type != "cuda":
+    if not t.is_cuda:  # (t.device.type costs 0.3 us a call; is_cuda, ROCm's tensors too, 0.07)
         return ffi.NULL
-    raw = torch._C._cuda_getCurrentRawStream(t.device.index or 0)
+    raw = torch._C._cuda_getCurrentRawStream(t.get_device())
     ptr = _streams.get(raw)
     if ptr is None:
         ptr = _streams[raw] = ffi.cast(_VOID_P, raw)

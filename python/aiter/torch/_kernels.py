@@ -117,21 +117,30 @@ def _source(op, returns, eager):
             lines.append(f"    if {arg.name} is not None: {arg.name} = _torch_dtype({arg.name})")
         if arg.same_as:
             lines.append(f"    if {arg.name} is None: {arg.name} = {arg.same_as}")
-    if op.outs or op.params:
+    named = op.params or any(o.like is None for o in op.outs)  # the rules and params read the arguments by name
+    if named:
         everything = [a.name for a in op.args] + [o.name for o in op.outs]
         lines.append(f"    named = {{{', '.join(f'{n!r}: {n}' for n in everything)}}}")
     for i, out in enumerate(op.outs):
         lines += [f"    if {out.name} is None:",
                   f"        if {first}.dtype not in _CODES: raise _Unsupported({repr(f'aiter.{op.name}: {first}')} + "
                   f"': unsupported dtype ' + str({first}.dtype))",
-                  f"        {out.name} = named[{out.name!r}] = {first}.new_empty(tuple(_shape_{i}(named)), "
-                  f"dtype=_torch_dtype(_dtype_{i}(named)))"]
+                  f"        {out.name} = {'named[' + repr(out.name) + '] = ' if named else ''}{_allocation(out, i, first)}"]
     call = ", ".join([_c_argument(op, n, by_name) for n in op.c_order] + [f"_stream({first})"])
     lines.append(f"    _check(_function({call}))")
     if returns:
         results = [o.name for o in op.outs] or [a.name for a in op.args if a.kind == MUTATED]
         lines.append(f"    return {results[0]}" if len(results) == 1 else f"    return ({', '.join(results)},)")
     return f"def {op.name}({signature}):\n" + "\n".join(lines) + "\n"
+
+
+def _allocation(out, i, first):
+    """The expression allocating output ``out`` (the i-th): empty_like of the
+    argument it copies (half the host time of new_empty: bench_overhead.py), or
+    the table's shape and dtype rules."""
+    if out.like:
+        return f"_empty_like({out.like}, memory_format=_contiguous)"
+    return f"{first}.new_empty(tuple(_shape_{i}(named)), dtype=_torch_dtype(_dtype_{i}(named)))"
 
 
 def _special_mode():
@@ -153,7 +162,8 @@ def direct_kernel(op, returns=True, eager=False):
              "_Unsupported": UnsupportedDtypeError, "_grad_enabled": torch.is_grad_enabled,
              "_refuse_grad": _refuse_grad, "_torch_dtype": torch_dtype, "_params": op.params,
              "_lse_dl": lambda t: dltensor(t, f"aiter.{op.name}: lse"), "_Tensor": torch.Tensor,
-             "_special_mode": _special_mode}
+             "_special_mode": _special_mode, "_empty_like": torch.empty_like,
+             "_contiguous": torch.contiguous_format}
     for arg in op.args:
         scope[f"_default_{arg.name}"] = None if arg.optional else arg.default
         if arg.to_c:
