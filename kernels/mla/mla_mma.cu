@@ -76,18 +76,6 @@ __device__ __forceinline__ uint32_t smem_u32(const void *p) { return uint32_t(__
 __device__ __forceinline__ uint32_t swz(int row, int chunk, int row_bytes) {
   return uint32_t(row * row_bytes + ((chunk ^ (row & 7)) << 4));
 }
-__device__ __forceinline__ void copy16(uint32_t dst, const void *src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;"); }
-__device__ __forceinline__ void ldsm_x4(uint32_t a, uint32_t (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
-}
-__device__ __forceinline__ void ldsm_x4_t(uint32_t a, uint32_t (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
-}
 __device__ __forceinline__ void st_shared_v4(uint32_t a, uint32_t x, uint32_t y, uint32_t z, uint32_t w) {
   asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};" ::"r"(a), "r"(x), "r"(y), "r"(z), "r"(w));
 }
@@ -132,8 +120,6 @@ __device__ __forceinline__ void issue_and_commit(const MlaDecodeParams &p, Smem<
   commit();
 }
 
-template <int N>
-__device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
 // The tile's query rows as they are (16-bit kernels), copied into s.q.
 template <int M>
