@@ -41,7 +41,13 @@ venv=.venv
 pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 
 if [ "$mode" = demo ]; then
-  "${pip[@]}" '.[bf16]'
+  # Code objects for this machine's GPU only (none without one), and the build's
+  # progress shown: the whole log goes to .venv/install.log.
+  target=$(tools/present_gpu_target.sh)
+  echo "building libaiter into $venv (GPU code objects: $target); the full log: $venv/install.log"
+  "$venv/bin/python" -m pip install -v --disable-pip-version-check '.[bf16]' -Csetup-args="-Dgpu_targets=$target" \
+    2>&1 | tee "$venv/install.log" | awk '/^ *\[[0-9]+\/[0-9]+\]/ { printf "\r  %-76.76s", $0; fflush() } END { print "" }' ||
+    { tail -30 "$venv/install.log"; exit 1; }
   cd /tmp && exec "$OLDPWD/$venv/bin/python" -m aiter demo
 fi
 
