@@ -5,6 +5,10 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))  # harness.py
+# JAX takes 75% of a GPU's memory at its first use unless told otherwise: the GPU
+# suite runs in several processes on one GPU (tools/gpu_sanitizer.sh shards), so
+# JAX allocates as it goes, like PyTorch's tests beside it.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 def pytest_configure(config):
