@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -21,6 +22,33 @@ int threads_from_env() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// A thread that has just finished its part of a job spins this long for the next
+// event (a job for a worker, the last chunk's end for the caller) before it
+// sleeps: a layer's ops come back to back, and a sleeping thread takes tens of
+// microseconds to wake, as long as a small op itself (a 16-row silu_and_mul of
+// 28672 columns: 0.24 ms with the worker asleep, half of it on one core; the
+// peer, PyTorch's OpenMP pool, spins too).
+constexpr std::chrono::microseconds kSpin{200};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until ready() or kSpin has passed; returns ready().
+template <class Ready>
+bool spin_until(Ready ready) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0; !ready(); ++i) {
+    if (i % 64 == 63 && std::chrono::steady_clock::now() >= until) return ready();
+    cpu_relax();
+  }
+  return true;
+}
+
 // One job at a time: workers and the caller pull chunk indices from `next`.
 class Pool {
  public:
@@ -38,10 +66,12 @@ class Pool {
       chunks_ = chunks;
       next_ = 0;
       done_ = 0;
-      ++generation_;
+      finished_flag_.store(false, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     drain();
+    spin_until([&] { return finished_flag_.load(std::memory_order_acquire); });
     std::unique_lock<std::mutex> lock(mutex_);
     finished_.wait(lock, [&] { return done_ == chunks_ && active_ == 0; });
     chunk_ = nullptr;
@@ -52,10 +82,11 @@ class Pool {
   void work() {
     uint64_t seen = 0;
     for (;;) {
+      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return generation_ != seen; });
-        seen = generation_;
+        wake_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
+        seen = generation_.load(std::memory_order_relaxed);
       }
       drain();
     }
@@ -81,7 +112,10 @@ class Pool {
     std::lock_guard<std::mutex> lock(mutex_);
     done_ += finished_here;
     --active_;
-    if (done_ == chunks_ && active_ == 0) finished_.notify_all();
+    if (done_ == chunks_ && active_ == 0) {
+      finished_flag_.store(true, std::memory_order_release);
+      finished_.notify_all();
+    }
   }
 
   std::mutex job_mutex_;  // held by the caller whose job is running
@@ -92,7 +126,8 @@ class Pool {
   std::atomic<int64_t> next_{0};
   int64_t done_ = 0;
   int active_ = 0;
-  uint64_t generation_ = 0;
+  std::atomic<uint64_t> generation_{0};    // written under mutex_, read by spinning workers too
+  std::atomic<bool> finished_flag_{false};  // done_ == chunks_ && active_ == 0, for the spinning caller
 };
 
 // Never destroyed: detached workers may still wait on it at process exit.
