@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "gpu/attention_common.hpp"
@@ -25,10 +23,7 @@ static_assert(kDecodeMaxSplits <= 64, "decode_mma.cu's merge holds the weights o
 // AITER_DECODE_KERNEL=portable runs the portable kernel on NVIDIA too (the AMD
 // targets' kernel, tested and timed where AMD hardware is not at hand).
 bool portable_forced() {
-  static const bool forced = [] {
-    const char *env = std::getenv("AITER_DECODE_KERNEL");
-    return env != nullptr && std::strcmp(env, "portable") == 0;
-  }();
+  static const bool forced = portable_requested("AITER_DECODE_KERNEL");
   return forced;
 }
 

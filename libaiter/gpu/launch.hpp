@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -181,6 +183,15 @@ inline aiter_status active_clusters(const GpuCall &call, const char *op, const s
   std::lock_guard<std::mutex> guard(lock);
   known[kernel.function] = *count;
   return AITER_OK;
+}
+
+// True where environment variable `name` says "portable": a launcher with a
+// tensor-core kernel then runs its portable one (the AMD targets') on NVIDIA too,
+// so that kernel is tested and timed where no AMD GPU is at hand.  Launchers read
+// it once (a static).
+inline bool portable_requested(const char *name) {
+  const char *env = std::getenv(name);
+  return env != nullptr && std::strcmp(env, "portable") == 0;
 }
 
 }  // namespace gpu

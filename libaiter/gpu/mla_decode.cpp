@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "gpu/launch.hpp"
@@ -30,10 +28,7 @@ bool aligned(const void *p, uintptr_t bytes) { return reinterpret_cast<uintptr_t
 // AITER_MLA_KERNEL=portable runs the portable kernel on NVIDIA too: the AMD
 // targets' kernel, tested where AMD hardware is not at hand.
 bool portable_forced() {
-  static const bool forced = [] {
-    const char *env = std::getenv("AITER_MLA_KERNEL");
-    return env != nullptr && std::strcmp(env, "portable") == 0;
-  }();
+  static const bool forced = portable_requested("AITER_MLA_KERNEL");
   return forced;
 }
 
