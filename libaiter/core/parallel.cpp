@@ -38,15 +38,14 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins until ready() or kSpin has passed; returns ready().
+// Spins until ready() or kSpin has passed (the caller then blocks as before).
 template <class Ready>
-bool spin_until(Ready ready) {
+void spin_until(Ready ready) {
   const auto until = std::chrono::steady_clock::now() + kSpin;
   for (int i = 0; !ready(); ++i) {
-    if (i % 64 == 63 && std::chrono::steady_clock::now() >= until) return ready();
+    if (i % 64 == 63 && std::chrono::steady_clock::now() >= until) return;
     cpu_relax();
   }
-  return true;
 }
 
 // One job at a time: workers and the caller pull chunk indices from `next`.

@@ -46,7 +46,7 @@ def via_torch(name):
     def decorate(wrapper):
         @functools.wraps(wrapper)
         def routed(*args, **kwargs):
-            first = args[0] if args else _first(args, kwargs)  # (inline: a call a call is 0.1 us)
+            first = args[0] if args else _first(args, kwargs)  # (inlined: a call costs 0.1 us)
             if isinstance(first, tensor_type) or (tensor_type is _NoType and _load_torch_if_torch(first)):
                 direct = eager.get(name)
                 result = NotImplemented if direct is None else direct(*args, **kwargs)
