@@ -14,17 +14,7 @@ import triton.language as tl
 
 OUT_F32, OUT_F16, OUT_BF16 = 0, 1, 2  # kernels/gemm/gemm_params.h's GemmOutKind
 
-# The kernel's run-time arguments in order, with their Triton types ("*in": a
-# pointer to the input dtype).  The launcher (libaiter/gpu/triton_gemm.cpp)
-# fills them by name from the manifest's argument column.
-ARGUMENTS = (
-    ("a", "*in"), ("w", "*in"), ("out", "*fp32"), ("bias", "*fp32"), ("a_scale", "*fp32"), ("w_scale", "*fp32"),
-    ("m", "i32"), ("n", "i32"), ("k", "i32"),
-    ("lda", "i64"), ("ldw", "i64"), ("ldo", "i64"),
-    ("a_batch", "i64"), ("w_batch", "i64"), ("out_batch", "i64"), ("a_scale_batch", "i64"), ("w_scale_batch", "i64"),
-    ("out_kind", "i32"), ("has_bias", "i32"), ("bias_f32", "i32"),
-    ("a_scale_step", "i32"), ("w_scale_step", "i32"), ("kgroups", "i32"),
-)
+# Its run-time arguments, in order, and the tiles built: gemm_aot.py.
 
 
 @triton.jit

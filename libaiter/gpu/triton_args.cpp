@@ -19,8 +19,10 @@ bool parse_triton_params(const std::string &column, std::vector<TritonParam> *pa
       p.type = ArgType::i32;
     else if (type == "i64")
       p.type = ArgType::i64;
+    else if (type == "f32")
+      p.type = ArgType::f32;
     else if (type != "ptr" || name.empty()) {
-      *error = "argument '" + item + "' is not name:ptr, name:i32 or name:i64";
+      *error = "argument '" + item + "' is not name:ptr, name:i32, name:i64 or name:f32";
       return false;
     }
     params->push_back(p);
@@ -33,6 +35,13 @@ bool parse_triton_params(const std::string &column, std::vector<TritonParam> *pa
 }
 
 namespace {
+
+// Integers of either width are one kind: the launcher offers int64 values.
+int kind_of(ArgType t) { return t == ArgType::ptr ? 0 : t == ArgType::f32 ? 2 : 1; }
+const char *kind_name(ArgType t) {
+  static const char *const names[] = {"a pointer", "an integer", "a float"};
+  return names[kind_of(t)];
+}
 
 const NamedArg *find_value(const std::string &name, const NamedArg *values, int count) {
   for (int i = 0; i < count; ++i)
@@ -53,12 +62,14 @@ aiter_status pack_triton_args(const char *kernel, const std::vector<TritonParam>
     const NamedArg *v = find_value(p.name, values, value_count);
     if (v == nullptr && p.name != "scratch")
       return fail(AITER_ERR_INTERNAL, "%s: no value for its argument '%s'", kernel, p.name.c_str());
-    if (v != nullptr && (v->type == ArgType::ptr) != (p.type == ArgType::ptr))
+    if (v != nullptr && kind_of(v->type) != kind_of(p.type))
       return fail(AITER_ERR_INTERNAL, "%s: argument '%s' is %s, offered %s", kernel, p.name.c_str(),
-                  p.type == ArgType::ptr ? "a pointer" : "an integer", v->type == ArgType::ptr ? "a pointer" : "an integer");
+                  kind_name(p.type), kind_name(v->type));
     if (p.type == ArgType::ptr) {
       const void *ptr = v ? v->ptr : nullptr;
       std::memcpy(slot, &ptr, sizeof ptr);
+    } else if (p.type == ArgType::f32) {
+      std::memcpy(slot, &v->real, sizeof(float));
     } else if (p.type == ArgType::i64) {
       std::memcpy(slot, &v->integer, sizeof(int64_t));
     } else {

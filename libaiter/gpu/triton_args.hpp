@@ -1,7 +1,7 @@
 // Triton kernels take their arguments one by one (no parameter struct), in an
 // order and with types that only the compiled kernel knows.  The build records
 // them in the manifest's args column ("a:ptr,m:i32,lda:i64,...,scratch:ptr",
-// kernels/triton/build.py); the launcher names its values and this packs them
+// kernels/triton/build.py; f32 for float scalars); the launcher names its values and this packs them
 // into the driver's argument array in the kernel's order, refusing any
 // mismatch instead of launching with misplaced arguments.
 #pragma once
@@ -15,7 +15,7 @@
 namespace aiter {
 namespace gpu {
 
-enum class ArgType : uint8_t { ptr, i32, i64 };
+enum class ArgType : uint8_t { ptr, i32, i64, f32 };
 
 struct TritonParam {
   std::string name;
@@ -33,6 +33,7 @@ struct NamedArg {
   union {
     const void *ptr;
     int64_t integer;
+    float real;
   };
   static NamedArg pointer(const char *n, const void *p) {
     NamedArg a{n, ArgType::ptr, {}};
@@ -42,6 +43,11 @@ struct NamedArg {
   static NamedArg number(const char *n, int64_t v) {
     NamedArg a{n, ArgType::i64, {}};
     a.integer = v;
+    return a;
+  }
+  static NamedArg single(const char *n, float v) {
+    NamedArg a{n, ArgType::f32, {}};
+    a.real = v;
     return a;
   }
 };
@@ -56,8 +62,8 @@ struct TritonArgs {
 };
 
 // Fills `out` for `params` from `values`.  AITER_ERR_INTERNAL naming `kernel`
-// and the parameter when one has no value, a pointer is offered for an
-// integer (or the reverse), an integer does not fit an i32 parameter, or there
+// and the parameter when one has no value, a value of another kind is offered
+// (pointer, integer, float), an integer does not fit an i32 parameter, or there
 // are more than kMaxTritonArgs parameters.
 aiter_status pack_triton_args(const char *kernel, const std::vector<TritonParam> &params, const NamedArg *values,
                               int value_count, TritonArgs *out);

@@ -144,7 +144,7 @@ def test_triton_kernels_and_gemm_variants_agree():
     spec = importlib.util.spec_from_file_location("aiter_triton_build", path)
     triton_build = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(triton_build)  # kernels_for() needs no triton
-    built = {v for target in triton_build.TARGETS for v, *_ in triton_build.kernels_for(target)}
+    built = {k.variant for target in triton_build.TARGETS for k in triton_build.kernels_for(target) if k.op == "gemm"}
     listed = set()
     for op in ("gemm_a16w16", "gemm_a8w8", "gemm_a8w8_blockscale", "batched_gemm_a16w16", "batched_gemm_a8w8"):
         names = aiter.tuning.variants(op, device="cuda")
@@ -155,7 +155,7 @@ def test_triton_kernels_and_gemm_variants_agree():
 
 
 @pytest.mark.parametrize("args, loads", [("a:ptr,m:i32,lda:i64,scratch:ptr", True), ("-", True),
-                                         ("a:f32", False), ("a:ptr,,m:i32", False), (":ptr", False)])
+                                         ("a:ptr,s:f32", True), ("a:f64", False), ("a:ptr,,m:i32", False), (":ptr", False)])
 def test_manifest_args_column(tmp_path, args, loads):
     """The runtime reads a row's args column (a Triton kernel's parameters, or
     "-"); a malformed one makes the whole manifest unusable, not a misplaced

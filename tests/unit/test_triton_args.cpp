@@ -63,12 +63,17 @@ void refuses_mismatches() {
   CHECK(pack_triton_args("k", parse("m:i32"), values, 2, &args) == AITER_ERR_INTERNAL);  // 2^31 is no i32
   CHECK(std::strstr(aiter_last_error(), "32 bits") != nullptr);
   CHECK(pack_triton_args("k", parse("m:i64"), values, 2, &args) == AITER_OK);
+  CHECK(pack_triton_args("k", parse("m:f32"), values, 2, &args) == AITER_ERR_INTERNAL);  // integer for a float
+  const NamedArg real[] = {NamedArg::single("s", 0.5f)};
+  CHECK(pack_triton_args("k", parse("s:i32"), real, 1, &args) == AITER_ERR_INTERNAL);  // float for an integer
+  CHECK(pack_triton_args("k", parse("s:f32"), real, 1, &args) == AITER_OK);
+  CHECK(read_slot<float>(args, 0) == 0.5f);
 }
 
 void rejects_malformed_columns() {
   std::vector<TritonParam> params;
   std::string error;
-  for (const char *bad : {"", "a", "a:", ":ptr", "a:f32", "a:ptr,,b:i32", "a:ptr,b"}) {
+  for (const char *bad : {"", "a", "a:", ":ptr", "a:f64", "a:ptr,,b:i32", "a:ptr,b"}) {
     CHECK(!parse_triton_params(bad, &params, &error));
     if (parse_triton_params(bad, &params, &error)) fprintf(stderr, "  '%s' was accepted\n", bad);
   }
