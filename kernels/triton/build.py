@@ -26,7 +26,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from aot import TARGETS  # noqa: E402
 
-FAMILIES = ("gemm",)
+FAMILIES = ("gemm", "attention")
 
 
 def kernels_for(target, families=FAMILIES):

@@ -31,6 +31,10 @@ inline SoftmaxParams softmax_params(const AttentionShape &s, float k_scale, floa
   return p;
 }
 
+// The Triton prefill kernel (attention_prefill_triton.cpp) where this build has
+// it and the call fits it; *taken false otherwise (nothing launched).
+aiter_status prefill_attention_triton(const PrefillArgs &a, const GpuCall &call, bool *taken);
+
 inline bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Every row of a [tokens, heads, D] tensor starts on a 16-byte boundary (the

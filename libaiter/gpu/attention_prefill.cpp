@@ -1,9 +1,14 @@
-// GPU launcher of prefill attention: on NVIDIA, 16-bit types and head dims 64 or
-// 128, the tensor-core kernel (kernels/attention/prefill_mma.cu: blocks of 64
-// query tokens x query heads); otherwise the portable one (prefill.cu: blocks of
-// 16 rows (query token, query head) x kv heads).
+// GPU launcher of prefill attention.  16-bit types, where this build has the
+// Triton kernel (attention_prefill_triton.cpp: sm_90a and AMD tensor cores, head
+// dims 64, 128, 256 and 192/128): that one.  Else on NVIDIA, head dims 64 or
+// 128: the mma.sync kernel (kernels/attention/prefill_mma.cu: blocks of 64
+// query tokens x query heads).  Otherwise the portable one (prefill.cu: blocks
+// of 16 rows (query token, query head) x kv heads).  AITER_PREFILL_KERNEL=mma or
+// =portable skips the kernels before it (tests and benchmarks of each).
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "gpu/attention_common.hpp"
@@ -18,6 +23,16 @@ constexpr int64_t kRows = 16;       // rows a block of the portable kernel
 constexpr int64_t kMmaTokens = 64;  // query tokens a block of the tensor-core kernel
 constexpr int64_t kMaxGridY = 65535;
 
+// AITER_PREFILL_KERNEL, read once: 0 any kernel, 1 not Triton, 2 portable only.
+int kernels_skipped() {
+  static const int skipped = [] {
+    const char *env = std::getenv("AITER_PREFILL_KERNEL");
+    if (env == nullptr) return 0;
+    return std::strcmp(env, "portable") == 0 ? 2 : std::strcmp(env, "mma") == 0 ? 1 : 0;
+  }();
+  return skipped;
+}
+
 // The kernel's head-dim suffix: "d128", or "d192v128" where v's differs.
 std::string head_dims(const AttentionShape &s) {
   std::string name = "d" + std::to_string(s.head_dim);
@@ -30,7 +45,7 @@ std::string head_dims(const AttentionShape &s) {
 // of out on 4-byte ones (paired stores).
 bool can_use_mma(const PrefillArgs &a, const GpuCall &call) {
   const AttentionShape &sh = a.shape;
-  if (call.device.device_type != kDLCUDA || (a.dtype != DType::bf16 && a.dtype != DType::f16)) return false;
+  if (call.device.device_type != kDLCUDA || kernels_skipped() >= 2 || (a.dtype != DType::bf16 && a.dtype != DType::f16)) return false;
   if (sh.head_dim != sh.v_head_dim || (sh.head_dim != 64 && sh.head_dim != 128) || sh.q_heads > kMaxGridY)
     return false;
   const bool out_pairs = reinterpret_cast<uintptr_t>(a.out) % 4 == 0 &&
@@ -72,6 +87,11 @@ aiter_status prefill_attention(const PrefillArgs &a, const GpuCall &call) {
   const int64_t per16 = 16 / dtype_size(a.dtype);
   p.vec = rows_aligned16(a.k, a.k_strides, a.total_k, sh.kv_heads, per16) &&
           rows_aligned16(a.v, a.v_strides, a.total_k, sh.kv_heads, per16);
+  if (kernels_skipped() == 0) {
+    bool taken = false;
+    const aiter_status st = prefill_attention_triton(a, call, &taken);
+    if (taken) return st;
+  }
   if (can_use_mma(a, call)) {
     const int64_t tiles = (a.total_q + kMmaTokens - 1) / kMmaTokens;
     const std::string variant = std::string("mma.") + dtype_tag(a.dtype) + "." + head_dims(sh);

@@ -8,8 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "gpu/launch.hpp"
-#include "gpu/triton_args.hpp"
+#include "gpu/triton_launch.hpp"
 #include "kernels/gemm/gemm_params.h"
 
 namespace aiter {
@@ -58,9 +57,7 @@ bool built_for(const GpuCall &call) {
   static std::atomic<signed char> known[kDeviceSlots] = {};  // 0 unknown, 1 yes, -1 no
   const int slot = device_slot(call.device);
   if (slot >= 0 && known[slot].load(std::memory_order_relaxed) != 0) return known[slot] > 0;
-  Driver *driver = nullptr;
-  const bool yes = driver_for(call.device.device_type, &driver) == AITER_OK &&
-                   has_kernel(driver, call.device.device_id, "gemm", name_at(I));
+  const bool yes = triton_kernel_built(call, "gemm", name_at(I));
   if (slot >= 0) known[slot].store(yes ? 1 : -1, std::memory_order_relaxed);
   return yes;
 }
@@ -93,14 +90,7 @@ bool good_fit(const GemmArgs &g) {
   return (kShapes[I].bm == 64) == (g.m <= 64);
 }
 
-aiter_status launch_triton(const GemmArgs &g, const GpuCall &call, const std::string &variant, const TritonShape &s) {
-  DeviceScope scope(call.device);
-  if (scope.status() != AITER_OK) return scope.status();
-  Kernel kernel;
-  aiter_status st = find_kernel(scope.driver(), call.device.device_id, "gemm", variant, &kernel);
-  if (st != AITER_OK) return st;
-  if (kernel.params == nullptr)
-    return fail(AITER_ERR_INTERNAL, "gemm/%s: the manifest gives no Triton argument list", variant.c_str());
+aiter_status launch(const GemmArgs &g, const GpuCall &call, const std::string &variant, const TritonShape &s) {
   const int out_kind = g.out_dtype == DType::f32 ? kGemmOutF32 : g.out_dtype == DType::f16 ? kGemmOutF16 : kGemmOutBf16;
   const NamedArg values[] = {
       NamedArg::pointer("a", g.a.data), NamedArg::pointer("w", g.w.data), NamedArg::pointer("out", g.out),
@@ -116,18 +106,14 @@ aiter_status launch_triton(const GemmArgs &g, const GpuCall &call, const std::st
       NamedArg::number("w_scale_step", g.w_scale_per_channel ? 1 : 0),
       NamedArg::number("kgroups", (g.k + kScaleBlock - 1) / kScaleBlock),
   };
-  TritonArgs args;
-  st = pack_triton_args(variant.c_str(), *kernel.params, values, int(sizeof values / sizeof values[0]), &args);
-  if (st != AITER_OK) return st;
   const Dim3 grid{unsigned(tiles(g, s)), unsigned(g.batch), 1};
-  return scope.driver()->launch(kernel.function, grid, Dim3{unsigned(kernel.max_block), 1, 1}, unsigned(kernel.smem),
-                                call.stream, args.slots, false);
+  return launch_triton(call, "gemm", variant, grid, values, int(sizeof values / sizeof values[0]));
 }
 
 template <size_t I>
 aiter_status run(const GemmArgs &g, const GpuCall *call) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return AITER_OK;
-  return launch_triton(g, *call, name_at(I), kShapes[I]);
+  return launch(g, *call, name_at(I), kShapes[I]);
 }
 
 bool belongs(GemmOp op, const TritonShape &s) {

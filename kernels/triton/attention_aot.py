@@ -1,0 +1,44 @@
+"""The prefill attention kernels built from attention.py for each target (see aot.py)."""
+from aot import TRITON_DTYPE, AotKernel, is_nvidia
+
+# Run-time arguments in order; "*in": a pointer to q's dtype (k, v and out share
+# it).  The launcher (libaiter/gpu/attention_prefill.cpp) fills them by name.
+ARGUMENTS = (
+    ("q", "*in"), ("k", "*in"), ("v", "*in"), ("out", "*in"), ("lse", "*fp32"),
+    ("cu_seqlens_q", "*i32"), ("cu_seqlens_k", "*i32"),
+    ("q_token_stride", "i64"), ("q_head_stride", "i64"), ("k_token_stride", "i64"), ("k_head_stride", "i64"),
+    ("v_token_stride", "i64"), ("v_head_stride", "i64"), ("out_token_stride", "i64"), ("out_head_stride", "i64"),
+    ("total_q", "i32"), ("total_k", "i32"), ("batch", "i32"), ("search_steps", "i32"), ("q_heads", "i32"),
+    ("group", "i32"), ("causal", "i32"), ("window_left", "i32"),
+    ("scale", "fp32"), ("softcap", "fp32"), ("has_lse", "i32"),
+)
+# Promised 16-divisible (pointers: 16-byte aligned), so Triton loads 16-byte
+# vectors: attention_prefill_triton.cpp offers the kernel only to calls that have them.
+ALIGNED = ("q", "k", "v", "out", "q_token_stride", "q_head_stride", "k_token_stride", "k_head_stride",
+           "v_token_stride", "v_head_stride", "out_token_stride", "out_head_stride")
+# q/k head dim split into powers of two (D1 + D2) and v's: the head dims of
+# attention_prefill.cpp's tensor-core list (192 = 128 + 64: DeepSeek-V3's MLA prefill).
+HEAD_DIMS = ((64, 0, 64), (128, 0, 128), (256, 0, 256), (128, 64, 128))
+# The launcher takes the row tile from the variant's name (".m128").
+# (BM, BN, warps, stages) per q/k head dim.
+NVIDIA_TILES = {64: (128, 64, 4, 3), 128: (128, 64, 8, 3), 256: (128, 64, 8, 2), 192: (128, 64, 8, 2)}
+AMD_TILES = {64: (128, 32, 4, 1), 128: (128, 32, 4, 1), 256: (64, 32, 4, 1), 192: (64, 32, 4, 1)}
+
+
+def _name(dtype, d1, d2, dv, bm):
+    dims = f"d{d1 + d2}" + (f"v{dv}" if dv != d1 + d2 else "")
+    return f"triton.{dtype}.{dims}.m{bm}"
+
+
+def kernels(target):
+    out = []
+    for dtype in ("bf16", "f16"):
+        for d1, d2, dv in HEAD_DIMS:
+            bm, bn, warps, stages = (NVIDIA_TILES if is_nvidia(target) else AMD_TILES)[d1 + d2]
+            variant = _name(dtype, d1, d2, dv, bm)
+            arguments = tuple((n, f"*{TRITON_DTYPE[dtype]}" if t == "*in" else t) for n, t in ARGUMENTS)
+            out.append(AotKernel(op="prefill_attention", variant=variant, stem="triton_attention." + variant[7:],
+                                 source="attention", fn="prefill_kernel", arguments=arguments,
+                                 constants={"BM": bm, "BN": bn, "D1": d1, "D2": d2, "DV": dv},
+                                 warps=warps, stages=stages, aligned=ALIGNED))
+    return out
