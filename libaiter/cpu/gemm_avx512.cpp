@@ -27,6 +27,7 @@
 #include "cpu/gemm_avx512_kernels.hpp"
 #include "cpu/gemm_plan.hpp"
 #include "cpu/isa.hpp"
+#include "cpu/vec512.hpp"
 
 namespace aiter {
 namespace cpu {
@@ -195,6 +196,52 @@ void pack_a(const Plan &p, const Layout &l, uint32_t *packed) {
   });
 }
 
+// ---- the store ------------------------------------------------------------------------
+// store_tile (gemm_plan.cpp) 16 columns at a time: the same operations in the
+// same order (a float sum, times a_scale, times w_scale, plus the bias, each
+// rounded to fp32, then rounded once to the output type), so both give the
+// same bits.  A row of 128 scalar conversions cost 5% of a bf16 GEMM of K 1024.
+#ifdef AITER_VEC512
+AITER_VEC512_FN __m512 sums16(const float *acc, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, acc); }
+AITER_VEC512_FN __m512 sums16(const int32_t *acc, __mmask16 mask) {
+  return _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(mask, acc));  // rounds to nearest even, as float(int) does
+}
+
+template <class Out, class Acc>
+__attribute__((target(AITER_TARGET_VEC512))) void store_rows_avx512(const Plan &p, int64_t b, int64_t m0,
+                                                                   int64_t rows, int64_t n0, int64_t cols,
+                                                                   const Acc *acc, int64_t ld) {
+  const float *w_scale = p.w_scale ? p.w_scale + b * p.w_scale_batch : nullptr;
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t m = m0 + i;
+    Out *out = reinterpret_cast<Out *>(p.out + b * p.out_batch_bytes + m * p.out_row_bytes) + n0;
+    const __m512 a_scale = _mm512_set1_ps(p.a_scale ? p.a_scale[b * p.a_scale_batch + m * p.a_scale_step] : 1.0f);
+    for (int64_t j = 0; j < cols; j += 16) {
+      const __mmask16 mask = vec512::first(cols - j);
+      __m512 v = sums16(acc + i * ld + j, mask);
+      if (w_scale) {
+        const __m512 ws = p.w_scale_step == 0 ? _mm512_set1_ps(w_scale[0]) : _mm512_maskz_loadu_ps(mask, w_scale + n0 + j);
+        v = _mm512_mul_ps(_mm512_mul_ps(v, a_scale), ws);
+      }
+      if (p.bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, p.bias + n0 + j));
+      vec512::store(out + j, v, cols - j);
+    }
+  }
+}
+#endif
+
+template <class Acc>
+void store_rows(const Plan &p, int64_t b, int64_t m0, int64_t rows, int64_t n0, int64_t cols, const Acc *acc,
+                int64_t ld) {
+#ifdef AITER_VEC512
+  const bool vector_scales = p.w_scale == nullptr || p.w_scale_step <= 1;
+  if (vector_scales && p.out_dtype == DType::bf16) return store_rows_avx512<bf16_t>(p, b, m0, rows, n0, cols, acc, ld);
+  if (vector_scales && p.out_dtype == DType::f32) return store_rows_avx512<float>(p, b, m0, rows, n0, cols, acc, ld);
+  if (vector_scales && p.out_dtype == DType::f16) return store_rows_avx512<half_t>(p, b, m0, rows, n0, cols, acc, ld);
+#endif
+  store_tile(p, b, m0, rows, n0, cols, acc, ld);
+}
+
 // ---- one work item -------------------------------------------------------------------
 // Brings the next K block of the item's W rows towards L2, a few cache lines
 // per kernel call, while this block computes: reading W is the one stream
@@ -206,17 +253,18 @@ class WPrefetch {
     total_ = kc > 0 ? cols * lines_per_row_ : 0;
     per_call_ = calls > 0 ? (total_ + calls - 1) / calls : total_;
   }
+  // (Row and line counted up, not divided out: an idiv per line cost 1-2% of a GEMM.)
   void step() {
     for (int64_t end = std::min(total_, next_ + per_call_); next_ < end; ++next_) {
-      const int64_t row = next_ / lines_per_row_, line = next_ % lines_per_row_;
-      __builtin_prefetch(w_.row(b_, n0_ + row) + k_byte_ + line * line_bytes_, 0, 2);
+      __builtin_prefetch(w_.row(b_, n0_ + row_) + k_byte_ + line_ * line_bytes_, 0, 2);
+      if (++line_ == lines_per_row_) line_ = 0, ++row_;
     }
   }
 
  private:
   const Operand &w_;
   int64_t b_, n0_, line_bytes_, lines_per_row_, k_byte_;
-  int64_t total_ = 0, per_call_ = 0, next_ = 0;
+  int64_t total_ = 0, per_call_ = 0, next_ = 0, row_ = 0, line_ = 0;
 };
 
 struct Scratch {
@@ -241,13 +289,32 @@ std::vector<int32_t> quad_offsets(const Plan &p, const Layout &l) {
   return offsets;
 }
 
+// The finished sums of rows [m, m + rows) x columns [n, n + cols) at acc
+// (kChunkN apart) to the output; int8 quads less their 128 sum(a) first.
+void store_sums(const Plan &p, const Layout &l, const int32_t *quad_offsets, int64_t b, int64_t m, int64_t rows,
+                int64_t n, int64_t cols, uint32_t *acc) {
+  if (quad_offsets != nullptr) {
+    auto *sums = reinterpret_cast<int32_t *>(acc);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) sums[i * kChunkN + j] -= quad_offsets[b * p.m + m + i];
+  }
+  if (int32_sums(l.slots))
+    store_rows(p, b, m, rows, n, cols, reinterpret_cast<const int32_t *>(acc), kChunkN);
+  else
+    store_rows(p, b, m, rows, n, cols, reinterpret_cast<const float *>(acc), kChunkN);
+}
+
 void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, const int32_t *quad_offsets, int64_t b,
               int64_t block_m, int64_t n0) {
   thread_local Scratch s;
   const int64_t cols = std::min(kChunkN, p.n - n0), panels_w = (cols + kPanelW - 1) / kPanelW;
   const int64_t q0 = block_m * l.panels_per_block, q1 = std::min(l.panels.count, q0 + l.panels_per_block);
   const int64_t m0 = l.panels.start(q0), k_elems = kSlotsK * l.per_slot;
-  if (p.k == 0) std::fill(s.acc.begin(), s.acc.end(), 0u);  // empty sums: zeros in fp32 and int32 alike
+  if (p.k == 0) {  // empty sums: zeros in fp32 and int32 alike
+    std::fill(s.acc.begin(), s.acc.end(), 0u);
+    return store_sums(p, l, quad_offsets, b, m0, l.panels.start(q1 - 1) + l.panels.rows(q1 - 1) - m0, n0, cols,
+                      s.acc.data());
+  }
   for (int64_t k0 = 0, kb = 0; k0 < p.k; k0 += k_elems, ++kb) {
     const int64_t kc = std::min(k_elems, p.k - k0), groups = (kc + l.per_slot - 1) / l.per_slot;
     for (int64_t j = 0; j < panels_w; ++j) {
@@ -256,29 +323,27 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, const in
       const uint32_t *src = slot_rows(p.w, l.slots, b, n0 + j * kPanelW, rows, k0, kc, s.staged.data(), &ld, true);
       avx512::pack_panel(src, ld, int(rows), groups, kPanelW, s.w.data() + j * kSlotsK * kPanelW);
     }
-    const int64_t next_k0 = k0 + k_elems;
-    WPrefetch prefetch(p.w, b, n0, cols, next_k0, std::max<int64_t>(0, std::min(k_elems, p.k - next_k0)),
-                       panels_w * (q1 - q0));
+    // The next K block of these columns, or after the last the first block of
+    // the next columns (most often this thread's next item): the first block of
+    // an item would otherwise wait on memory for every line of W it packs.
+    int64_t next_n0 = n0, next_cols = cols, next_k0 = k0 + k_elems;
+    if (next_k0 >= p.k) next_n0 = n0 + kChunkN, next_cols = std::max<int64_t>(0, std::min(kChunkN, p.n - next_n0)), next_k0 = 0;
+    WPrefetch prefetch(p.w, b, next_n0, next_cols, next_k0, std::min(k_elems, p.k - next_k0), panels_w * (q1 - q0));
+    const bool last_k = next_k0 == 0;
     for (int64_t j = 0; j < panels_w; ++j)
       for (int64_t q = q0; q < q1; ++q) {
         prefetch.step();
         const int64_t rows = l.panels.rows(q);
-        const avx512::Kernel kernel = avx512::kernel(l.slots, int(rows), l.vnni);
-        kernel(packed_a + a_panel(l, p.m, b, q) + kb * kSlotsK * rows,
-               s.w.data() + j * kSlotsK * kPanelW, groups,
-               s.acc.data() + (l.panels.start(q) - m0) * kChunkN + j * kPanelW, kChunkN, kb > 0);
+        uint32_t *acc = s.acc.data() + (l.panels.start(q) - m0) * kChunkN + j * kPanelW;
+        avx512::kernel(l.slots, int(rows), l.vnni)(packed_a + a_panel(l, p.m, b, q) + kb * kSlotsK * rows,
+                                                   s.w.data() + j * kSlotsK * kPanelW, groups, acc, kChunkN, kb > 0);
+        // Stored while the tile is still in L1 (from L2 after the item, the
+        // store took 3% of a bf16 GEMM of K 1024).
+        if (last_k)
+          store_sums(p, l, quad_offsets, b, l.panels.start(q), rows, n0 + j * kPanelW,
+                     std::min<int64_t>(kPanelW, cols - j * kPanelW), acc);
       }
   }
-  const int64_t rows = l.panels.start(q1 - 1) + l.panels.rows(q1 - 1) - m0;
-  if (quad_offsets != nullptr) {
-    auto *acc = reinterpret_cast<int32_t *>(s.acc.data());
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j) acc[i * kChunkN + j] -= quad_offsets[b * p.m + m0 + i];
-  }
-  if (int32_sums(l.slots))
-    store_tile(p, b, m0, rows, n0, cols, reinterpret_cast<const int32_t *>(s.acc.data()), kChunkN);
-  else
-    store_tile(p, b, m0, rows, n0, cols, reinterpret_cast<const float *>(s.acc.data()), kChunkN);
 }
 
 // ---- the dot-product form ---------------------------------------------------------------
@@ -391,7 +456,7 @@ void run_dot_strip(const Plan &p, const Layout &l, const DotA &a, int64_t b, int
       i0 += r;
     }
   }
-  store_tile(p, b, 0, p.m, n0, cols, acc, kDotStripN);
+  store_rows(p, b, 0, p.m, n0, cols, acc, kDotStripN);
 }
 
 void run_dot(const Plan &p, const Layout &l) {

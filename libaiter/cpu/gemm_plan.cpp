@@ -102,6 +102,7 @@ Plan make_plan(const GemmArgs &g, std::vector<float> &bias) {
   p.out_batch_bytes = g.out_batch_stride * out_size;
   p.out_elem_bytes = out_size;
   p.write = writer_for(g.out_dtype);
+  p.out_dtype = g.out_dtype;
   p.bias = bias.empty() ? nullptr : bias.data();
   if (g.block_scaled) {
     const int64_t groups = (g.k + kScaleBlock - 1) / kScaleBlock;

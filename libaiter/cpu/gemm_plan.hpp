@@ -51,6 +51,7 @@ struct Plan {
   char *out;
   int64_t out_row_bytes, out_batch_bytes, out_elem_bytes;
   RowWriter write;
+  DType out_dtype;  // what `write` writes: f32, bf16 or f16
   const float *bias;  // fp32 [N], or null
   // gemm_a8w8 epilogue: out *= a_scale[b * a_scale_batch + m * a_scale_step]
   // * w_scale[b * w_scale_batch + n * w_scale_step]; null for a16w16 and
