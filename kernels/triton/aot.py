@@ -10,6 +10,10 @@ TARGETS = {  # target: (backend, arch, warp size)
     "gfx90a": ("hip", "gfx90a", 64), "gfx942": ("hip", "gfx942", 64), "gfx950": ("hip", "gfx950", 64),
     "gfx1100": ("hip", "gfx1100", 32), "gfx1201": ("hip", "gfx1201", 32), "sm_90a": ("cuda", 90, 32),
 }
+# Shared memory (LDS) a block may have, bytes: a kernel needing more would only
+# fail at its first launch, so build.py refuses it.
+MAX_SHARED = {"gfx90a": 65536, "gfx942": 65536, "gfx950": 163840, "gfx1100": 65536, "gfx1201": 65536,
+              "sm_90a": 232448}
 # The fp8 format of each target's matrix cores: MI300's FNUZ encoding on gfx942,
 # OCP e4m3fn on gfx950, RDNA 4 and Hopper; none on gfx90a and RDNA 3.
 FP8 = {"gfx942": "e4m3fnuz", "gfx950": "e4m3fn", "gfx1201": "e4m3fn", "sm_90a": "e4m3fn"}

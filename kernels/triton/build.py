@@ -24,7 +24,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aot import TARGETS  # noqa: E402
+from aot import MAX_SHARED, TARGETS  # noqa: E402
 
 FAMILIES = ("gemm", "attention")
 
@@ -79,6 +79,9 @@ def compile_one(target, kernel):
     backend, arch, warp = TARGETS[target]
     compiled = triton.compiler.compile(source, target=GPUTarget(backend, arch, warp),
                                        options={"num_warps": kernel.warps, "num_stages": kernel.stages})
+    if compiled.metadata.shared > MAX_SHARED[target]:
+        raise RuntimeError(f"{kernel.stem} for {target} needs {compiled.metadata.shared} bytes of shared memory, "
+                           f"more than the {MAX_SHARED[target]} a block may have")
     if getattr(compiled.metadata, "global_scratch_size", 0):
         raise RuntimeError(f"{compiled.name} for {target} needs global scratch, which the launcher does not give")
     image = compiled.asm["hsaco" if backend == "hip" else "cubin"]
