@@ -10,6 +10,10 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 namespace aiter {
 
 namespace {
@@ -38,12 +42,22 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins until ready() or kSpin has passed (the caller then blocks as before).
-template <class Ready>
-void spin_until(Ready ready) {
+// The CPU this thread runs on, -1 where unknown.
+int current_cpu() {
+#if defined(__linux__)
+  return sched_getcpu();
+#else
+  return -1;
+#endif
+}
+
+// Spins until ready(), kSpin has passed or futile() (the caller then blocks as
+// before); futile is asked every 64 turns.
+template <class Ready, class Futile>
+void spin_until(Ready ready, Futile futile) {
   const auto until = std::chrono::steady_clock::now() + kSpin;
   for (int i = 0; !ready(); ++i) {
-    if (i % 64 == 63 && std::chrono::steady_clock::now() >= until) return;
+    if (i % 64 == 63 && (std::chrono::steady_clock::now() >= until || futile())) return;
     cpu_relax();
   }
 }
@@ -66,11 +80,14 @@ class Pool {
       next_ = 0;
       done_ = 0;
       finished_flag_.store(false, std::memory_order_relaxed);
+      beside_caller_.store(false, std::memory_order_relaxed);
+      caller_cpu_.store(current_cpu(), std::memory_order_relaxed);
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     drain();
-    spin_until([&] { return finished_flag_.load(std::memory_order_acquire); });
+    spin_until([&] { return finished_flag_.load(std::memory_order_acquire); },
+               [&] { return beside_caller_.load(std::memory_order_relaxed); });
     std::unique_lock<std::mutex> lock(mutex_);
     finished_.wait(lock, [&] { return done_ == chunks_ && active_ == 0; });
     chunk_ = nullptr;
@@ -81,7 +98,7 @@ class Pool {
   void work() {
     uint64_t seen = 0;
     for (;;) {
-      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
+      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }, [&] { return on_callers_cpu(); });
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
@@ -89,6 +106,17 @@ class Pool {
       }
       drain();
     }
+  }
+
+  // A worker on the CPU of the thread that posted the last job.  The scheduler
+  // puts a woken worker there when the other CPUs are busy (other processes,
+  // another library's spinning threads): the two then share one CPU, the
+  // caller runs every chunk itself (the "absent worker" of
+  // docs/performance_cpu.md), and a spin of either one only takes time from
+  // the other, so neither spins then.
+  bool on_callers_cpu() const {
+    const int cpu = current_cpu();
+    return cpu >= 0 && cpu == caller_cpu_.load(std::memory_order_relaxed);
   }
 
   // Runs chunks until none is left.  `active_` counts threads inside a job so
@@ -103,6 +131,7 @@ class Pool {
       chunks = chunks_;
       ++active_;
     }
+    if (on_callers_cpu()) beside_caller_.store(true, std::memory_order_relaxed);
     int64_t finished_here = 0;
     for (int64_t i; (i = next_.fetch_add(1)) < chunks;) {
       (*chunk)(i);
@@ -127,6 +156,8 @@ class Pool {
   int active_ = 0;
   std::atomic<uint64_t> generation_{0};    // written under mutex_, read by spinning workers too
   std::atomic<bool> finished_flag_{false};  // done_ == chunks_ && active_ == 0, for the spinning caller
+  std::atomic<int> caller_cpu_{-1};          // where the last job's caller ran when it posted the job
+  std::atomic<bool> beside_caller_{false};   // a worker of this job runs on caller_cpu_
 };
 
 // Never destroyed: detached workers may still wait on it at process exit.
@@ -145,9 +176,13 @@ int cpu_threads() {
 }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)> &fn) {
+  parallel_for(n, grain, int64_t(cpu_threads()) * 4, fn);
+}
+
+void parallel_for(int64_t n, int64_t grain, int64_t max_chunks, const std::function<void(int64_t, int64_t)> &fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  const int64_t max_chunks = int64_t(cpu_threads()) * 4;
+  max_chunks = std::max<int64_t>(max_chunks, 1);
   const int64_t chunks = std::min(max_chunks, (n + grain - 1) / grain);
   if (chunks <= 1 || inside_chunk) return fn(0, n);
   const int64_t size = (n + chunks - 1) / chunks;

@@ -304,8 +304,10 @@ void store_sums(const Plan &p, const Layout &l, const int32_t *quad_offsets, int
     store_rows(p, b, m, rows, n, cols, reinterpret_cast<const float *>(acc), kChunkN);
 }
 
+// next_n0: the first column of the item this thread most likely runs next
+// (its first K block of W is prefetched during this item's last), or p.n.
 void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, const int32_t *quad_offsets, int64_t b,
-              int64_t block_m, int64_t n0) {
+              int64_t block_m, int64_t n0, int64_t next_item_n0) {
   thread_local Scratch s;
   const int64_t cols = std::min(kChunkN, p.n - n0), panels_w = (cols + kPanelW - 1) / kPanelW;
   const int64_t q0 = block_m * l.panels_per_block, q1 = std::min(l.panels.count, q0 + l.panels_per_block);
@@ -324,10 +326,11 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, const in
       avx512::pack_panel(src, ld, int(rows), groups, kPanelW, s.w.data() + j * kSlotsK * kPanelW);
     }
     // The next K block of these columns, or after the last the first block of
-    // the next columns (most often this thread's next item): the first block of
-    // an item would otherwise wait on memory for every line of W it packs.
+    // the next item's: the first block of an item would otherwise wait on
+    // memory for every line of W it packs.
     int64_t next_n0 = n0, next_cols = cols, next_k0 = k0 + k_elems;
-    if (next_k0 >= p.k) next_n0 = n0 + kChunkN, next_cols = std::max<int64_t>(0, std::min(kChunkN, p.n - next_n0)), next_k0 = 0;
+    if (next_k0 >= p.k)
+      next_n0 = next_item_n0, next_cols = std::max<int64_t>(0, std::min(kChunkN, p.n - next_n0)), next_k0 = 0;
     WPrefetch prefetch(p.w, b, next_n0, next_cols, next_k0, std::min(k_elems, p.k - next_k0), panels_w * (q1 - q0));
     const bool last_k = next_k0 == 0;
     for (int64_t j = 0; j < panels_w; ++j)
@@ -483,9 +486,11 @@ void run(const Plan &p) {
   pack_a(p, l, packed_a.data());
   const std::vector<int32_t> offsets = quad_offsets(p, l);
   const int32_t *offset = offsets.empty() ? nullptr : offsets.data();
-  const int64_t chunks_n = (p.n + kChunkN - 1) / kChunkN;
-  for_each_item(p, l.blocks_m * chunks_n, [&](int64_t b, int64_t item) {
-    run_item(p, l, packed, offset, b, item % l.blocks_m, (item / l.blocks_m) * kChunkN);
+  const int64_t chunks_n = (p.n + kChunkN - 1) / kChunkN, items = l.blocks_m * chunks_n;
+  for_each_item(p, items, [&](int64_t b, int64_t item) {
+    const int64_t next = item + cpu_threads();  // for_each_item: the threads take items in turn
+    run_item(p, l, packed, offset, b, item % l.blocks_m, (item / l.blocks_m) * kChunkN,
+             next < items ? (next / l.blocks_m) * kChunkN : p.n);
   });
 }
 

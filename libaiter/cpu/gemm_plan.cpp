@@ -158,8 +158,12 @@ template void store_tile(const Plan &, int64_t, int64_t, int64_t, int64_t, int64
 template void store_tile(const Plan &, int64_t, int64_t, int64_t, int64_t, int64_t, const int64_t *, int64_t);
 template void store_tile(const Plan &, int64_t, int64_t, int64_t, int64_t, int64_t, const int32_t *, int64_t);
 
+// Items (output tiles) are few and long: up to this many chunks, so that the
+// threads end together (one item each up to here).
+constexpr int64_t kMaxChunks = 256;
+
 void for_each_item(const Plan &p, int64_t items, const std::function<void(int64_t b, int64_t item)> &fn) {
-  parallel_for(p.batch * items, 1, [&](int64_t begin, int64_t end) {
+  parallel_for(p.batch * items, 1, kMaxChunks, [&](int64_t begin, int64_t end) {
     for (int64_t index = begin; index < end; ++index) fn(index / items, index % items);
   });
 }

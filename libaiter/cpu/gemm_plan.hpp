@@ -79,7 +79,9 @@ void store_tile(const Plan &p, int64_t b, int64_t m0, int64_t rows, int64_t n0, 
                 int64_t ld);
 
 // fn(b, item) for every matrix b of the batch and item in [0, items), spread
-// over the CPU threads (an item is one output tile: one writer per element).
+// over the CPU threads (an item is one output tile: one writer per element),
+// one item at a time up to 256 items; the threads take them in turn, so a
+// thread's next item is most often `threads` further on.
 void for_each_item(const Plan &p, int64_t items, const std::function<void(int64_t b, int64_t item)> &fn);
 
 // fn(p, b, m0, rows, n0, cols) for every tile of tile_m x tile_n of every output
