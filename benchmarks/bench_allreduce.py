@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """libaiter's all-reduce and fused all-reduce + add + RMSNorm against NCCL, in one run.
 
-usage: python3 benchmarks/bench_allreduce.py --world 2 [--world 4] [--json results.json]
+usage: python3 benchmarks/bench_allreduce.py --world 2 [--world 4] [--fused-forced] [--json results.json]
 
 One process per GPU (multiprocessing spawn).  Every op is captured in a CUDA
 graph of `--calls` calls back to back, and the graph's replays are timed with
@@ -11,9 +11,11 @@ same run: NCCL through torch.distributed.all_reduce (in the graph as well), and
 for the fused op NCCL all-reduce followed by libaiter's add_rmsnorm.
 Columns: message bytes, µs of NCCL and of ours (auto: one-shot, two-shot or NCCL
 by size), ours over NCCL (< 1: ours faster), and the bus bandwidth
-bytes * 2 (W - 1) / W / time.  One-shot and two-shot forced are listed where
-they fit the buffers, to show where each wins.  NCCL_NVLS_ENABLE=0 is set: NVLink
-multicast stays off.
+bytes * 2 (W - 1) / W / time.  One-shot (the push kernel up to its 2 MiB, the
+pull kernel past it) and two-shot forced are listed where they fit the buffers,
+to show where each wins.  --fused-forced times the fused op again with each of
+its kernels forced (AITER_AR_FUSED=one_shot / two_shot, in fresh processes).
+NCCL_NVLS_ENABLE=0 is set: NVLink multicast stays off.
 """
 import argparse
 import json
@@ -125,7 +127,21 @@ def bench_fused(ar, world, args):
     return rows
 
 
-def run_rank(rank, world, port, args, queue):
+def bench_fused_only(ar, world, args):
+    """The fused op alone (its kernel forced by AITER_AR_FUSED in this process)."""
+    import torch
+    rows = []
+    for tokens in TOKENS:
+        x = torch.randn(tokens, HIDDEN, device="cuda", dtype=torch.bfloat16)
+        residual, out, r_out = torch.randn_like(x), torch.empty_like(x), torch.empty_like(x)
+        weight = torch.rand(HIDDEN, device="cuda", dtype=torch.bfloat16) + 0.5
+        rows.append({"tokens": tokens, "fused": time_graph(
+            lambda: ar.all_reduce_add_rmsnorm(x, residual, weight, 1e-6, out=out, residual_out=r_out),
+            args.calls, args.rounds)})
+    return rows
+
+
+def run_rank(rank, world, port, args, queue, fused_only=False):
     import torch
     import torch.distributed as dist
     torch.cuda.set_device(rank)
@@ -135,8 +151,11 @@ def run_rank(rank, world, port, args, queue):
     comm = Communicator.from_process_group()
     ar = CustomAllReduce(comm, max_bytes=MAX_BYTES)
     result = {"world": world, "gpu": torch.cuda.get_device_name(rank)}
-    result["all_reduce"] = bench_all_reduce(ar, world, args)
-    result["fused"] = bench_fused(ar, world, args)
+    if fused_only:
+        result["fused_forced"] = bench_fused_only(ar, world, args)
+    else:
+        result["all_reduce"] = bench_all_reduce(ar, world, args)
+        result["fused"] = bench_fused(ar, world, args)
     if rank == 0:
         queue.put(result)
         queue.close()
@@ -165,6 +184,38 @@ def print_tables(r):
     sys.stdout.flush()
 
 
+def print_forced(world, gpu, forced):
+    """forced: {algo: rows} of bench_fused_only."""
+    algos = list(forced)
+    print(f"\n## {world} x {gpu}: the fused op's kernels forced (AITER_AR_FUSED), hidden {HIDDEN} bf16 (µs a call)")
+    print("| tokens | " + " | ".join(algos) + " |")
+    print("|---:|" + "---:|" * len(algos))
+    for i, tokens in enumerate(TOKENS):
+        print(f"| {tokens} | " + " | ".join(f"{forced[a][i]['fused']:.2f}" for a in algos) + " |")
+    sys.stdout.flush()
+
+
+def run_world(world, args, fused_only=False):
+    """Rank 0's result of one process per GPU, or None once a rank has died."""
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = [ctx.Process(target=run_rank, args=(r, world, port, args, queue, fused_only)) for r in range(world)]
+    for p in procs:
+        p.start()
+    result = wait_for_result(queue, procs)
+    for p in procs:
+        p.join(timeout=60)
+        if p.is_alive():
+            p.kill()
+    if result is None:
+        print(f"world {world}: a rank died (exit codes {[p.exitcode for p in procs]}); no table")
+    return result
+
+
 def wait_for_result(queue, procs):
     """Rank 0's result, or None once a rank has died without it."""
     import queue as queues
@@ -181,28 +232,27 @@ def main():
     parser.add_argument("--world", type=int, action="append", help="ranks (GPUs); repeatable")
     parser.add_argument("--calls", type=int, default=50, help="calls captured in one graph")
     parser.add_argument("--rounds", type=int, default=10, help="timed replays")
+    parser.add_argument("--fused-forced", action="store_true",
+                        help="also time the fused op with each of its kernels forced")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
-    import multiprocessing as mp
     results = []
     for world in args.world or [2]:
-        ctx = mp.get_context("spawn")
-        queue = ctx.Queue()
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        procs = [ctx.Process(target=run_rank, args=(r, world, port, args, queue)) for r in range(world)]
-        for p in procs:
-            p.start()
-        result = wait_for_result(queue, procs)
-        for p in procs:
-            p.join(timeout=60)
-            if p.is_alive():
-                p.kill()
+        result = run_world(world, args)
         if result is None:
-            print(f"world {world}: a rank died (exit codes {[p.exitcode for p in procs]}); no table")
             continue
         print_tables(result)
+        if args.fused_forced:
+            forced = {}
+            for algo in ("one_shot", "two_shot"):
+                os.environ["AITER_AR_FUSED"] = algo  # read by the spawned ranks' library
+                r = run_world(world, args, fused_only=True)
+                if r is not None:
+                    forced[algo] = r["fused_forced"]
+            os.environ.pop("AITER_AR_FUSED", None)
+            if forced:
+                print_forced(world, result["gpu"], forced)
+                result["fused_forced"] = forced
         results.append(result)
     if args.json:
         with open(args.json, "w") as f:

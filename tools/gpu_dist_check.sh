@@ -1,16 +1,25 @@
 #!/bin/bash
 # The multi-GPU checks of aiter.dist (issue 36) in one call on a machine of 4
-# GPUs: the multi-GPU tests with 2 and 4 ranks, then benchmarks/bench_allreduce.py
-# for 2 and 4 ranks; logs under $OUT.  NVLink multicast stays off (KINDS.md).
+# GPUs: benchmarks/bench_allreduce.py for 2 ranks (a failure there ends the call
+# early, sparing the device time of the rest), then for 4 ranks (both with the
+# fused op's kernels forced as well), then the multi-GPU tests with 2 and 4
+# ranks; logs under $OUT.  NVLink multicast stays off (KINDS.md).
 #
 # usage, from the repository root on the GPU machine: tools/gpu_dist_check.sh
 # It uses a build carried in build-dist-gpu/ (build/: libaiter.so.0, _cdef.h and
 # the code objects; src/: the sources it was built from) where there is one, so
 # that the call spends no minutes compiling and runs the committed sources even
 # where the working tree holds others' unfinished work; else it builds here with
-# the allreduce and norm kernel families only.  Measured on 4 H100s (2026-11-27):
-# the tests' checks took about 100 s for each world size, the benchmark about
-# 35 s; give the call about 8 minutes with the machine's start.
+# the allreduce and norm kernel families only.  To make it (here, with nvcc):
+#   meson setup B -Dgpu_targets=sm_90a -Dgpu_kernels=allreduce,norm -Djax=disabled -Dtests=false
+#   ninja -C B; mkdir -p build-dist-gpu/build/kernels build-dist-gpu/src
+#   cp -a B/libaiter.so* B/_cdef.h B/configs build-dist-gpu/build/
+#   cp B/kernels/*.cubin B/kernels/manifest.tsv build-dist-gpu/build/kernels/
+#   git ls-files python tests/python pyproject.toml tools/gpu_dist_check.sh \
+#     benchmarks/bench_allreduce.py | tar -cf - -T - | tar -xf - -C build-dist-gpu/src
+# and pass carry ["build-dist-gpu", ".wheels"].  Measured on 4 H100s
+# (2026-11-27): the tests' checks took about 100 s for each world size, the
+# benchmark about 35 s; give the call about 8 minutes with the machine's start.
 set -o pipefail
 OUT=${OUT:-/tmp/gpu-dist-out}
 mkdir -p "$OUT"
@@ -49,6 +58,10 @@ export PYTHONPATH=$SRC/python${PYTHONPATH:+:$PYTHONPATH} AITER_LIBRARY=$BUILD/li
 cd "$SRC" || exit 1
 python3 -c 'import torch, aiter; print(aiter.library_path, torch.__version__, torch.cuda.device_count(), "GPUs, NCCL", torch.cuda.nccl.version())' 2>&1 | tee -a "$OUT/machine.log"
 
+step 90 python3 benchmarks/bench_allreduce.py --world 2 --fused-forced --json "$OUT/bench2.json" 2>&1 |
+  tee "$OUT/bench.log"
+grep -q "^## 2 x" "$OUT/bench.log" || { echo "the 2-rank benchmark failed: no more steps"; exit 1; }
+step 120 python3 benchmarks/bench_allreduce.py --world 4 --fused-forced --json "$OUT/bench4.json" 2>&1 |
+  tee -a "$OUT/bench.log"
 step 280 python3 -m pytest -q -m gpu -s -rA tests/python/test_dist.py 2>&1 | tee "$OUT/test.log"
-step 150 python3 benchmarks/bench_allreduce.py --world 2 --world 4 --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
 exit 0

@@ -1,20 +1,28 @@
 // The custom all-reduce (aiter_custom_all_reduce) and its fusion with residual
 // add + RMSNorm (+ per-row quantization), over buffers every rank maps.
 //
-// Each call first copies this rank's x into its own buffer (so the input can
-// live anywhere and a captured graph replays with new contents), then:
-//   one-shot: every rank sums every peer's copy (reads world x n elements);
-//   two-shot: rank r sums shard r of every peer's copy into its reduced area,
-//             then gathers the other shards from the peers' reduced areas.
+// push (one-shot, small messages, and the fused op): every rank writes its x
+//   straight into its slot of every peer's push area (allreduce_params.h) and
+//   sums what the peers pushed into its own as it arrives.  No flag and no
+//   barrier: an empty slot holds a word no message holds, so the data is its own
+//   signal; the receiver empties the slot after reading it.  Two stages,
+//   alternating by call: a peer writes a stage again only two calls later, after
+//   this rank's next call has pushed to it, i.e. after this call ended.
+// one-shot (pull) and two-shot, for larger messages: each call first copies this
+//   rank's x into its own buffer (so the input can live anywhere and a captured
+//   graph replays with new contents), then
+//     one-shot: every rank sums every peer's copy (reads world x n elements);
+//     two-shot: rank r sums shard r of every peer's copy into its reduced area,
+//               then gathers the other shards from the peers' reduced areas.
 // Sums are in fp32, in rank order 0, 1, ..., world - 1 on every rank, so the
 // ranks' results are bitwise identical.
 //
-// Barriers are per block: block b of every rank handles the same elements in
-// every phase, so block b only waits for block b of the peers (flags in
-// ArSignals, allreduce_params.h).  The end barrier keeps a rank from
-// overwriting its buffer in its next call while a peer still reads it: a rank's
-// next kernel starts only after all its blocks passed it, i.e. after every
-// peer's block finished reading from this rank.
+// The pull kernels' barriers are per block: block b of every rank handles the
+// same elements in every phase, so block b only waits for block b of the peers
+// (flags in ArSignals).  Their end barrier keeps a rank from overwriting its
+// buffer in its next call while a peer still reads it: a rank's next kernel
+// starts only after all its blocks passed it, i.e. after every peer's block
+// finished reading from this rank.
 #include "../common/numeric.h"
 #include "../common/quant_store.h"
 #include "allreduce_params.h"
@@ -88,13 +96,9 @@ __device__ __forceinline__ void store_unit(T *dst, long long u, long long n, int
     if (base + i < n) dst[base + i] = v.v[i];
 }
 
-// The sum over the ranks of vector u of their input areas, in rank order, rounded to T.
+// The sum of the ranks' parts, in rank order, rounded to T.
 template <class T, int N>
-__device__ __forceinline__ Vec<T, N> sum_unit(char *const (&bufs)[kArMaxRanks], int world, long long u) {
-  Vec<T, N> parts[kArMaxRanks];
-#pragma unroll
-  for (int r = 0; r < kArMaxRanks; ++r)
-    if (r < world) parts[r] = load_vec<T, N>(input_area<T>(bufs[r]) + u * N);
+__device__ __forceinline__ Vec<T, N> sum_parts(const Vec<T, N> (&parts)[kArMaxRanks], int world) {
   float acc[N];
 #pragma unroll
   for (int i = 0; i < N; ++i) acc[i] = to_f32(parts[0].v[i]);
@@ -107,6 +111,16 @@ __device__ __forceinline__ Vec<T, N> sum_unit(char *const (&bufs)[kArMaxRanks], 
 #pragma unroll
   for (int i = 0; i < N; ++i) out.v[i] = from_f32<T>(acc[i]);
   return out;
+}
+
+// The sum over the ranks of vector u of their input areas.
+template <class T, int N>
+__device__ __forceinline__ Vec<T, N> sum_unit(char *const (&bufs)[kArMaxRanks], int world, long long u) {
+  Vec<T, N> parts[kArMaxRanks];
+#pragma unroll
+  for (int r = 0; r < kArMaxRanks; ++r)
+    if (r < world) parts[r] = load_vec<T, N>(input_area<T>(bufs[r]) + u * N);
+  return sum_parts<T, N>(parts, world);
 }
 
 template <class T, int N>
@@ -161,6 +175,104 @@ __device__ void two_shot(const AllReduceParams &p) {
   finish(p, epoch);
 }
 
+
+// ---- push: no barrier ----------------------------------------------------------
+
+template <class T, int N>
+__device__ __forceinline__ uint4 as_words(const Vec<T, N> &v) {
+  static_assert(sizeof(Vec<T, N>) == sizeof(uint4), "16-byte vectors");
+  return reinterpret_cast<const uint4 &>(v);
+}
+template <class T, int N>
+__device__ __forceinline__ Vec<T, N> from_words(const uint4 &w) {
+  return reinterpret_cast<const Vec<T, N> &>(w);
+}
+// What this rank sends and sums as its own part: kArPushEmpty words as 0, the
+// same value (-0.0f as +0.0f; a 16-bit pair (+0, -0) as (+0, +0)).
+__device__ __forceinline__ uint4 sendable(uint4 w) {
+  w.x = w.x == kArPushEmpty ? 0u : w.x;
+  w.y = w.y == kArPushEmpty ? 0u : w.y;
+  w.z = w.z == kArPushEmpty ? 0u : w.z;
+  w.w = w.w == kArPushEmpty ? 0u : w.w;
+  return w;
+}
+
+// The push calls before this one; their parity is this call's stage (0 or 1).
+__device__ __forceinline__ unsigned push_calls_before(char *own) { return counter_load(&signals(own)->push_calls); }
+
+// Vector u of sender's slot of `stage` in buffer buf.
+__device__ __forceinline__ uint4 *push_slot(char *buf, const PushLayout &l, int world, unsigned stage, int sender,
+                                            long long u) {
+  return reinterpret_cast<uint4 *>(buf + l.offset + ((long long)stage * world + sender) * l.slot_bytes) + u;
+}
+
+// Writes this rank's vector u into its slot of every peer's stage.
+template <class P>
+__device__ __forceinline__ void push_to_peers(const P &p, unsigned stage, long long u, const uint4 &w) {
+#pragma unroll
+  for (int q = 0; q < kArMaxRanks; ++q)
+    if (q < p.world && q != p.rank) *push_slot(p.bufs[q], p.push, p.world, stage, p.rank, u) = w;
+}
+
+// The sum of vector u over the ranks, as sum_parts adds them: this rank's own
+// part `mine`, the peers' as they arrive in this rank's stage.  Preload: read
+// every peer's at once first, so that the loads overlap (16 more registers a
+// peer: not for the fused kernel's 1024-thread blocks), then wait one by one
+// where not all there.
+template <class T, int N, bool Preload, class P>
+__device__ __forceinline__ Vec<T, N> sum_pushed(const P &p, char *own, unsigned stage, long long u, const uint4 &mine) {
+  uint4 got[kArMaxRanks];
+  if (Preload) {
+#pragma unroll
+    for (int q = 0; q < kArMaxRanks; ++q)
+      if (q < p.world && q != p.rank) got[q] = load_words_volatile(push_slot(own, p.push, p.world, stage, q, u));
+  }
+  float acc[N];
+#pragma unroll
+  for (int q = 0; q < kArMaxRanks; ++q) {
+    if (q >= p.world) break;
+    uint4 *slot = push_slot(own, p.push, p.world, stage, q, u);
+    const Vec<T, N> part =
+        from_words<T, N>(q == p.rank ? mine : take_pushed(slot, Preload ? got[q] : load_words_volatile(slot)));
+#pragma unroll
+    for (int i = 0; i < N; ++i) acc[i] = q == 0 ? to_f32(part.v[i]) : acc[i] + to_f32(part.v[i]);
+  }
+  Vec<T, N> out;
+#pragma unroll
+  for (int i = 0; i < N; ++i) out.v[i] = from_f32<T>(acc[i]);
+  return out;
+}
+
+// The block is done with call number `calls`; the last block of the grid moves
+// the next call to the other stage (the next kernel sees it: stream order).
+__device__ __forceinline__ void push_done(char *own, unsigned calls) {
+  sync_block();  // every thread of the block has read the count
+  if (thread_x() != 0) return;
+  ArSignals *s = signals(own);
+  if (counter_add(&s->push_arrived) + 1 == grid_dim_x()) {
+    s->push_arrived = 0;
+    s->push_calls = calls + 1;
+  }
+}
+
+template <class T, int N>
+__device__ void push_all_reduce(const AllReduceParams &p) {
+  char *own = pick(p.bufs, p.rank);
+  const unsigned calls = push_calls_before(own), stage = calls & 1u;
+  const long long units = (p.n + N - 1) / N, first = (long long)block_x() * block_dim_x() + thread_x();
+  const long long step = (long long)grid_dim_x() * block_dim_x();
+  const T *x = static_cast<const T *>(p.x);
+  for (long long u = first; u < units; u += step)
+    push_to_peers(p, stage, u, sendable(as_words(load_unit<T, N>(x, u, p.n, p.x_aligned))));
+  // x is read again (not kept from the loop above, which may cover several
+  // vectors a thread) before out, which may be x, is written.
+  for (long long u = first; u < units; u += step) {
+    const uint4 mine = sendable(as_words(load_unit<T, N>(x, u, p.n, p.x_aligned)));
+    store_unit<T, N>(static_cast<T *>(p.out), u, p.n, p.out_aligned, sum_pushed<T, N, true>(p, own, stage, u, mine));
+  }
+  push_done(own, calls);
+}
+
 // ---- all-reduce + residual add + RMSNorm (+ quantization) ---------------------
 // Thread t holds chunk t of a row (N elements at t * N), as the norm's few-rows
 // kernel (kernels/norm/norm.cu, vec.r1.t1024.prefetch.add[_q]) does with the same
@@ -203,24 +315,31 @@ __device__ __forceinline__ void store_normed(const AllReduceNormParams &p, long 
   });
 }
 
+// The new residual's chunk: the sum rounded to T plus the residual, rounded to T
+// (normalized as stored).
 template <class T, int N>
-__device__ void norm_row(const AllReduceNormParams &p, long long row, float *scratch) {
+__device__ __forceinline__ Vec<T, N> add_residual(const AllReduceNormParams &p, long long at, const Vec<T, N> &sum) {
+  float res[N];
+  load_f32<T, N>(static_cast<const T *>(p.residual) + at, res);
+  Vec<T, N> stored;
+#pragma unroll
+  for (int i = 0; i < N; ++i) stored.v[i] = from_f32<T>(to_f32(sum.v[i]) + res[i]);
+  return stored;
+}
+
+// Stores the new residual's chunk (c < cols) and normalizes the row it is part of
+// (every thread of the block calls it).
+template <class T, int N>
+__device__ void store_and_normalize(const AllReduceNormParams &p, long long row, const Vec<T, N> &stored,
+                                    float *scratch) {
   const long long c = (long long)thread_x() * N;
   float v[N], w[N];
   float squares = 0.0f;
   if (c < p.cols) {
-    const long long at = row * p.cols + c;
-    float res[N];
     load_weights<T, N>(p, c, w);
-    load_f32<T, N>(static_cast<const T *>(p.residual) + at, res);
-    const Vec<T, N> sum = sum_unit<T, N>(p.bufs, p.world, at / N);
-    Vec<T, N> stored;
+    *reinterpret_cast<Vec<T, N> *>(static_cast<T *>(p.residual_out) + row * p.cols + c) = stored;
 #pragma unroll
-    for (int i = 0; i < N; ++i) {  // the new residual is rounded to T and normalized as stored
-      stored.v[i] = from_f32<T>(to_f32(sum.v[i]) + res[i]);
-      v[i] = to_f32(stored.v[i]);
-    }
-    *reinterpret_cast<Vec<T, N> *>(static_cast<T *>(p.residual_out) + at) = stored;
+    for (int i = 0; i < N; ++i) v[i] = to_f32(stored.v[i]);
   } else {
 #pragma unroll
     for (int i = 0; i < N; ++i) v[i] = 0.0f;
@@ -236,20 +355,63 @@ __device__ void norm_row(const AllReduceNormParams &p, long long row, float *scr
 }
 
 template <class T, int N>
+__device__ __forceinline__ uint4 own_chunk(const AllReduceNormParams &p, long long at) {
+  return sendable(as_words(load_vec<T, N>(static_cast<const T *>(p.x) + at)));
+}
+
+// One shot: every rank pushes its rows to every peer and sums and normalizes every row.
+template <class T, int N>
 __device__ void all_reduce_norm(const AllReduceNormParams &p) {
-  const unsigned epoch = next_epoch(pick(p.bufs, p.rank));
+  char *own = pick(p.bufs, p.rank);
+  const unsigned calls = push_calls_before(own), stage = calls & 1u;
   const long long c = (long long)thread_x() * N;
-  T *mine = input_area<T>(pick(p.bufs, p.rank));
   for (long long row = block_x(); row < p.rows; row += grid_dim_x())
-    if (c < p.cols) {
-      const long long at = row * p.cols + c;
-      *reinterpret_cast<Vec<T, N> *>(mine + at) = load_vec<T, N>(static_cast<const T *>(p.x) + at);
-    }
-  arrive(p, kArStart, epoch);
-  await(p, kArStart, epoch);
+    if (c < p.cols) push_to_peers(p, stage, (row * p.cols + c) / N, own_chunk<T, N>(p, row * p.cols + c));
   __shared__ float scratch[32];
-  for (long long row = block_x(); row < p.rows; row += grid_dim_x()) norm_row<T, N>(p, row, scratch);
-  finish(p, epoch);
+  for (long long row = block_x(); row < p.rows; row += grid_dim_x()) {
+    const long long at = row * p.cols + c;
+    Vec<T, N> stored{};
+    if (c < p.cols) stored = add_residual<T, N>(p, at, sum_pushed<T, N, false>(p, own, stage, at / N, own_chunk<T, N>(p, at)));
+    store_and_normalize<T, N>(p, row, stored, scratch);
+  }
+  push_done(own, calls);
+}
+
+// Two shots, for more rows on more ranks (half the bytes a rank sends on four
+// ranks, a quarter on eight): row r is summed by rank r % world from the chunks
+// the others push to it; that rank pushes the new residual row back to every
+// peer, and every rank normalizes every row.  The same sums, in the same order,
+// as the one-shot kernel.  The new residual is sent as sendable() words (-0.0 as
+// +0.0), and the owner keeps the same words, so the ranks' results agree.
+template <class T, int N>
+__device__ void all_reduce_norm_two_shot(const AllReduceNormParams &p) {
+  char *own = pick(p.bufs, p.rank);
+  const unsigned calls = push_calls_before(own), stage = calls & 1u;
+  const long long c = (long long)thread_x() * N;
+  for (long long row = block_x(); row < p.rows; row += grid_dim_x()) {
+    const int owner = int(row % p.world);
+    if (c < p.cols && owner != p.rank) {
+      const long long at = row * p.cols + c;
+      *push_slot(pick(p.bufs, owner), p.push, p.world, stage, p.rank, at / N) = own_chunk<T, N>(p, at);
+    }
+  }
+  __shared__ float scratch[32];
+  for (long long row = block_x(); row < p.rows; row += grid_dim_x()) {
+    const int owner = int(row % p.world);
+    const long long at = row * p.cols + c;
+    Vec<T, N> stored{};
+    if (c < p.cols && owner == p.rank) {
+      const uint4 words = sendable(as_words(
+          add_residual<T, N>(p, at, sum_pushed<T, N, false>(p, own, stage, at / N, own_chunk<T, N>(p, at)))));
+      push_to_peers(p, stage, at / N, words);
+      stored = from_words<T, N>(words);
+    } else if (c < p.cols) {
+      uint4 *slot = push_slot(own, p.push, p.world, stage, owner, at / N);
+      stored = from_words<T, N>(take_pushed(slot, load_words_volatile(slot)));
+    }
+    store_and_normalize<T, N>(p, row, stored, scratch);
+  }
+  push_done(own, calls);
 }
 
 }  // namespace
@@ -257,11 +419,14 @@ __device__ void all_reduce_norm(const AllReduceNormParams &p) {
 #define AITER_ALLREDUCE_KERNELS(tag, T, N)                                                        \
   AITER_ENTRY(aiter_allreduce_##tag##_one_shot, 512, AllReduceParams, one_shot<T, N>)             \
   AITER_ENTRY(aiter_allreduce_##tag##_two_shot, 512, AllReduceParams, two_shot<T, N>)             \
-  AITER_ENTRY(aiter_allreduce_norm_##tag, 1024, AllReduceNormParams, all_reduce_norm<T, N>)
+  AITER_ENTRY(aiter_allreduce_##tag##_push, 512, AllReduceParams, push_all_reduce<T, N>)           \
+  AITER_ENTRY(aiter_allreduce_norm_##tag, 1024, AllReduceNormParams, all_reduce_norm<T, N>)        \
+  AITER_ENTRY(aiter_allreduce_norm_##tag##_two_shot, 1024, AllReduceNormParams, all_reduce_norm_two_shot<T, N>)
 
 AITER_ALLREDUCE_KERNELS(f32, float, 4)
 AITER_ALLREDUCE_KERNELS(f16, half_t, 8)
 AITER_ALLREDUCE_KERNELS(bf16, bf16_t, 8)
 
-// aiter-kernel-family: op=allreduce variant={dt}.{algo} symbol=aiter_allreduce_{dt}_{algo} block=512 smem=0 dt=f32,f16,bf16 algo=one_shot,two_shot
+// aiter-kernel-family: op=allreduce variant={dt}.{algo} symbol=aiter_allreduce_{dt}_{algo} block=512 smem=0 dt=f32,f16,bf16 algo=one_shot,two_shot,push
 // aiter-kernel-family: op=allreduce_norm variant={dt} symbol=aiter_allreduce_norm_{dt} block=1024 smem=0 dt=f32,f16,bf16
+// aiter-kernel-family: op=allreduce_norm variant={dt}.two_shot symbol=aiter_allreduce_norm_{dt}_two_shot block=1024 smem=0 dt=f32,f16,bf16

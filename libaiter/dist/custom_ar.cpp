@@ -3,6 +3,7 @@
 // communicator's NCCL all-gather or by the caller.
 #include "dist/custom_ar.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -16,22 +17,32 @@ namespace dist {
 namespace {
 
 constexpr size_t kDefaultMaxBytes = size_t(8) << 20;
+// The push kernels' largest message: their areas take 2 x world x this of every
+// buffer (32 MiB for 8 ranks); past it the pull kernels, which need no more.
+constexpr size_t kPushMaxBytes = size_t(2) << 20;
 constexpr size_t kHandleBytes = AITER_IPC_HANDLE_BYTES;
 static_assert(kHandleBytes == gpu::Driver::kIpcHandleBytes, "one IPC handle size");
 
 size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
 // The buffer: signals, then the input area and the reduced area, each with room
-// for the last, partly filled 16-byte vector.
+// for the last, partly filled 16-byte vector, then the push areas (2 stages x
+// world slots), empty.
 aiter_status allocate(aiter_custom_ar *ar, gpu::Driver *driver) {
   ar->area_bytes = round_up(ar->max_bytes + 16, 256);
+  ar->push_max_bytes = std::min(ar->max_bytes, kPushMaxBytes);
+  ar->push_slot_bytes = round_up(ar->push_max_bytes + 16, 256);
+  const size_t push_bytes = 2 * size_t(ar->world) * ar->push_slot_bytes;
   void *own = nullptr;
-  aiter_status s = driver->mem_alloc(size_t(kArDataOffset) + 2 * ar->area_bytes, &own);
+  aiter_status s = driver->mem_alloc(push_area_offset(*ar) + push_bytes, &own);
   if (s != AITER_OK) return s;
   ar->bufs[ar->rank] = static_cast<char *>(own);
   s = driver->mem_alloc(ar->max_bytes, &ar->scratch);
-  // Zeroed signals: every block's flags and epochs start at 0 on every rank.
+  // Zeroed signals: every block's flags and epochs, and the push call count, start at 0 on every rank.
   if (s == AITER_OK) s = driver->memset_u32_async(own, 0, size_t(kArDataOffset) / 4, nullptr);
+  if (s == AITER_OK)
+    s = driver->memset_u32_async(static_cast<char *>(own) + push_area_offset(*ar), kArPushEmpty, push_bytes / 4,
+                                 nullptr);
   if (s == AITER_OK) s = driver->synchronize(nullptr);
   return s;
 }
@@ -92,7 +103,7 @@ aiter_status create(aiter_custom_ar **out, aiter_comm *comm, int32_t rank, int32
   gpu::DeviceScope scope(device);
   if (scope.status() != AITER_OK) return scope.status();
   auto ar = std::make_unique<aiter_custom_ar>();
-  *ar = aiter_custom_ar{comm, device, rank, world, max_bytes, 0, {}, world == 1, nullptr};
+  *ar = aiter_custom_ar{comm, device, rank, world, max_bytes, 0, 0, 0, {}, world == 1, nullptr};
   aiter_status s = allocate(ar.get(), scope.driver());
   if (s == AITER_OK && comm != nullptr && world > 1) s = exchange(ar.get(), scope.driver());
   if (s != AITER_OK) {

@@ -16,17 +16,23 @@ struct aiter_custom_ar {
   int rank, world;
   size_t max_bytes;   // the largest message of the custom kernels
   size_t area_bytes;  // one data area (input or reduced) of a buffer
+  size_t push_max_bytes;    // the largest message of the push kernels (max_bytes, at most 2 MiB)
+  size_t push_slot_bytes;   // one slot of the push areas (allreduce_params.h's PushLayout)
   char *bufs[kArMaxRanks];  // every rank's buffer; bufs[rank] is this rank's own
   bool peers_open;
   void *scratch;  // max_bytes of this rank's memory, unshared: the fused ops' fallback
 };
 
+// Where the push areas begin in every rank's buffer (after the input and reduced areas).
+inline size_t push_area_offset(const aiter_custom_ar &ar) { return size_t(kArDataOffset) + 2 * ar.area_bytes; }
+
 namespace aiter {
 namespace gpu {
 
-// out = sum over the ranks of x (n elements of dtype), one-shot or two-shot.
+// out = sum over the ranks of x (n elements of dtype).
+enum class ArKernel { push, one_shot, two_shot };
 aiter_status custom_all_reduce(const aiter_custom_ar &ar, void *out, const void *x, int64_t n, DType dtype,
-                               bool two_shot, void *stream);
+                               ArKernel kernel, void *stream);
 
 // The fused kernel's arguments, checked by the caller.
 struct ArNormArgs {
@@ -37,9 +43,10 @@ struct ArNormArgs {
   int64_t rows, cols;
   float epsilon;
 };
-// Whether the one-kernel path takes these arguments (else all-reduce then the norm).
+// Whether the one-kernel path (push) takes these arguments (else all-reduce then the norm).
 bool custom_all_reduce_norm_fits(const aiter_custom_ar &ar, const ArNormArgs &a);
-aiter_status custom_all_reduce_norm(const aiter_custom_ar &ar, const ArNormArgs &a, void *stream);
+// two_shot: each row summed by one rank and sent back (allreduce.cu), else one shot.
+aiter_status custom_all_reduce_norm(const aiter_custom_ar &ar, const ArNormArgs &a, bool two_shot, void *stream);
 
 }  // namespace gpu
 }  // namespace aiter

@@ -2,6 +2,8 @@
 // argument checks, then the algorithm for the message size.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "aiter/norm.h"
 #include "core/error.hpp"
@@ -12,22 +14,42 @@ namespace aiter {
 namespace dist {
 namespace {
 
-// The algorithm by message size, from the forced one-shot / two-shot columns of
-// benchmarks/bench_allreduce.py against NCCL in the same run (bf16, H100 x4 with
-// NVLink, CUDA graphs, 2026-11-27; docs/performance_allreduce.md).  One-shot
-// (every rank reads world x bytes) up to one_shot_limit: two ranks read no more
-// in one shot than in two (2 ranks, 4 MB: one-shot 22.3 us, two-shot 25.0); four
-// ranks: 512 KB 14.3 against 19.1 us, 1 MB 21.0 against 21.3, 2 MB 31.3 against
-// 28.7.  Two-shot past it up to kCustomLimit (and max_bytes); NCCL past that
-// (4 ranks, 16 MB: NCCL 110 us, two-shot 118).  Eight ranks were not measured:
-// their limits are a guess.
+// The algorithm by message size.  The push kernel (no barrier) up to its areas'
+// size (ar->push_max_bytes, 2 MiB at most); past it the pull kernels, from the
+// forced one-shot / two-shot columns of benchmarks/bench_allreduce.py against
+// NCCL in the same run (bf16, H100 x4 with NVLink, CUDA graphs, 2026-11-27;
+// docs/performance_allreduce.md): one-shot (every rank reads world x bytes) up
+// to one_shot_limit: two ranks read no more in one shot than in two (2 ranks,
+// 4 MB: one-shot 22.3 us, two-shot 25.0); four ranks: 2 MB one-shot 31.3 against
+// two-shot 28.7.  Two-shot past it up to kCustomLimit (and max_bytes); NCCL past
+// that (4 ranks, 16 MB: NCCL 110 us, two-shot 118).  Eight ranks were not
+// measured: their limits are a guess.
 constexpr size_t kMiB = size_t(1) << 20;
 constexpr size_t kCustomLimit = 8 * kMiB;
 size_t one_shot_limit(int world) { return world <= 2 ? kCustomLimit : world <= 4 ? kMiB : kMiB / 4; }
-// The fused kernel reads like the one-shot one; past this the two-shot all-reduce
-// then the norm kernel is faster (4 ranks, 64 tokens x 8192 bf16 = 1 MB: fused
-// 25.8 us, all-reduce + add_rmsnorm 24.1; 32 tokens: 17.2 against 21.6).
-size_t fused_limit(int world) { return world <= 2 ? kCustomLimit : world <= 4 ? kMiB / 2 : kMiB / 4; }
+
+gpu::ArKernel kernel_for(const aiter_custom_ar *ar, size_t bytes, int32_t algo) {
+  if (algo == AITER_AR_TWO_SHOT) return gpu::ArKernel::two_shot;
+  if (bytes <= ar->push_max_bytes) return gpu::ArKernel::push;
+  if (algo == AITER_AR_ONE_SHOT || bytes <= one_shot_limit(ar->world)) return gpu::ArKernel::one_shot;
+  return gpu::ArKernel::two_shot;
+}
+
+// The fused kernel: one shot (every rank sends its rows to every peer) or two
+// (each row summed by one rank, then sent back to the peers: 2 (W - 1) / W of the
+// rows' bytes sent a rank instead of W - 1 times, and one more hop).  Two shots
+// from 4 ranks and 1 MiB (64 tokens of 8192 bf16: 3 MiB a rank in one shot).
+// AITER_AR_FUSED=one_shot or two_shot forces one (benchmarks/bench_allreduce.py
+// times both).
+bool fused_two_shot(const aiter_custom_ar *ar, size_t bytes) {
+  static const int forced = [] {
+    const char *env = std::getenv("AITER_AR_FUSED");
+    if (env == nullptr) return 0;
+    return std::strcmp(env, "two_shot") == 0 ? 2 : std::strcmp(env, "one_shot") == 0 ? 1 : 0;
+  }();
+  if (forced != 0) return forced == 2;
+  return ar->world >= 4 && bytes >= kMiB;
+}
 
 // A tensor on the custom all-reduce's device (contiguous).
 void check_on_ar(ArgCheck &c, const aiter_custom_ar *ar, const DLTensor *t, const char *name) {
@@ -50,10 +72,7 @@ void check_ready(ArgCheck &c, const aiter_custom_ar *ar) {
 aiter_status reduce(aiter_custom_ar *ar, void *out, const void *x, int64_t n, DType dtype, int32_t algo,
                     void *stream) {
   const size_t bytes = size_t(n) * size_t(dtype_size(dtype));
-  if (algo == AITER_AR_AUTO)
-    algo = bytes > std::min(ar->max_bytes, kCustomLimit) ? AITER_AR_NCCL
-           : bytes <= one_shot_limit(ar->world)             ? AITER_AR_ONE_SHOT
-                                                            : AITER_AR_TWO_SHOT;
+  if (algo == AITER_AR_AUTO && bytes > std::min(ar->max_bytes, kCustomLimit)) algo = AITER_AR_NCCL;
   if (algo == AITER_AR_NCCL) {
     if (ar->comm == nullptr)
       return fail(AITER_ERR_UNSUPPORTED_SHAPE,
@@ -64,7 +83,7 @@ aiter_status reduce(aiter_custom_ar *ar, void *out, const void *x, int64_t n, DT
   if (bytes > ar->max_bytes)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE, "x: %zu bytes exceed the buffers' max_bytes %zu for algo %d", bytes,
                 ar->max_bytes, int(algo));
-  return gpu::custom_all_reduce(*ar, out, x, n, dtype, algo == AITER_AR_TWO_SHOT, stream);
+  return gpu::custom_all_reduce(*ar, out, x, n, dtype, kernel_for(ar, bytes, algo), stream);
 }
 
 // The fused ops' tensors: x, residual, residual_out [..., H] of one float dtype,
@@ -134,8 +153,8 @@ aiter_status fused(const char *op, DLTensor *out, DLTensor *scale, DLTensor *res
   check_norm(c, ar, a, out, scale, residual_out, x, residual, weight, epsilon);
   if (!c.ok()) return c.status();
   const size_t bytes = size_t(numel(x)) * size_t(dtype_size(a.dtype));
-  if (bytes <= fused_limit(ar->world) && gpu::custom_all_reduce_norm_fits(*ar, a))
-    return gpu::custom_all_reduce_norm(*ar, a, stream);
+  if (gpu::custom_all_reduce_norm_fits(*ar, a))
+    return gpu::custom_all_reduce_norm(*ar, a, fused_two_shot(ar, bytes), stream);
   if (scale == nullptr) return unfused(ar, out, out, nullptr, residual_out, x, residual, weight, epsilon, stream);
   // Quantized: the sum needs a tensor of x's dtype, the scratch buffer.
   if (bytes > ar->max_bytes)

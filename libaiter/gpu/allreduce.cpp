@@ -12,6 +12,9 @@ namespace gpu {
 namespace {
 
 constexpr unsigned kThreads = 512;
+// The push kernel: smaller blocks spread a small message over more multiprocessors,
+// each with its own stores in flight to the peers.
+constexpr unsigned kPushThreads = 256;
 
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
@@ -31,6 +34,14 @@ void fill_buffers(const aiter_custom_ar &ar, char *(&bufs)[kArMaxRanks]) {
   for (int r = 0; r < kArMaxRanks; ++r) bufs[r] = r < ar.world ? ar.bufs[r] : ar.bufs[ar.rank];
 }
 
+PushLayout push_layout(const aiter_custom_ar &ar) {
+  return PushLayout{(long long)push_area_offset(ar), (long long)ar.push_slot_bytes};
+}
+
+const char *kernel_name(ArKernel k) {
+  return k == ArKernel::push ? ".push" : k == ArKernel::one_shot ? ".one_shot" : ".two_shot";
+}
+
 QuantKind quant_kind(DType t) {
   switch (t) {
     case DType::i8: return kQuantInt8;
@@ -44,7 +55,7 @@ QuantKind quant_kind(DType t) {
 }  // namespace
 
 aiter_status custom_all_reduce(const aiter_custom_ar &ar, void *out, const void *x, int64_t n, DType dtype,
-                               bool two_shot, void *stream) {
+                               ArKernel kernel, void *stream) {
   if (n == 0) return AITER_OK;
   const int per_vector = 16 / dtype_size(dtype);
   const int64_t units = (n + per_vector - 1) / per_vector;
@@ -55,29 +66,33 @@ aiter_status custom_all_reduce(const aiter_custom_ar &ar, void *out, const void 
   p.n = n;
   p.shard_units = (units + ar.world - 1) / ar.world;
   p.reduced_offset = kArDataOffset + int64_t(ar.area_bytes);
+  p.push = push_layout(ar);
   p.rank = ar.rank;
   p.world = ar.world;
   p.x_aligned = aligned16(x);
   p.out_aligned = aligned16(out);
   unsigned blocks = 0;
-  const aiter_status s = blocks_for(ar, two_shot ? p.shard_units : units, kThreads, &blocks);
+  const bool two_shot = kernel == ArKernel::two_shot;
+  const unsigned threads = kernel == ArKernel::push ? kPushThreads : kThreads;
+  const aiter_status s = blocks_for(ar, two_shot ? p.shard_units : units, threads, &blocks);
   if (s != AITER_OK) return s;
-  const std::string variant = std::string(dtype_tag(dtype)) + (two_shot ? ".two_shot" : ".one_shot");
-  return launch(GpuCall{ar.device, stream}, "allreduce", variant, Dim3{blocks, 1, 1}, kThreads, p);
+  const std::string variant = std::string(dtype_tag(dtype)) + kernel_name(kernel);
+  return launch(GpuCall{ar.device, stream}, "allreduce", variant, Dim3{blocks, 1, 1}, threads, p);
 }
 
 bool custom_all_reduce_norm_fits(const aiter_custom_ar &ar, const ArNormArgs &a) {
   const int per_vector = 16 / dtype_size(a.dtype);
   const size_t bytes = size_t(a.rows * a.cols) * size_t(dtype_size(a.dtype));
-  return a.cols > 0 && a.cols % per_vector == 0 && a.cols / per_vector <= 1024 && bytes <= ar.max_bytes &&
+  return a.cols > 0 && a.cols % per_vector == 0 && a.cols / per_vector <= 1024 && bytes <= ar.push_max_bytes &&
          aligned16(a.x) && aligned16(a.residual) && aligned16(a.residual_out) && aligned16(a.out) &&
          aligned16(a.weight);
 }
 
-aiter_status custom_all_reduce_norm(const aiter_custom_ar &ar, const ArNormArgs &a, void *stream) {
+aiter_status custom_all_reduce_norm(const aiter_custom_ar &ar, const ArNormArgs &a, bool two_shot, void *stream) {
   if (a.rows == 0) return AITER_OK;
   AllReduceNormParams p{};
   fill_buffers(ar, p.bufs);
+  p.push = push_layout(ar);
   p.x = a.x;
   p.residual = a.residual;
   p.residual_out = a.residual_out;
@@ -98,7 +113,8 @@ aiter_status custom_all_reduce_norm(const aiter_custom_ar &ar, const ArNormArgs 
   unsigned blocks = 0;
   const aiter_status s = blocks_for(ar, a.rows, 1, &blocks);
   if (s != AITER_OK) return s;
-  return launch(GpuCall{ar.device, stream}, "allreduce_norm", dtype_tag(a.dtype), Dim3{blocks, 1, 1}, threads, p);
+  const std::string variant = std::string(dtype_tag(a.dtype)) + (two_shot ? ".two_shot" : "");
+  return launch(GpuCall{ar.device, stream}, "allreduce_norm", variant, Dim3{blocks, 1, 1}, threads, p);
 }
 
 }  // namespace gpu

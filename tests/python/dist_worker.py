@@ -95,6 +95,31 @@ def check_all_reduce(ck, ar, comm, rank, world, dev):
                 ck.close_to_sum(out, xs, f"comm.all_reduce {dtype} n={n}", exact_sum=False)
 
 
+def check_signed_zeros(ck, ar, rank, world, dev):
+    """The push kernel marks empty slots with the word 0x80000000 (-0.0 in fp32, the
+    16-bit pair (+0, -0)) and sends such words of x as 0: x full of them must not
+    wait for its time limit (10 s) and sums to zero; the call after it is right."""
+    import time
+
+    import torch
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        x = torch.zeros(4099, dtype=dtype, device=dev)
+        x[1::2] = -0.0  # fp32: every other word; 16-bit: the pairs (+0, -0)
+        out = _poisoned(x)
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        ar.all_reduce(x, out=out, algo="one_shot")
+        torch.cuda.synchronize()
+        seconds = time.perf_counter() - start
+        what = f"push all_reduce of signed zeros {dtype}"
+        ck.expect(seconds < 5.0, f"{what}: took {seconds:.1f} s (waited for its time limit)")
+        ck.expect(bool((out == 0).all()), f"{what}: not all zero")
+        ck.same_on_every_rank(out, what)
+        xs = _inputs(4099, dtype, 1300, world, dev)
+        out = ar.all_reduce(xs[rank], algo="one_shot")
+        ck.close_to_sum(out, xs, f"{what}: the next call")
+
+
 def check_gather_scatter(ck, comm, rank, world, dev):
     import torch
     for dtype in (torch.bfloat16, torch.float32):
@@ -257,6 +282,7 @@ def run_rank(rank, world, port, queue):
         comm = Communicator.from_process_group(device=dev)
         ar = CustomAllReduce(comm, max_bytes=MAX_BYTES)
         for name, check in (("all_reduce", lambda: check_all_reduce(ck, ar, comm, rank, world, dev)),
+                            ("signed_zeros", lambda: check_signed_zeros(ck, ar, rank, world, dev)),
                             ("gather_scatter", lambda: check_gather_scatter(ck, comm, rank, world, dev)),
                             ("fused", lambda: check_fused(ck, ar, rank, world, dev)),
                             ("graphs", lambda: check_graphs(ck, ar, rank, world, dev)),
