@@ -318,25 +318,36 @@ __device__ __forceinline__ void store_normed(const AllReduceNormParams &p, long 
 // The new residual's chunk: the sum rounded to T plus the residual, rounded to T
 // (normalized as stored).
 template <class T, int N>
-__device__ __forceinline__ Vec<T, N> add_residual(const AllReduceNormParams &p, long long at, const Vec<T, N> &sum) {
-  float res[N];
-  load_f32<T, N>(static_cast<const T *>(p.residual) + at, res);
+__device__ __forceinline__ Vec<T, N> add_residual(const Vec<T, N> &sum, const float (&res)[N]) {
   Vec<T, N> stored;
 #pragma unroll
   for (int i = 0; i < N; ++i) stored.v[i] = from_f32<T>(to_f32(sum.v[i]) + res[i]);
   return stored;
 }
 
+// A thread's residual and weights chunks (c < cols), loaded before it waits for
+// the peers so that the loads' latency overlaps the wait.
+template <class T, int N>
+struct RowChunk {
+  float res[N], w[N];
+};
+template <class T, int N>
+__device__ __forceinline__ RowChunk<T, N> load_row_chunk(const AllReduceNormParams &p, long long row, long long c) {
+  RowChunk<T, N> r;
+  load_f32<T, N>(static_cast<const T *>(p.residual) + row * p.cols + c, r.res);
+  load_weights<T, N>(p, c, r.w);
+  return r;
+}
+
 // Stores the new residual's chunk (c < cols) and normalizes the row it is part of
-// (every thread of the block calls it).
+// (every thread of the block calls it; w: the weights where c < cols).
 template <class T, int N>
 __device__ void store_and_normalize(const AllReduceNormParams &p, long long row, const Vec<T, N> &stored,
-                                    float *scratch) {
+                                    const float (&w)[N], float *scratch) {
   const long long c = (long long)thread_x() * N;
-  float v[N], w[N];
+  float v[N];
   float squares = 0.0f;
   if (c < p.cols) {
-    load_weights<T, N>(p, c, w);
     *reinterpret_cast<Vec<T, N> *>(static_cast<T *>(p.residual_out) + row * p.cols + c) = stored;
 #pragma unroll
     for (int i = 0; i < N; ++i) v[i] = to_f32(stored.v[i]);
@@ -371,8 +382,12 @@ __device__ void all_reduce_norm(const AllReduceNormParams &p) {
   for (long long row = block_x(); row < p.rows; row += grid_dim_x()) {
     const long long at = row * p.cols + c;
     Vec<T, N> stored{};
-    if (c < p.cols) stored = add_residual<T, N>(p, at, sum_pushed<T, N, false>(p, own, stage, at / N, own_chunk<T, N>(p, at)));
-    store_and_normalize<T, N>(p, row, stored, scratch);
+    RowChunk<T, N> in{};
+    if (c < p.cols) {
+      in = load_row_chunk<T, N>(p, row, c);
+      stored = add_residual<T, N>(sum_pushed<T, N, false>(p, own, stage, at / N, own_chunk<T, N>(p, at)), in.res);
+    }
+    store_and_normalize<T, N>(p, row, stored, in.w, scratch);
   }
   push_done(own, calls);
 }
@@ -400,16 +415,18 @@ __device__ void all_reduce_norm_two_shot(const AllReduceNormParams &p) {
     const int owner = int(row % p.world);
     const long long at = row * p.cols + c;
     Vec<T, N> stored{};
+    RowChunk<T, N> in{};
+    if (c < p.cols) in = load_row_chunk<T, N>(p, row, c);  // its residual used only where summed here
     if (c < p.cols && owner == p.rank) {
-      const uint4 words = sendable(as_words(
-          add_residual<T, N>(p, at, sum_pushed<T, N, false>(p, own, stage, at / N, own_chunk<T, N>(p, at)))));
+      const uint4 words = sendable(
+          as_words(add_residual<T, N>(sum_pushed<T, N, false>(p, own, stage, at / N, own_chunk<T, N>(p, at)), in.res)));
       push_to_peers(p, stage, at / N, words);
       stored = from_words<T, N>(words);
     } else if (c < p.cols) {
       uint4 *slot = push_slot(own, p.push, p.world, stage, owner, at / N);
       stored = from_words<T, N>(take_pushed(slot, load_words_volatile(slot)));
     }
-    store_and_normalize<T, N>(p, row, stored, scratch);
+    store_and_normalize<T, N>(p, row, stored, in.w, scratch);
   }
   push_done(own, calls);
 }
