@@ -103,4 +103,6 @@ float Call::f32(const char *name) const { return attribute<float>(attrs_, name);
 
 int32_t Call::i32(const char *name) const { return attribute<int32_t>(attrs_, name); }
 
+int64_t Call::i64(const char *name) const { return attribute<int64_t>(attrs_, name); }
+
 }  // namespace aiter::xla_ffi

@@ -35,6 +35,8 @@ class Call {
   DLTensor *optional_ret(size_t i);  // NULL where the call has fewer results
   float f32(const char *name) const;
   int32_t i32(const char *name) const;
+  int64_t i64(const char *name) const;
+  bool has_attr(const char *name) const { return attrs_.contains(name); }
   void *stream() const { return stream_; }
 
  private:

@@ -1,9 +1,14 @@
 // libaiter's ops as XLA FFI custom-call targets, so that aiter.jax can call
-// them inside jax.jit.  Each target is one row of kOps: a short function that
-// passes the call's results, operands and attributes to the public C function
-// of the same name.  One handler template serves every row and platform: it
-// views XLA's buffers as DLTensors on the call's device, takes XLA's stream on a
-// GPU, and turns a failed status into an XLA error carrying aiter_last_error().
+// them inside jax.jit.  Each target is one row of kOps: the C function of the
+// same name and the names of its scalar parameters; Binder (bind.hpp) takes
+// the function's arguments from the call in its parameter order, so a row
+// holds no code.  One handler template serves every row and platform: it
+// views XLA's buffers as DLTensors on the call's device, takes XLA's stream on
+// a GPU, and turns a failed status into an XLA error carrying aiter_last_error().
+//
+// A row per op stays: the handler needs each function's address and type at
+// compile time, and the names are checked against the op table
+// (python/aiter/spec) by tests/python/test_spec.py, through the exported table.
 #include <array>
 #include <exception>
 #include <string>
@@ -12,95 +17,62 @@
 #include "aiter/activation.h"
 #include "aiter/attention.h"
 #include "aiter/gemm.h"
+#include "aiter/mla.h"
+#include "aiter/moe.h"
 #include "aiter/norm.h"
 #include "aiter/quant.h"
 #include "aiter/rope.h"
+#include "xla/bind.hpp"
 #include "xla/call.hpp"
 
 namespace aiter::xla_ffi {
 namespace {
 
-// Each function's operands and results are in the order aiter/jax/ops.py passes them.
-aiter_status rmsnorm(Call &c) { return aiter_rmsnorm(c.ret(0), c.arg(0), c.arg(1), c.f32("eps"), c.stream()); }
-
-aiter_status add_rmsnorm(Call &c) {  // operands x, residual, weight; results out, residual_out
-  return aiter_add_rmsnorm(c.ret(0), c.ret(1), c.arg(0), c.arg(1), c.arg(2), c.f32("eps"), c.stream());
-}
-
-aiter_status layernorm(Call &c) {  // bias is left out when None
-  return aiter_layernorm(c.ret(0), c.arg(0), c.arg(1), c.optional_arg(2), c.f32("eps"), c.stream());
-}
-
-aiter_status rmsnorm_quant(Call &c) {  // results out, scale
-  return aiter_rmsnorm_quant(c.ret(0), c.ret(1), c.arg(0), c.arg(1), c.f32("eps"), c.stream());
-}
-
-aiter_status add_rmsnorm_quant(Call &c) {  // results out, scale, residual_out
-  return aiter_add_rmsnorm_quant(c.ret(0), c.ret(1), c.ret(2), c.arg(0), c.arg(1), c.arg(2), c.f32("eps"),
-                                 c.stream());
-}
-
-aiter_status silu_and_mul(Call &c) { return aiter_silu_and_mul(c.ret(0), c.arg(0), c.stream()); }
-
-aiter_status gelu_and_mul(Call &c) {
-  return aiter_gelu_and_mul(c.ret(0), c.arg(0), aiter_gelu_approx(c.i32("approximate")), c.stream());
-}
-
-aiter_status silu_and_mul_quant(Call &c) { return aiter_silu_and_mul_quant(c.ret(0), c.ret(1), c.arg(0), c.stream()); }
-
-aiter_status quant_per_tensor(Call &c) {
-  return aiter_quant_per_tensor_dynamic(c.ret(0), c.ret(1), c.arg(0), c.stream());
-}
-
-aiter_status quant_per_token(Call &c) { return aiter_quant_per_token_dynamic(c.ret(0), c.ret(1), c.arg(0), c.stream()); }
-
-aiter_status quant_per_tensor_static(Call &c) {
-  return aiter_quant_per_tensor_static(c.ret(0), c.arg(0), c.arg(1), c.stream());
-}
-
-// Operands q, [k], positions, cos_sin_cache; results q and k, aliased with the
-// operands (XLA copies an operand first where its old value is still needed).
-aiter_status rope(Call &c) {
-  const size_t rotated = c.num_rets();  // 1: q alone, 2: q and k
-  return aiter_rope(c.ret(0), c.optional_ret(1), c.arg(rotated), c.arg(rotated + 1),
-                    aiter_rope_style(c.i32("style")), c.stream());
-}
-
-// Operands key, value, k_cache, v_cache, slot_mapping; results the two caches, aliased.
-aiter_status reshape_and_cache(Call &c) {
-  return aiter_reshape_and_cache(c.ret(0), c.ret(1), c.arg(0), c.arg(1), c.arg(4), c.f32("k_scale"),
-                                 c.f32("v_scale"), c.stream());
-}
-
-aiter_status gemm_a16w16(Call &c) {  // operands a, w, [bias]
-  return aiter_gemm_a16w16(c.ret(0), c.arg(0), c.arg(1), c.optional_arg(2), c.stream());
-}
-
-aiter_status gemm_a8w8(Call &c) {  // operands a, w, a_scale, w_scale, [bias]
-  return aiter_gemm_a8w8(c.ret(0), c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.optional_arg(4), c.stream());
+template <auto Function>
+aiter_status bound(Call &call, const char *scalars) {
+  Binder binder(call, scalars);
+  return invoke(Function, binder);
 }
 
 struct Op {
-  const char *target;  // the custom-call target: the C function's name
-  aiter_status (*run)(Call &call);
+  const char *target;   // the custom-call target: the C function's name
+  aiter_status (*run)(Call &call, const char *scalars);
+  const char *scalars;  // its scalar parameters' names (the attributes), in order
 };
 
+#define AITER_XLA_OP(function, scalars) {#function, bound<function>, scalars}
+
 constexpr Op kOps[] = {
-    {"aiter_rmsnorm", rmsnorm},
-    {"aiter_add_rmsnorm", add_rmsnorm},
-    {"aiter_layernorm", layernorm},
-    {"aiter_rmsnorm_quant", rmsnorm_quant},
-    {"aiter_add_rmsnorm_quant", add_rmsnorm_quant},
-    {"aiter_silu_and_mul", silu_and_mul},
-    {"aiter_gelu_and_mul", gelu_and_mul},
-    {"aiter_silu_and_mul_quant", silu_and_mul_quant},
-    {"aiter_quant_per_tensor_dynamic", quant_per_tensor},
-    {"aiter_quant_per_token_dynamic", quant_per_token},
-    {"aiter_quant_per_tensor_static", quant_per_tensor_static},
-    {"aiter_rope", rope},
-    {"aiter_reshape_and_cache", reshape_and_cache},
-    {"aiter_gemm_a16w16", gemm_a16w16},
-    {"aiter_gemm_a8w8", gemm_a8w8},
+    AITER_XLA_OP(aiter_rmsnorm, "eps"),
+    AITER_XLA_OP(aiter_add_rmsnorm, "eps"),
+    AITER_XLA_OP(aiter_layernorm, "eps"),
+    AITER_XLA_OP(aiter_rmsnorm_quant, "eps"),
+    AITER_XLA_OP(aiter_add_rmsnorm_quant, "eps"),
+    AITER_XLA_OP(aiter_silu_and_mul, ""),
+    AITER_XLA_OP(aiter_gelu_and_mul, "approximate"),
+    AITER_XLA_OP(aiter_silu_and_mul_quant, ""),
+    AITER_XLA_OP(aiter_quant_per_tensor_dynamic, ""),
+    AITER_XLA_OP(aiter_quant_per_token_dynamic, ""),
+    AITER_XLA_OP(aiter_quant_per_tensor_static, ""),
+    AITER_XLA_OP(aiter_rope, "style"),
+    AITER_XLA_OP(aiter_reshape_and_cache, "k_scale v_scale"),
+    AITER_XLA_OP(aiter_prefill_attention, ""),
+    AITER_XLA_OP(aiter_paged_decode_attention, ""),
+    AITER_XLA_OP(aiter_paged_decode_attention_split_kv, ""),
+    AITER_XLA_OP(aiter_paged_prefill_attention, ""),
+    AITER_XLA_OP(aiter_gemm_a16w16, ""),
+    AITER_XLA_OP(aiter_gemm_a8w8, ""),
+    AITER_XLA_OP(aiter_gemm_a8w8_blockscale, ""),
+    AITER_XLA_OP(aiter_batched_gemm_a16w16, ""),
+    AITER_XLA_OP(aiter_batched_gemm_a8w8, ""),
+    AITER_XLA_OP(aiter_topk_softmax, "renormalize"),
+    AITER_XLA_OP(aiter_topk_sigmoid, "renormalize"),
+    AITER_XLA_OP(aiter_grouped_topk, "num_expert_group topk_group scoring_func renormalize routed_scaling_factor"),
+    AITER_XLA_OP(aiter_moe_sorting, "num_experts block_size"),
+    AITER_XLA_OP(aiter_fused_moe, ""),
+    AITER_XLA_OP(aiter_fused_moe_fp8, ""),
+    AITER_XLA_OP(aiter_mla_decode, ""),
+    AITER_XLA_OP(aiter_concat_and_cache_mla, "scale"),
 };
 constexpr size_t kNumOps = sizeof(kOps) / sizeof(kOps[0]);
 
@@ -122,7 +94,7 @@ ffi::Error execute(void *stream, int32_t device_id, ffi::RemainingArgs args, ffi
   const Op &op = kOps[I];
   try {
     Call call(DLDevice{kDevice, device_id}, stream, args, rets, attrs);
-    aiter_status status = op.run(call);
+    aiter_status status = op.run(call, op.scalars);
     if (status == AITER_OK) return ffi::Error::Success();
     return ffi::Error(error_code(status), aiter_last_error());
   } catch (const std::exception &e) {  // BadCall, or std::bad_alloc from building the call
@@ -165,6 +137,7 @@ typedef struct aiter_xla_target {
   XLA_FFI_Handler *cpu;  // for jax.ffi.register_ffi_target(name, ..., platform="cpu")
   XLA_FFI_Handler *cuda; // platform="CUDA": kDLCUDA tensors on XLA's stream
   XLA_FFI_Handler *rocm; // platform="ROCM": kDLROCM tensors on XLA's stream
+  const char *scalars;   // the names of the C function's scalar parameters, space-separated
 } aiter_xla_target;
 
 // Sets *targets to the table of every target; returns its length.
@@ -176,7 +149,7 @@ namespace {
 
 template <size_t... I>
 constexpr std::array<aiter_xla_target, kNumOps> make_targets(std::index_sequence<I...>) {
-  return {{{kOps[I].target, handler<I, kDLCPU>, handler<I, kDLCUDA>, handler<I, kDLROCM>}...}};
+  return {{{kOps[I].target, handler<I, kDLCPU>, handler<I, kDLCUDA>, handler<I, kDLROCM>, kOps[I].scalars}...}};
 }
 
 constexpr std::array<aiter_xla_target, kNumOps> kTargets = make_targets(std::make_index_sequence<kNumOps>{});

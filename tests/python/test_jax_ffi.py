@@ -227,6 +227,194 @@ def test_gemm_a8w8_int8(rng, out_dtype):
     assert_close(out, gemm_reference(a, w, bias, a_scale, w_scale), out_dtype)
 
 
+# ---- attention ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_prefill_attention(rng, causal):
+    from test_attention import cu_seqlens, prefill_ref
+    cu = cu_seqlens([5, 0, 19])
+    q, k, v = (rand(rng, (cu[-1], h, 64), "bfloat16") for h in (4, 2, 2))
+    out, lse = jit(aj.prefill_attention, q, k, v, cu, causal=causal, softcap=0.0, return_lse=True)
+    ref, ref_lse = prefill_ref(q, k, v, cu, cu, 64 ** -0.5, causal, with_lse=True)
+    assert_close(out, ref, "bfloat16")
+    np.testing.assert_allclose(f64(lse), ref_lse, rtol=1e-3, atol=1e-3)
+    alone = jit(aj.prefill_attention, q, k, v, cu, causal=causal, softmax_scale=0.1)
+    assert_close(alone, prefill_ref(q, k, v, cu, cu, 0.1, causal), "bfloat16")
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_paged_decode_attention(rng, split):
+    """One pass, and split-KV with the workspace XLA allocates."""
+    from test_attention import decode_ref, paged_layout
+    lens = np.array([0, 1, 37, 16], np.int32)
+    table, blocks = paged_layout(rng, lens, 8)
+    k_cache, v_cache = (rand(rng, (blocks, 8, 2, 64), "float32") for _ in range(2))
+    q = rand(rng, (4, 4, 64), "float32")
+    fn = aj.paged_decode_attention_split_kv if split else aj.paged_decode_attention
+    out = jit(fn, q, k_cache, v_cache, table, lens, window_left=9)
+    assert_close(out, decode_ref(q, k_cache, v_cache, table, lens, 64 ** -0.5, 9), "float32")
+
+
+# ---- MoE ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("scoring", ["softmax", "sigmoid"])
+@pytest.mark.parametrize("renormalize", [False, True])
+def test_topk_softmax_and_sigmoid(rng, scoring, renormalize):
+    from test_moe_routing import WEIGHT_TOL, grouped_ref
+    gating = rand(rng, (13, 24), "bfloat16", scale=3.0)
+    fn = aj.topk_softmax if scoring == "softmax" else aj.topk_sigmoid
+    weights, ids = jit(fn, gating, k=5, renormalize=renormalize)
+    assert weights.dtype == jnp.float32 and ids.dtype == jnp.int32 and ids.shape == (13, 5)
+    ref_w, ref_ids = grouped_ref(gating, 5, scoring=scoring, renormalize=renormalize)
+    np.testing.assert_array_equal(np.asarray(ids), ref_ids)
+    np.testing.assert_allclose(f64(weights), ref_w, **WEIGHT_TOL)
+
+
+@pytest.mark.parametrize("biased", [False, True])
+def test_grouped_topk(rng, biased):
+    """grouped_topk (softmax) and biased_grouped_topk (DeepSeek-V3: sigmoid, bias)."""
+    from test_moe_routing import WEIGHT_TOL, grouped_ref
+    gating = rand(rng, (9, 32), "float32", scale=2.0)
+    if biased:
+        bias = rand(rng, (32,), "float32")
+        weights, ids = jit(lambda g, b: aj.biased_grouped_topk(g, b, 4, 8, 3, routed_scaling_factor=2.5),
+                           gating, bias)
+        ref_w, ref_ids = grouped_ref(gating, 4, 8, 3, bias=bias, scoring="sigmoid", renormalize=True, scale=2.5)
+    else:
+        weights, ids = jit(aj.grouped_topk, gating, k=3, num_expert_group=4, topk_group=2, renormalize=False)
+        ref_w, ref_ids = grouped_ref(gating, 3, 4, 2)
+    np.testing.assert_array_equal(np.asarray(ids), ref_ids)
+    np.testing.assert_allclose(f64(weights), ref_w, **WEIGHT_TOL)
+
+
+@pytest.mark.parametrize("mask", [None, "bool", "int32"])
+def test_moe_sorting(rng, mask):
+    from test_moe_sorting import check_sorting, routed_ids
+    experts, block = 10, 4
+    ids = routed_ids(rng, 17, 3, experts)
+    expert_mask = None if mask is None else (rng.random(experts) < 0.6).astype(mask)
+    sorted_ids, block_experts, num_valid = jit(
+        lambda i, m: aj.moe_sorting(i, experts, block, m), ids, expert_mask)
+    assert sorted_ids.shape == (aiter.moe_sorting_max_rows(17, 3, experts, block),)
+    check_sorting(ids, experts, block, np.asarray(sorted_ids), np.asarray(block_experts), np.asarray(num_valid),
+                  mask=expert_mask)
+
+
+@pytest.mark.parametrize("dtype,act,block", [("bfloat16", "silu", 0), ("float16", "gelu_tanh", 32)])
+def test_fused_moe(rng, dtype, act, block):
+    """XLA allocates the workspace (an extra result sized while tracing)."""
+    from test_moe_fused import check_out, make_layer, moe_ref
+    x, w1, w2, weights, ids = make_layer(rng, 11, 6, 2, 64, 48, dtype)
+    out = jit(aj.fused_moe, x, w1, w2, weights, ids, activation=act, block_size=block)
+    assert out.shape == x.shape and out.dtype == jnp.dtype(dtype)
+    check_out(np.asarray(out), moe_ref(x, w1, w2, weights, ids, act), dtype)
+
+
+def test_fused_moe_expert_mask_and_weights_on_input(rng):
+    from test_moe_fused import check_out, make_layer, moe_ref
+    x, w1, w2, weights, ids = make_layer(rng, 13, 8, 3, 64, 32, "bfloat16")
+    mask = np.zeros(8, bool)
+    mask[[1, 4, 5]] = True
+    w1, w2 = w1[[1, 4, 5]], w2[[1, 4, 5]]
+    out = jit(lambda *a: aj.fused_moe(*a, expert_mask=mask, weights_on_input=True), x, w1, w2, weights, ids)
+    check_out(np.asarray(out), moe_ref(x, w1, w2, weights, ids, weights_on_input=True, mask=mask), "bfloat16")
+
+
+@pytest.mark.parametrize("block", [False, True])
+def test_fused_moe_fp8(rng, block):
+    """Per-channel (fused_moe_fp8) and 128 x 128 block scales, as the table has them."""
+    from test_moe_fp8 import TOL, fp8_layer, moe_fp8_ref
+    case = (5, 4, 2, 256, 128) if block else (7, 5, 2, 64, 32)
+    x, w1q, w2q, s1, s2, weights, ids = fp8_layer(rng, case, "bfloat16", "float8_e4m3fn", block=block)
+    out = jit(aj.fused_moe_fp8, x, w1q, w2q, s1, s2, weights, ids)
+    ref = moe_fp8_ref(x, w1q, w2q, s1, s2, weights, ids, "float8_e4m3fn")
+    got = f64(np.asarray(out))
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, ref, rtol=TOL[0], atol=TOL[1] * (np.sqrt(np.mean(ref ** 2)) + 1e-30))
+
+
+def test_moe_layer_in_one_jitted_function(rng):
+    """Routing, then the experts, compiled together."""
+    from test_moe_fused import check_out, make_layer, moe_ref
+    from test_moe_routing import grouped_ref
+    x, w1, w2, _, _ = make_layer(rng, 7, 8, 2, 64, 32, "bfloat16")
+    router = rand(rng, (8, 64), "bfloat16")
+
+    @jax.jit
+    def layer(x, router, w1, w2):
+        weights, ids = aj.topk_softmax(aj.gemm_a16w16(x, router, out_dtype="float32"), 2, renormalize=True)
+        return aj.fused_moe(x, w1, w2, weights, ids), ids
+
+    out, ids = layer(*(jax_cpu(a) for a in (x, router, w1, w2)))
+    logits = (f64(x) @ f64(router).T).astype(np.float32)
+    ref_w, ref_ids = grouped_ref(logits, 2, renormalize=True)
+    np.testing.assert_array_equal(np.asarray(ids), ref_ids)
+    check_out(np.asarray(out), moe_ref(x, w1, w2, ref_w.astype(np.float32), ref_ids, "silu"), "bfloat16")
+
+
+# ---- MLA ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("s_q,cache_dtype,num_splits", [(1, None, 0), (2, "float8_e4m3fn", 3), (3, None, 1)])
+def test_mla_decode(rng, s_q, cache_dtype, num_splits):
+    from test_mla import check, make_case, mla_ref
+    kv_scale = 0.02 if cache_dtype else 1.0
+    q, cache, table, lens = make_case(rng, [5, 40, 0, 17], 16, 4, s_q, cache_dtype=cache_dtype,
+                                      kv_scale=kv_scale)
+    out, lse = jit(aj.mla_decode, q, cache, table, lens, softmax_scale=0.07, kv_scale=kv_scale,
+                   num_splits=num_splits, return_lse=True)
+    ref, ref_lse = mla_ref(q, cache, table, lens, 0.07, kv_scale)
+    check(np.asarray(out), np.asarray(lse), ref, ref_lse, "bfloat16")
+    alone = jit(aj.mla_decode, q, cache, table, lens, softmax_scale=0.07, kv_scale=kv_scale, num_splits=num_splits)
+    assert isinstance(alone, jax.Array) and alone.shape == q.shape[:3] + (512,)
+    assert_close(alone, ref, "bfloat16")
+
+
+def test_mla_decode_workspace_size_from_shapes(rng):
+    from test_mla import make_case
+    q, cache, table, _ = make_case(rng, [33, 7], 16, 8, 2)
+    for splits in (0, 1, 5):
+        want = aiter.mla_decode_workspace_size(q, cache, table, splits)
+        structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in (q, cache, table)]
+        assert aj.mla_decode_workspace_size(*structs, num_splits=splits) == want
+        assert aj.mla_decode_workspace_size(*(jax_cpu(a) for a in (q, cache, table)), splits) == want
+
+
+@pytest.mark.parametrize("cache_dtype", ["bfloat16", "float8_e4m3fn"])
+def test_concat_and_cache_mla(rng, cache_dtype):
+    """Slots written, the rest of the cache as it was (copied by XLA: not donated)."""
+    tokens, blocks, page = 9, 3, 8
+    kv_c, k_pe = rand(rng, (tokens, 512), "bfloat16"), rand(rng, (tokens, 64), "bfloat16")
+    slots = rng.permutation(blocks * page)[:tokens].astype(np.int32)
+    slots[[1, 6]] = -1
+    scale = 1.0 if cache_dtype == "bfloat16" else 0.05
+    start = rand(rng, (blocks, page, 576), cache_dtype)
+    got = jit(aj.concat_and_cache_mla, kv_c, k_pe, start, slots, scale=scale)
+    rows = np.concatenate([kv_c, k_pe], axis=1)
+    want = start.copy().reshape(blocks * page, 576)
+    keep = slots >= 0
+    want[slots[keep]] = rows[keep] if cache_dtype == "bfloat16" else fp8_quantize(rows[keep], scale, cache_dtype)
+    assert (np.asarray(got).reshape(want.shape).view(np.uint8) == want.view(np.uint8)).all()
+
+
+def test_mla_decode_step_with_donated_cache(rng):
+    """One decode step in one jitted function: the new latents into the donated
+    cache, then attention over it."""
+    from test_mla import make_case, mla_ref
+    q, cache, table, lens = make_case(rng, [6, 21], 8, 2, 1)
+    new = rand(rng, (2, 576), "bfloat16")
+    slots = np.array([table[b, (lens[b] - 1) // 8] * 8 + (lens[b] - 1) % 8 for b in range(2)], np.int32)
+    @functools.partial(jax.jit, donate_argnums=(3,))
+    def step(q, kv_c, k_pe, cache, table, lens, slots):
+        cache = aj.concat_and_cache_mla(kv_c, k_pe, cache, slots)
+        return aj.mla_decode(q, cache, table, lens, 0.1), cache
+
+    out, new_cache = step(*(jax_cpu(a) for a in (q, new[:, :512], new[:, 512:], cache, table, lens, slots)))
+    cache_ref = cache.copy().reshape(-1, 576)
+    cache_ref[slots] = new
+    np.testing.assert_array_equal(f64(new_cache).reshape(cache_ref.shape), f64(cache_ref))
+    assert_close(out, mla_ref(q, cache_ref.reshape(cache.shape), table, lens, 0.1)[0], "bfloat16")
+
+
 # ---- composition, eager use, vmap ---------------------------------------------------------
 
 def test_ops_compose_in_one_jitted_function(rng):

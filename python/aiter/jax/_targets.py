@@ -35,7 +35,7 @@ def _graph_traits():
 
 class _Target(ctypes.Structure):  # aiter_xla_target, libaiter/xla/targets.cpp
     _fields_ = [("name", ctypes.c_char_p), ("cpu", ctypes.c_void_p), ("cuda", ctypes.c_void_p),
-                ("rocm", ctypes.c_void_p)]
+                ("rocm", ctypes.c_void_p), ("scalars", ctypes.c_char_p)]
 
 
 def _candidates():
@@ -67,6 +67,7 @@ def _load():
 
 _lock = threading.Lock()
 _loaded = None  # (library, path); the library stays loaded: XLA holds pointers into it
+scalars = {}  # target -> the names of its C function's scalar parameters (checked against the table by tests)
 
 
 def register():
@@ -84,6 +85,7 @@ def register():
             traits = _graph_traits()
             for i in range(library.aiter_xla_targets(ctypes.byref(table))):
                 row = table[i]
+                scalars[row.name.decode()] = tuple(row.scalars.decode().split())
                 for platform, column in _PLATFORMS.items():
                     handler = jax.ffi.pycapsule(getattr(row, column))
                     extra = {} if platform == "cpu" or traits is None else {"traits": traits}

@@ -5,21 +5,12 @@ new latents into that cache.
 Layouts: q ``[B, s_q, Hq, 576]`` (the query times the absorbed key up-projection,
 its rotated part last), out ``[B, s_q, Hq, 512]``, cache ``[num_blocks,
 page_size, 576]`` in q's dtype (fp16/bf16) or fp8 (e4m3fn, e4m3fnuz) with a
-per-tensor scale.
+per-tensor scale.  The wrappers come from the op table (``aiter.spec``);
+mla_decode adds the allocation of its workspace.
 """
 from .._call import Call
 from .._lib import check, ffi, lib
-from .._route import via_torch
-
-
-def _params(softmax_scale, kv_scale, num_splits, lse):
-    p = ffi.new("aiter_mla_params *")
-    lib.aiter_mla_params_init(p)
-    p.softmax_scale = float(softmax_scale)
-    p.kv_scale = float(kv_scale)
-    p.num_splits = int(num_splits)
-    p.lse = ffi.NULL if lse is None else lse.c
-    return p
+from ._from_spec import table_op
 
 
 def mla_decode_workspace_size(q, kv_cache, block_table, num_splits=0):
@@ -30,6 +21,9 @@ def mla_decode_workspace_size(q, kv_cache, block_table, num_splits=0):
     size = ffi.new("size_t *")
     check(lib.aiter_mla_decode_workspace_size(size, q_.c, kc.c, table.c, int(num_splits)))
     return int(size[0])
+
+
+_mla_decode = table_op("mla_decode", "mla_decode with its workspace given (or not needed).", route=False)
 
 
 def mla_decode(q, kv_cache, block_table, context_lens, softmax_scale, *, kv_scale=1.0, num_splits=0,
@@ -48,34 +42,18 @@ def mla_decode(q, kv_cache, block_table, context_lens, softmax_scale, *, kv_scal
     bytes; allocated like q when None and needed).  Returns ``out`` ``[B, s_q,
     Hq, 512]``; with ``return_lse`` (or ``lse`` given) also the fp32 ``[B, s_q,
     Hq]`` log-sum-exp (-inf for a row that sees nothing): ``(out, lse)``."""
-    c = Call("aiter_mla_decode", like=q)
-    q_, kc = c.input(q, "q"), c.input(kv_cache, "kv_cache")
-    table, lens = c.input(block_table, "block_table"), c.input(context_lens, "context_lens")
-    out_ = c.output(out, "out", tuple(q_.shape[:3]) + (512,), q_.dtype)
-    want_lse = return_lse or lse is not None
-    lse_ = c.output(lse, "lse", tuple(q_.shape[:3]), "float32") if want_lse else None
     if workspace is None:
-        size = ffi.new("size_t *")
-        check(lib.aiter_mla_decode_workspace_size(size, q_.c, kc.c, table.c, int(num_splits)))
-        if size[0] > 0:
-            workspace = c.adapter.empty(((int(size[0]) + 3) // 4,), "float32", q)
-    ws = c.inplace(workspace, "workspace") if workspace is not None else None
-    params = _params(softmax_scale, kv_scale, num_splits, lse_)
-    c.run(out_.c, q_.c, kc.c, table.c, lens.c, ffi.NULL if ws is None else ws.c, params)
-    return (c.result(out_), c.result(lse_)) if want_lse else c.result(out_)
+        size = mla_decode_workspace_size(q, kv_cache, block_table, num_splits)
+        if size > 0:
+            workspace = Call("aiter_mla_decode", like=q).adapter.empty(((size + 3) // 4,), "float32", q)
+    return _mla_decode(q, kv_cache, block_table, context_lens, softmax_scale, kv_scale=kv_scale,
+                       num_splits=num_splits, workspace=workspace, return_lse=return_lse, lse=lse, out=out)
 
 
-@via_torch("concat_and_cache_mla")
-def concat_and_cache_mla(kv_c, k_pe, kv_cache, slot_mapping, *, scale=1.0):
-    """Writes ``concat(kv_c[t], k_pe[t])`` (``[T, 512]`` and ``[T, 64]``) as the
+concat_and_cache_mla = table_op("concat_and_cache_mla", """
+    Writes ``concat(kv_c[t], k_pe[t])`` (``[T, 512]`` and ``[T, 64]``) as the
     576-wide row at slot ``slot_mapping[t] = block * page_size + row`` of
     ``kv_cache``, in place; a negative slot skips the token.  A slot past the cache
     raises InvalidArgumentError for CPU arrays (nothing written); on a GPU that
     token is skipped.  An fp8 cache stores ``x / scale``, rounded to nearest and
-    saturated.  Returns ``kv_cache``."""
-    c = Call("aiter_concat_and_cache_mla", like=kv_c)
-    kv_c_, k_pe_ = c.input(kv_c, "kv_c"), c.input(k_pe, "k_pe")
-    cache = c.inplace(kv_cache, "kv_cache")
-    slots = c.input(slot_mapping, "slot_mapping")
-    c.run(cache.c, kv_c_.c, k_pe_.c, slots.c, float(scale))
-    return c.result(cache)
+    saturated.  Returns ``kv_cache``.""")

@@ -1,18 +1,13 @@
-"""Rotary position embedding (RoPE), applied in place to q and k."""
+"""Rotary position embedding (RoPE), applied in place to q and k (the wrapper
+comes from the op table, ``aiter.spec``), and the cos/sin cache it reads."""
 import numpy as np
 
 from .. import dtypes
-from .._call import Call, c_or_null
-from .._route import via_torch
 from .._frameworks import _numpy_dtype
 from ..errors import InvalidArgumentError, UnsupportedDtypeError
+from ._from_spec import table_op
 
-_STYLES = {"neox": 0, "gptj": 1}  # aiter_rope_style
-
-
-@via_torch("rope")
-def rope(q, k, positions, cos_sin_cache, style="neox"):
-    """Rotates q [T, Hq, D] and k [T, Hk, D] in place; returns ``(q, k)``.
+rope = table_op("rope", """Rotates q [T, Hq, D] and k [T, Hk, D] in place; returns ``(q, k)``.
 
     ``positions`` [T] (int32 or int64) index rows of ``cos_sin_cache``
     [max_position, R] (cos in the first R/2 columns, sin in the last R/2; fp32 or
@@ -24,15 +19,7 @@ def rope(q, k, positions, cos_sin_cache, style="neox"):
 
     A position outside ``[0, max_position)`` raises InvalidArgumentError for CPU
     arrays (nothing is rotated); on a GPU, where the positions are not read by
-    the host, that token is left untouched and the rest are rotated."""
-    if style not in _STYLES:
-        raise InvalidArgumentError(f"style: expected 'neox' or 'gptj', got {style!r}")
-    c = Call("aiter_rope", like=q)
-    q_ = c.inplace(q, "q")
-    k_ = None if k is None else c.inplace(k, "k")
-    pos_, cache_ = c.input(positions, "positions"), c.input(cos_sin_cache, "cos_sin_cache")
-    c.run(q_.c, c_or_null(k_), pos_.c, cache_.c, _STYLES[style])
-    return c.result(q_), (None if k_ is None else c.result(k_))
+    the host, that token is left untouched and the rest are rotated.""")
 
 
 def rope_cos_sin_cache(max_position, rotary_dim, base=10000.0, dtype="float32"):

@@ -21,12 +21,16 @@ def _params(a, outs, dl):
 
 
 def _scale():
-    return Arg("softmax_scale", "float", optional=True)
+    return Arg("softmax_scale", "float", optional=True, keyword=True)
+
+
+def _kw(name, kind, default):
+    return Arg(name, kind, default=default, keyword=True)
 
 
 def _paged_scalars():
-    return [_scale(), Arg("window_left", "int", default=-1), Arg("k_scale", "float", default=1.0),
-            Arg("v_scale", "float", default=1.0), Arg("softcap", "float", default=0.0)]
+    return [_scale(), _kw("window_left", "int", -1), _kw("k_scale", "float", 1.0), _kw("v_scale", "float", 1.0),
+            _kw("softcap", "float", 0.0)]
 
 
 def _tokens_heads(a):
@@ -37,6 +41,13 @@ def _f32(a):
     return "float32"
 
 
+def _split_kv_workspace(a):
+    """paged_decode_attention_split_kv's workspace for these shapes, in bytes."""
+    from .._lib import lib
+    from ._shapes import query
+    return query(lib.aiter_paged_decode_attention_workspace_size, [a["q"], a["k_cache"], a["block_table"]])
+
+
 def attention_ops():
     paged = [Arg("q"), Arg("k_cache"), Arg("v_cache"), Arg("block_table"), Arg("context_lens")]
     paged_order = ["out", "q", "k_cache", "v_cache", "block_table", "context_lens"]
@@ -44,23 +55,24 @@ def attention_ops():
     return [
         Op("prefill_attention", "aiter_prefill_attention",
            [Arg("q"), Arg("k"), Arg("v"), Arg("cu_seqlens_q"),
-            Arg("cu_seqlens_k", optional=True, same_as="cu_seqlens_q"), _scale(), Arg("causal", "bool", default=True), Arg("window_left", "int", default=-1),
-            Arg("softcap", "float", default=0.0)],
+            Arg("cu_seqlens_k", optional=True, same_as="cu_seqlens_q"), _scale(), _kw("causal", "bool", True),
+            _kw("window_left", "int", -1), _kw("softcap", "float", 0.0)],
            [Out("out", lambda a: _tokens_heads(a) + (a["v"].shape[-1],), lambda a: a["q"]),
-            Out("lse", _tokens_heads, _f32)],
+            Out("lse", _tokens_heads, _f32, optional=True)],
            ["out", "q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "@params"], params=_params),
         Op("paged_decode_attention", "aiter_paged_decode_attention", paged + _paged_scalars(), [q_like],
            paged_order + ["@params"], params=_params),
         Op("paged_decode_attention_split_kv", "aiter_paged_decode_attention_split_kv",
-           paged + [Arg("workspace", MUTATED)] + _paged_scalars(), [q_like],
-           paged_order + ["workspace", "@params"], params=_params),
+           paged + [Arg("workspace", MUTATED, keyword=True)] + _paged_scalars(), [q_like],
+           paged_order + ["workspace", "@params"], params=_params,
+           scratch={"workspace": _split_kv_workspace}),
         Op("paged_prefill_attention", "aiter_paged_prefill_attention",
-           paged + [Arg("cu_seqlens_q"), _scale(), Arg("causal", "bool", default=True),
-                    Arg("window_left", "int", default=-1), Arg("softcap", "float", default=0.0),
-                    Arg("k_scale", "float", default=1.0), Arg("v_scale", "float", default=1.0)],
-           [q_like, Out("lse", _tokens_heads, _f32)], paged_order + ["cu_seqlens_q", "@params"], params=_params),
+           paged + [Arg("cu_seqlens_q"), _scale(), _kw("causal", "bool", True), _kw("window_left", "int", -1),
+                    _kw("softcap", "float", 0.0), _kw("k_scale", "float", 1.0), _kw("v_scale", "float", 1.0)],
+           [q_like, Out("lse", _tokens_heads, _f32, optional=True)], paged_order + ["cu_seqlens_q", "@params"],
+           params=_params),
         Op("reshape_and_cache", "aiter_reshape_and_cache",
            [Arg("key"), Arg("value"), Arg("k_cache", MUTATED), Arg("v_cache", MUTATED), Arg("slot_mapping"),
-            Arg("k_scale", "float", default=1.0), Arg("v_scale", "float", default=1.0)],
+            _kw("k_scale", "float", 1.0), _kw("v_scale", "float", 1.0)],
            [], ["k_cache", "v_cache", "key", "value", "slot_mapping", "k_scale", "v_scale"]),
     ]

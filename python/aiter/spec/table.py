@@ -5,6 +5,8 @@ malformed the shape function gives a placeholder and the library, which checks
 every argument, names the problem.  Attention ops come last (their wrappers
 are still changing).
 """
+from .. import dtypes
+from ..errors import UnsupportedDtypeError
 from .types import MUTATED, Arg, Op, Out, enum_to_c as _enum
 
 GELU_APPROX = {"none": 0, "tanh": 1}  # aiter_gelu_approx
@@ -49,10 +51,25 @@ def _arg_or(name, default):
     return dtype
 
 
+QUANT_TYPES = ("int8",) + dtypes.FP8_TYPES
+
+
+def quant_dtype(dtype):
+    """The canonical name of a quantized dtype argument, checked."""
+    name = dtypes.canonical(dtype)
+    if name not in QUANT_TYPES:
+        raise UnsupportedDtypeError(f"dtype: expected one of {', '.join(QUANT_TYPES)}, got {name}")
+    return name
+
+
+def _dtype_or_none(value):
+    return None if value is None else dtypes.canonical(value)
+
+
 _FP8 = "float8_e4m3fn"
 _EPS = Arg("eps", "float", default=1e-6)
-_QDTYPE = Arg("dtype", "dtype", optional=True)  # None: float8_e4m3fn
-_QOUT = Out("out", _same("x"), _arg_or("dtype", _FP8))
+_QDTYPE = Arg("dtype", "dtype", optional=True, default=_FP8, check=quant_dtype)  # None: float8_e4m3fn
+_QOUT = Out("out", _same("x"), _arg_or("dtype", _FP8), dtype_arg="dtype")
 _ROW_SCALE = Out("scale", _rows, lambda a: "float32")
 
 
@@ -61,7 +78,7 @@ def _norm_ops():
         Op("rmsnorm", "aiter_rmsnorm", [Arg("x"), Arg("weight"), _EPS],
            [Out.same_as("out", "x")], ["out", "x", "weight", "eps"]),
         Op("add_rmsnorm", "aiter_add_rmsnorm", [Arg("x"), Arg("residual"), Arg("weight"), _EPS],
-           [Out.same_as("out", "x"), Out.same_as("residual_out", "x")],
+           [Out.same_as("out", "x"), Out.same_as("residual_out", "x", reuse="residual")],
            ["out", "residual_out", "x", "residual", "weight", "eps"]),
         Op("layernorm", "aiter_layernorm",
            [Arg("x"), Arg("weight"), Arg("bias", optional=True), Arg("eps", "float", default=1e-5)],
@@ -70,7 +87,7 @@ def _norm_ops():
            [_QOUT, _ROW_SCALE], ["out", "scale", "x", "weight", "eps"]),
         Op("add_rmsnorm_quant", "aiter_add_rmsnorm_quant",
            [Arg("x"), Arg("residual"), Arg("weight"), _EPS, _QDTYPE],
-           [_QOUT, _ROW_SCALE, Out.same_as("residual_out", "x")],
+           [_QOUT, _ROW_SCALE, Out.same_as("residual_out", "x", reuse="residual")],
            ["out", "scale", "residual_out", "x", "residual", "weight", "eps"]),
     ]
 
@@ -82,7 +99,7 @@ def _activation_ops():
            [Arg("x"), Arg("approximate", "str", default="none", to_c=_enum(GELU_APPROX, "approximate"))],
            [Out("out", _half, _like("x"))], ["out", "x", "approximate"]),
         Op("silu_and_mul_quant", "aiter_silu_and_mul_quant", [Arg("x"), _QDTYPE],
-           [Out("out", _half, _arg_or("dtype", _FP8)), _ROW_SCALE], ["out", "scale", "x"]),
+           [Out("out", _half, _arg_or("dtype", _FP8), dtype_arg="dtype"), _ROW_SCALE], ["out", "scale", "x"]),
     ]
 
 
@@ -103,20 +120,20 @@ def _rope_moe_ops():
            [Arg("q", MUTATED), Arg("k", MUTATED, optional=True), Arg("positions"), Arg("cos_sin_cache"),
             Arg("style", "str", default="neox", to_c=_enum(ROPE_STYLES, "style"))],
            [], ["q", "k", "positions", "cos_sin_cache", "style"]),
-        Op("topk_softmax", "aiter_topk_softmax",
-           [Arg("gating"), Arg("k", "int"), Arg("renormalize", "bool", default=False, to_c=int)],
-           [Out("topk_weights", lambda a: (a["gating"].shape[0] if len(a["gating"].shape) else 0, a["k"]),
-                lambda a: "float32"),
-            Out("topk_ids", lambda a: (a["gating"].shape[0] if len(a["gating"].shape) else 0, a["k"]),
-                lambda a: "int32")],
-           ["topk_weights", "topk_ids", "gating", "renormalize"]),
+        _topk_softmax(),
     ]
+
+
+def _topk_softmax():
+    from .moe import topk_op
+    return topk_op("topk_softmax", "aiter_topk_softmax")
 
 
 def _gemm_ops():
     bf16 = "bfloat16"
-    out_dtype = Arg("out_dtype", "dtype", optional=True)
-    a8w8_args = [Arg("a"), Arg("w"), Arg("a_scale"), Arg("w_scale"), Arg("bias", optional=True), out_dtype]
+    out_dtype = Arg("out_dtype", "dtype", optional=True, keyword=True, check=_dtype_or_none)  # None: a's
+    out_bf16 = Arg("out_dtype", "dtype", optional=True, default=bf16, keyword=True, check=_dtype_or_none)
+    a8w8_args = [Arg("a"), Arg("w"), Arg("a_scale"), Arg("w_scale"), Arg("bias", optional=True), out_bf16]
     a8w8_order = ["out", "a", "w", "a_scale", "w_scale", "bias"]
     return [
         Op("gemm_a16w16", "aiter_gemm_a16w16", [Arg("a"), Arg("w"), Arg("bias", optional=True), out_dtype],
@@ -124,7 +141,7 @@ def _gemm_ops():
         Op("gemm_a8w8", "aiter_gemm_a8w8", a8w8_args,
            [Out("out", _gemm, _arg_or("out_dtype", bf16))], a8w8_order),
         Op("gemm_a8w8_blockscale", "aiter_gemm_a8w8_blockscale",
-           [Arg("a"), Arg("w"), Arg("a_scale"), Arg("w_scale"), out_dtype],
+           [Arg("a"), Arg("w"), Arg("a_scale"), Arg("w_scale"), out_bf16],
            [Out("out", _gemm, _arg_or("out_dtype", bf16))], ["out", "a", "w", "a_scale", "w_scale"]),
         Op("batched_gemm_a16w16", "aiter_batched_gemm_a16w16",
            [Arg("a"), Arg("w"), Arg("bias", optional=True), out_dtype],
