@@ -15,7 +15,7 @@ namespace gpu {
 namespace {
 
 constexpr int64_t kMaxGridY = 65535;
-constexpr int kRowTiles[] = {128, 64};  // attention_aot.py's BM values, the larger tried first
+constexpr int kRowTiles[] = {128, 64, 32};  // attention_aot.py's BM values, the larger tried first
 
 // The stride Triton is given for a dim: 0 where the dim has one element (its
 // stride is never used and may be anything), so a promise of divisibility holds.
