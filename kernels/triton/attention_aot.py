@@ -24,10 +24,20 @@ HEAD_DIMS = ((64, 0, 64), (128, 0, 128), (256, 0, 256), (128, 64, 128))
 # Chosen on an H100 (Triton 3.6, 2026-11-27): the fastest of a sweep that fits
 # the 227 KiB of shared memory (D256 with 2 stages needs 320 KiB).
 NVIDIA_TILES = {64: (128, 64, 4, 3), 128: (128, 64, 8, 3), 256: (128, 64, 8, 1), 192: (128, 64, 8, 2)}
-# AMD: compiled, never run; chosen so that no VGPR spills (python -m aiter info
-# --kernels).  RDNA's (wave32) 128-row tiles spilled thousands of VGPRs.
+# AMD: compiled, never run; chosen by the compiled resources (python -m aiter
+# info --kernels): no VGPR spills on CDNA and RDNA 4.  RDNA's (wave32) 128-row
+# tiles spilled thousands of VGPRs; on RDNA 3 (gfx1100) even 32-row tiles spill
+# (D128: about 200), and D256 / D192 spilled over 400, so gfx1100 builds none of
+# those two: its portable kernel runs them.
 CDNA_TILES = {64: (128, 32, 4, 1), 128: (128, 32, 4, 1), 256: (64, 32, 4, 1), 192: (64, 32, 4, 1)}
 RDNA_TILES = {64: (64, 32, 4, 1), 128: (32, 32, 4, 1), 256: (32, 16, 4, 1), 192: (32, 16, 4, 1)}
+RDNA3_TILES = {64: (64, 32, 4, 1), 128: (32, 32, 4, 1)}
+
+
+def _tiles(target):
+    if is_nvidia(target):
+        return NVIDIA_TILES
+    return RDNA3_TILES if target == "gfx1100" else RDNA_TILES if target.startswith("gfx1") else CDNA_TILES
 
 
 def _name(dtype, d1, d2, dv, bm):
@@ -39,8 +49,9 @@ def kernels(target):
     out = []
     for dtype in ("bf16", "f16"):
         for d1, d2, dv in HEAD_DIMS:
-            tiles = NVIDIA_TILES if is_nvidia(target) else RDNA_TILES if target.startswith("gfx1") else CDNA_TILES
-            bm, bn, warps, stages = tiles[d1 + d2]
+            if d1 + d2 not in _tiles(target):
+                continue
+            bm, bn, warps, stages = _tiles(target)[d1 + d2]
             variant = _name(dtype, d1, d2, dv, bm)
             arguments = tuple((n, f"*{TRITON_DTYPE[dtype]}" if t == "*in" else t) for n, t in ARGUMENTS)
             out.append(AotKernel(op="prefill_attention", variant=variant, stem="triton_attention." + variant[7:],
