@@ -27,7 +27,7 @@ import sys
 # Code-object family (file name before .<target>) -> why it has no matrix instruction.
 KNOWN_GAPS = {
     "gemm_generic": "portable GEMM (clang-built, no MFMA/WMMA builtins yet); the Triton variants are AMD's matrix-core GEMMs",
-    "attention_prefill": "portable prefill attention: no matrix-core AMD kernel yet (NVIDIA: attention_prefill_mma)",
+    "attention_prefill": "portable prefill attention, for what the Triton kernels (triton_attention: MFMA / WMMA) do not take",
     "attention_decode": "portable paged decode attention: no matrix-core AMD kernel yet",
     "mla": "portable MLA decode: no matrix-core AMD kernel yet (NVIDIA: mla_mma)",
     "moe_fused": "portable fused-MoE expert GEMMs (stages 1 and 2): no matrix-core AMD kernel yet",
