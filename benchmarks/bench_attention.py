@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """Attention on the GPU against F.scaled_dot_product_attention, in one run.
 
-usage: python3 benchmarks/bench_attention.py [--only prefill|decode] [--quick] [--json results.json]
+usage: python3 benchmarks/bench_attention.py [--only prefill|decode|paged_prefill] [--quick] [--json results.json]
 
-AITER_DECODE_KERNEL=portable times the portable decode kernel (AMD's) on NVIDIA.
+AITER_DECODE_KERNEL=portable times the portable decode kernel (AMD's) on NVIDIA;
+AITER_PAGED_PREFILL_KERNEL=portable the portable paged-prefill kernel.
 
 Times (triton.testing.do_bench: median, L2 flushed between runs) libaiter's
 prefill_attention on packed sequences and paged_decode_attention on a paged
 cache, and the peers a PyTorch user has: SDPA with the cuDNN and the flash back
 ends on contiguous tensors (for decode, the KV gathered into contiguous form
 outside the timing), and a device-to-device copy of the decode's KV bytes for
-bandwidth.  Prints ms, TFLOP/s (prefill: the useful work of the causal mask) or
+bandwidth; paged_prefill_attention (chunked prefill: new tokens after cached
+prefixes) against SDPA on the same K/V gathered contiguous outside the timing,
+with the causal mask aligned bottom-right (CausalBias lower-right: whichever
+back end takes it) and cuDNN without a mask (all of every context: more work
+than ours, an upper bound on its time).  Prints ms, TFLOP/s (prefill: the useful work of the causal mask) or
 TB/s of KV bytes (decode), and each peer's time over libaiter's (> 1: libaiter
 faster).
 """
@@ -106,13 +111,46 @@ def decode_case(b, ctx, hq, hkv, d, page, cache_dtype=torch.bfloat16):
     return row
 
 
+def paged_prefill_case(b, ctx, new, hq, hkv, d, page, dtype=torch.bfloat16):
+    """b sequences of `ctx` positions whose last `new` are new tokens (chunked prefill)."""
+    from torch.nn.attention.bias import causal_lower_right
+    blocks_per_seq = ctx // page
+    num_blocks = b * blocks_per_seq
+    table = torch.randperm(num_blocks, device="cuda", dtype=torch.int32).view(b, blocks_per_seq)
+    lens = torch.full((b,), ctx, dtype=torch.int32, device="cuda")
+    k_cache = torch.randn(num_blocks, page, hkv, d, device="cuda", dtype=dtype)
+    v_cache = torch.randn(num_blocks, page, hkv, d, device="cuda", dtype=dtype)
+    q = torch.randn(b * new, hq, d, dtype=dtype, device="cuda")
+    cu = torch.arange(0, b * new + 1, new, dtype=torch.int32, device="cuda")
+    out = torch.empty_like(q)
+    ours = bench(lambda: aiter.paged_prefill_attention(q, k_cache, v_cache, table, lens, cu, out=out))
+    flops = 4 * b * hq * d * (new * (ctx - new) + new * (new + 1) / 2)  # the scores the causal mask keeps
+    row = {"op": "pprefill", "case": f"B{b} ctx{ctx} new{new} H{hq}/{hkv} D{d} p{page}", "ours_ms": ours,
+           "ours_tflops": flops / ours / 1e9}
+    kc = k_cache[table.flatten().long()].view(b, ctx, hkv, d).transpose(1, 2).contiguous()
+    vc = v_cache[table.flatten().long()].view(b, ctx, hkv, d).transpose(1, 2).contiguous()
+    qs = q.view(b, new, hq, d).transpose(1, 2)
+    mask = causal_lower_right(new, ctx)
+    lower_right = lambda: F.scaled_dot_product_attention(qs, kc, vc, attn_mask=mask, enable_gqa=hq != hkv)
+    try:
+        lower_right()
+        row["sdpa_lower_right_ms"] = bench(lower_right)
+        row["sdpa_lower_right_ratio"] = row["sdpa_lower_right_ms"] / ours
+    except RuntimeError as e:
+        print(f"  (sdpa lower-right: {str(e).splitlines()[0][:80]})", file=sys.stderr)
+    t = sdpa_time("cudnn", qs, kc, vc, False, hq != hkv)
+    row["cudnn_full_ms"] = t
+    row["cudnn_full_ratio"] = None if t is None else t / ours
+    return row
+
+
 def show(row):
     parts = [f"{row['op']:8s} {row['case']:38s} ours {row['ours_ms']:8.3f} ms"]
     if "ours_tflops" in row:
         parts.append(f"{row['ours_tflops']:6.1f} TFLOP/s")
     if "ours_tbps" in row:
         parts.append(f"{row['ours_tbps']:5.2f} TB/s ({row['pct_of_copy']:.0f}% of copy {row['copy_tbps']:.2f})")
-    for name in BACKENDS:
+    for name in list(BACKENDS) + ["sdpa_lower_right", "cudnn_full"]:
         if row.get(f"{name}_ms") is not None:
             parts.append(f"{name} {row[f'{name}_ms']:.3f} ms (x{row[f'{name}_ratio']:.2f})")
     print(" | ".join(parts), flush=True)
@@ -130,13 +168,19 @@ def fp8_over_bf16(rows):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["prefill", "decode"])
+    ap.add_argument("--only", choices=["prefill", "decode", "paged_prefill"])
     ap.add_argument("--quick", action="store_true", help="fewer cases")
     ap.add_argument("--json")
     args = ap.parse_args()
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
     rows = []
-    if args.only != "prefill":
+    if args.only in (None, "paged_prefill"):
+        cases = [(4, 2048, 512, 32, 8, 128, 16), (4, 4096, 1024, 32, 8, 128, 16), (16, 2048, 128, 32, 8, 128, 16),
+                 (4, 2048, 512, 32, 8, 64, 64), (4, 2048, 2048, 32, 8, 128, 16)]
+        for c in cases[:1] if args.quick else cases:
+            rows.append(paged_prefill_case(*c))
+            show(rows[-1])
+    if args.only in (None, "decode"):
         cases = [(64, 4096, 32, 8, 128, 16, torch.bfloat16), (64, 4096, 32, 8, 128, 16, torch.float8_e4m3fn),
                  (1, 32768, 32, 8, 128, 16, torch.bfloat16), (1, 131072, 32, 8, 128, 16, torch.bfloat16),
                  (64, 4096, 32, 8, 128, 16, torch.float8_e5m2), (1, 32768, 32, 8, 128, 16, torch.float8_e4m3fn),
@@ -146,7 +190,7 @@ def main():
             rows.append(decode_case(*c))
             show(rows[-1])
         fp8_over_bf16(rows)
-    if args.only != "decode":
+    if args.only in (None, "prefill"):
         cases = [(4, 32, 32, 1024, 128), (4, 32, 32, 4096, 128), (4, 32, 8, 4096, 128), (4, 32, 32, 4096, 64),
                  (4, 32, 32, 2048, 128), (4, 32, 32, 8192, 128), (4, 32, 32, 4096, 256), (4, 32, 32, 4096, 192, 128)]
         for c in cases[:2] if args.quick else cases:

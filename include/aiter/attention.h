@@ -102,8 +102,11 @@ AITER_API aiter_status aiter_paged_decode_attention_split_kv(DLTensor *out, cons
  * first with aiter_reshape_and_cache), are read from the caches through
  * block_table [B, max_blocks] as in decode.  params: causal (new tokens see the
  * context up to their own position; 0: the whole context), window_left,
- * softcap, fp8 scales and lse ([Tq, Hq]) as for prefill.  CPU only for now: GPU
- * tensors get AITER_ERR_NO_DEVICE ("no GPU backend for this op"). */
+ * softcap, fp8 scales and lse ([Tq, Hq]) as for prefill.  On a GPU, where the
+ * host cannot read cu_seqlens_q, block_table or context_lens, a length is
+ * clamped to the table's capacity, a block id out of range masks its keys, a new
+ * token whose position would fall before its context gets zeros, and rows of a
+ * sequence with impossible cu_seqlens_q bounds are left unwritten. */
 AITER_API aiter_status aiter_paged_prefill_attention(DLTensor *out, const DLTensor *q, const DLTensor *k_cache,
                                                      const DLTensor *v_cache, const DLTensor *block_table,
                                                      const DLTensor *context_lens,

@@ -20,9 +20,8 @@ namespace {
 const OpImpl<PrefillArgs> kPrefill{"aiter_prefill_attention", cpu::prefill_attention, gpu::prefill_attention};
 const OpImpl<DecodeArgs> kDecode{"aiter_paged_decode_attention", cpu::paged_decode_attention,
                                  gpu::paged_decode_attention};
-// No GPU kernel yet: the decode kernel's rows extend to it, but that version has
-// not run on a GPU (GPU tensors get "no GPU backend for this op").
-const OpImpl<DecodeArgs> kPagedPrefill{"aiter_paged_prefill_attention", cpu::paged_prefill_attention, nullptr};
+const OpImpl<DecodeArgs> kPagedPrefill{"aiter_paged_prefill_attention", cpu::paged_prefill_attention,
+                                       gpu::paged_prefill_attention};
 const OpImpl<DecodeArgs> kDecodeSplit{"aiter_paged_decode_attention_split_kv", cpu::paged_decode_attention,
                                       gpu::paged_decode_attention};
 // The size query reads no data, but its tensors' device must be one this process

@@ -118,6 +118,7 @@ namespace gpu {
 aiter_status prefill_attention(const PrefillArgs &a, const GpuCall &call);
 aiter_status paged_decode_attention(const DecodeArgs &a, const GpuCall &call);
 aiter_status decode_device_ready(const DecodeArgs &a, const GpuCall &call);  // opens the device, runs nothing
+aiter_status paged_prefill_attention(const DecodeArgs &a, const GpuCall &call);
 aiter_status reshape_and_cache(const CacheWriteArgs &a, const GpuCall &call);
 }  // namespace gpu
 

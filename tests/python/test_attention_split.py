@@ -192,51 +192,7 @@ def paged_prefill_ref(q, k_cache, v_cache, table, lens, cu_q, scale, causal=True
     return out, lse
 
 
-@pytest.mark.parametrize("page_size", [1, 16])
-@pytest.mark.parametrize("causal", [True, False])
-@pytest.mark.parametrize("dtype,cache_dtype", [("bfloat16", "bfloat16"), ("float32", "float32"),
-                                               ("bfloat16", "float8_e4m3fn")])
-def test_paged_prefill(rng, page_size, causal, dtype, cache_dtype):
-    """Chunks of new tokens after cached prefixes (prefix caching, chunked prefill):
-    odd lengths, a sequence with no new token, one that is all new, one of 1.  CPU
-    only: the op has no GPU kernel yet."""
-    device = "cpu"
-    hq, hkv, d = 8, 2, 64
-    lens_q, lens = [7, 0, 40, 1, 17], [20, 5, 40, 300, 17]
-    _, k_cache, v_cache, table, lens = decode_case(rng, lens, page_size, hq, hkv, d, dtype, cache_dtype)
-    cu_q = cu_seqlens(lens_q)
-    q = rand(rng, (cu_q[-1], hq, d), dtype)
-    scales = (0.01, 0.02) if cache_dtype != dtype else (1.0, 1.0)
-    out = poisoned_on(q.shape, dtype, device)
-    lse = poisoned_on(q.shape[:2], "float32", device)
-    aiter.paged_prefill_attention(*dev(device, q, k_cache, v_cache, table, lens, cu_q), causal=causal,
-                                  window_left=25, softcap=8.0, k_scale=scales[0], v_scale=scales[1], out=out, lse=lse)
-    ref, ref_lse = paged_prefill_ref(q, f64(k_cache) * scales[0], f64(v_cache) * scales[1], table, lens, cu_q,
-                                     d ** -0.5, causal, 25, 8.0)
-    tol = 1e-4 if dtype == "float32" else None
-    assert_close(out, ref, dtype, rtol=tol, atol=tol)
-    np.testing.assert_allclose(f64(lse), ref_lse, rtol=1e-4, atol=1e-4)
-
-
-@pytest.mark.gpu
-def test_paged_prefill_gpu_says_no_kernel(rng):
-    cuda_torch()
-    _, k_cache, v_cache, table, lens = decode_case(rng, [5, 9], 4, 4, 2, 64, "float32", "float32")
-    q = rand(rng, (7, 4, 64), "float32")
-    with pytest.raises(aiter.AiterError, match="aiter_paged_prefill_attention: .*no GPU backend for this op"):
-        aiter.paged_prefill_attention(*dev("cuda", q, k_cache, v_cache, table, lens, np.array([0, 3, 7], np.int32)))
-
-
-def test_paged_prefill_rejects_bad_arguments(rng):
-    _, k_cache, v_cache, table, lens = decode_case(rng, [5, 9], 4, 4, 2, 64, "float32", "float32")
-    q = rand(rng, (7, 4, 64), "float32")
-    with pytest.raises(aiter.InvalidArgumentError, match=r"sequence 0 has 6 new tokens, more than its "
-                                                         r"context_lens\[0\] = 5"):
-        aiter.paged_prefill_attention(q, k_cache, v_cache, table, lens, np.array([0, 6, 7], np.int32))
-    with pytest.raises(aiter.InvalidArgumentError, match=r"block_table: expected shape\[0\] == 1"):
-        aiter.paged_prefill_attention(q, k_cache, v_cache, table, lens, np.array([0, 7], np.int32))
-    with pytest.raises(aiter.InvalidArgumentError, match=r"cu_seqlens_q: expected the last value == 7"):
-        aiter.paged_prefill_attention(q, k_cache, v_cache, table, lens, np.array([0, 3, 6], np.int32))
+# The tests of paged prefill are in test_attention_paged_prefill.py.
 
 
 # ---- GPU only ----------------------------------------------------------------------------
