@@ -7,13 +7,11 @@ torch (skips without them: CI and Debian have neither); the compiled code object
 are tested on the GPU by test_attention.py.  fp16 stands for both 16-bit types
 (the interpreter has no bf16 arithmetic); tiles are small to keep it fast.
 """
-import importlib.util
-import json
 import os
-import subprocess
-import sys
 
 import numpy as np
+
+from triton_interpret import interpreted, load_kernel, report
 
 if __name__ != "__main__":  # under pytest: the cases run in a child process (see interpreted_results)
     import pytest
@@ -24,15 +22,6 @@ else:
     import triton
 
 KERNEL = os.path.join(os.path.dirname(__file__), "..", "..", "kernels", "triton", "attention.py")
-
-
-def load_kernel():
-    """attention.py with triton.jit in interpreter mode (TRITON_INTERPRET=1 set
-    before triton is imported, hence the child process)."""
-    spec = importlib.util.spec_from_file_location("aiter_triton_attention_interpreted", KERNEL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def reference(q, k, v, cu_q, cu_k, scale, causal, window_left, softcap):
@@ -118,21 +107,11 @@ CASES = ["varlen causal, GQA 4", "non-causal, prefix keys", "window", "window, n
 
 
 if __name__ == "__main__":
-    module, results = load_kernel(), {}
-    for name, case in cases().items():
-        try:
-            case(module)
-            results[name] = "ok"
-        except Exception as e:  # noqa: BLE001 (reported to the parent test)
-            results[name] = f"{type(e).__name__}: {e}"
-    print(json.dumps(results))
+    report(load_kernel(KERNEL, "aiter_triton_attention_interpreted"), cases())
 else:
     @pytest.fixture(scope="module")
     def interpreted_results():
-        env = dict(os.environ, TRITON_INTERPRET="1", TRITON_DEFAULT_FP_FUSION="1")
-        run_ = subprocess.run([sys.executable, __file__], capture_output=True, text=True, env=env, timeout=900)
-        assert run_.returncode == 0, run_.stderr[-2000:]
-        return json.loads(run_.stdout.strip().splitlines()[-1])
+        return interpreted(__file__)
 
     @pytest.mark.parametrize("case", CASES)
     def test_interpreted_kernel(interpreted_results, case):

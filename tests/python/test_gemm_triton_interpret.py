@@ -5,13 +5,11 @@ GPU.  Needs triton and torch (skips without them: CI and Debian have neither).
 The interpreter has no bf16 or fp8 arithmetic, so fp16 stands for the 16-bit
 inputs and for the block-scaled path; the compiled code objects are tested on
 the GPU by test_gemm_triton.py."""
-import importlib.util
-import json
 import os
-import subprocess
-import sys
 
 import numpy as np
+
+from triton_interpret import interpreted, load_kernel, report
 
 if __name__ != "__main__":  # under pytest: the cases run in a child process (see interpreted_results)
     import pytest
@@ -22,16 +20,6 @@ else:
     import triton
 
 KERNEL = os.path.join(os.path.dirname(__file__), "..", "..", "kernels", "triton", "gemm.py")
-
-
-def load_kernel():
-    """gemm.py with triton.jit in interpreter mode: TRITON_INTERPRET=1 must be set
-    before triton is imported (its own jit helpers, tl.cdiv, are wrapped then),
-    so the cases run in a child process of their own."""
-    spec = importlib.util.spec_from_file_location("aiter_triton_gemm_interpreted", KERNEL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def as_fp32_pointer(t):
@@ -155,21 +143,11 @@ CASES = ["f16 in, fp32 out, fp32 bias", "f16 in, f16 out, f16 bias", "f16 in, bf
 
 
 if __name__ == "__main__":
-    gemm_module, results = load_kernel(), {}
-    for name, case in cases().items():
-        try:
-            case(gemm_module)
-            results[name] = "ok"
-        except Exception as e:  # noqa: BLE001 (reported to the parent test)
-            results[name] = f"{type(e).__name__}: {e}"
-    print(json.dumps(results))
+    report(load_kernel(KERNEL, "aiter_triton_gemm_interpreted"), cases())
 else:
     @pytest.fixture(scope="module")
     def interpreted_results():
-        env = dict(os.environ, TRITON_INTERPRET="1", TRITON_DEFAULT_FP_FUSION="1")
-        run = subprocess.run([sys.executable, __file__], capture_output=True, text=True, env=env, timeout=600)
-        assert run.returncode == 0, run.stderr[-2000:]
-        return json.loads(run.stdout.strip().splitlines()[-1])
+        return interpreted(__file__)
 
     @pytest.mark.parametrize("case", CASES)
     def test_interpreted_kernel(interpreted_results, case):
