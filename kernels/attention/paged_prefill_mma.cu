@@ -104,8 +104,11 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
   const int t = int(thread_x()), warp = t / 32, lane = t % 32, g = lane / 4, tq = lane % 4;
   if (t == 0) st_shared = paged::find_tile(p, 1, kRows, block_x());
   sync_block();
-  const paged::SeqTile st = st_shared;
+  paged::SeqTile st = st_shared;
   if (!st.valid) return;  // the whole block
+  // The sequence's last tiles see the most keys (causal): they run first, so
+  // the grid's tail is made of short blocks.
+  st.tile = (st.lq + kRows - 1) / kRows - 1 - st.tile;
   const int head = int(block_y()), kvh = head / (p.q_heads / p.kv_heads);
   const int i0 = st.tile * kRows;                   // the block's first new token (within the sequence)
   const int row0 = st.q0 + i0, row_end = st.q0 + st.lq;  // its q rows, and the sequence's end
@@ -151,7 +154,9 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
   }
   float o[D / 8][4] = {};
   float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
-  const float scale = p.sm.scale, cap = p.sm.softcap;
+  // Logits in the log2 domain (exp2 with log2(e) folded into the scale).
+  constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+  const float cap = p.sm.softcap, scale = cap > 0.0f ? p.sm.scale : p.sm.scale * kLog2e;
   int buf = 0, slot = 0;
   for (int tile = first; tile < end;
        tile += end - tile > kKeys ? kKeys : end - tile, buf ^= 1, slot = slot == 2 ? 0 : slot + 1) {
@@ -179,23 +184,36 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
         Mma<T>::run(sc[nt], qf[kk + 1], b[2], b[3]);
       }
     }
-    // Mask, online softmax per row (a row's 64 scores live in the 4 lanes of a quad).
-    float top[2] = {kNegInf, kNegInf};
+    // Logits; the mask only where the warp's rows do not all see the whole tile
+    // (the diagonal, the window's edge, the context's end, invalid block ids).
 #pragma unroll
     for (int nt = 0; nt < kKeys / 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int r = e / 2, kl = nt * 8 + tq * 2 + e % 2;
-        const long long key = (long long)tile + kl;
         float x = sc[nt][e] * scale;
         if (cap > 0.0f) {
-          const float ex = fast_exp(2.0f * x / cap);
-          x = cap * (1.0f - 2.0f / (ex + 1.0f));
+          const float ex = exp2f(2.0f * kLog2e * x / cap);  // tanh through exp
+          x = cap * (1.0f - 2.0f / (ex + 1.0f)) * kLog2e;
         }
-        x = ((ok >> kl) & 1ull) && lo[r] <= key && key < hi[r] ? x : kNegInf;
         sc[nt][e] = x;
-        top[r] = fmaxf(top[r], x);
       }
+    const int rlo[2] = {lo[0] - tile, lo[1] - tile}, rhi[2] = {hi[0] - tile, hi[1] - tile};  // no overflow: all >= 0
+    const bool whole = ok == ~0ull && rlo[0] <= 0 && rlo[1] <= 0 && rhi[0] >= kKeys && rhi[1] >= kKeys;
+    if (!__all_sync(0xffffffffu, whole)) {
+#pragma unroll
+      for (int nt = 0; nt < kKeys / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int r = e / 2, kl = nt * 8 + tq * 2 + e % 2;
+          if (!(((ok >> kl) & 1ull) && rlo[r] <= kl && kl < rhi[r])) sc[nt][e] = kNegInf;
+        }
+    }
+    // Online softmax per row (a row's 64 scores live in the 4 lanes of a quad).
+    float top[2] = {kNegInf, kNegInf};
+#pragma unroll
+    for (int nt = 0; nt < kKeys / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) top[e / 2] = fmaxf(top[e / 2], sc[nt][e]);
     float corr[2], base[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -203,7 +221,7 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
       top[r] = fmaxf(top[r], shfl_xor(top[r], 2));
       const float m_new = fmaxf(m[r], top[r]);
       base[r] = m_new == kNegInf ? 0.0f : m_new;
-      corr[r] = fast_exp(m[r] - base[r]);
+      corr[r] = exp2f(m[r] - base[r]);
       m[r] = m_new;
       l[r] *= corr[r];
     }
@@ -220,7 +238,7 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
       for (int h = 0; h < 2; ++h)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          pr[h][e] = fast_exp(sc[2 * kc + h][e] - base[e / 2]);
+          pr[h][e] = exp2f(sc[2 * kc + h][e] - base[e / 2]);
           l[e / 2] += pr[h][e];
         }
       a[0] = Mma<T>::pack(pr[0][0], pr[0][1]);
@@ -258,7 +276,7 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
       *reinterpret_cast<uint32_t *>(dst + dt * 8 + tq * 2) = pair;
     }
     if (p.lse != nullptr && tq == 0)
-      p.lse[(long long)token * p.q_heads + head] = l[r] > 0.0f ? m[r] + logf(l[r]) : kNegInf;
+      p.lse[(long long)token * p.q_heads + head] = l[r] > 0.0f ? (m[r] + log2f(l[r])) * kLn2 : kNegInf;
   }
 }
 
