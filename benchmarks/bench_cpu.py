@@ -3,6 +3,7 @@
 
 usage: python3 benchmarks/bench_cpu.py [--ops gemm,memory,attention] [--m 1,16,256] [--rounds 3] [--reps 5]
                                       [--variants cpu.openblas,...] [--attn 512,16,1024]
+                                      [--gemm-shapes demo|MxNxK,...]
 
 Every case times libaiter and what a PyTorch user would write on the same
 tensors (F.linear for the GEMMs, torch._int_mm where it exists, else an fp32
@@ -130,6 +131,23 @@ def gemm_cases(ms, variants=()):
                lambda ab=ab, wb=wb: F.linear(ab, wb), "F.linear bf16", True)
 
 
+# The prefill GEMMs of `python -m aiter demo` (M x N x K: 240 tokens; qkv,
+# o, gate/up, down of its layer), for --gemm-shapes demo.
+DEMO_SHAPES = "240x1536x1024,240x1024x1024,240x5632x1024,240x1024x2816"
+
+
+def gemm_shape_cases(shapes, variants=()):
+    """bf16 gemm_a16w16 against F.linear at each M x N x K of `shapes`."""
+    for shape in shapes.split(","):
+        m, n, k = (int(x) for x in shape.split("x"))
+        a, w = torch.randn(m, k, dtype=torch.bfloat16), torch.randn(n, k, dtype=torch.bfloat16)
+        out = torch.empty(m, n, dtype=torch.bfloat16)
+        ours = lambda a=a, w=w, out=out: aiter.gemm_a16w16(a, w, out=out)
+        for fn in [ours] + [forcing("gemm_a16w16", v, ours) for v in variants]:
+            yield (f"gemm_a16w16 bfloat16 {m}x{n}x{k}", 2 * m * n * k, "GFLOP/s", fn,
+                   lambda a=a, w=w: F.linear(a, w), "F.linear", True)
+
+
 def t_gated(x, act):
     d = x.shape[-1] // 2
     return act(x[..., :d]) * x[..., d:]
@@ -246,6 +264,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--variants", default="", help="gemm_a16w16 variants to time forced as well")
+    parser.add_argument("--gemm-shapes", default="",
+                        help="gemm family: bf16 at these MxNxK instead (comma-separated; 'demo': the demo's prefill GEMMs)")
     parser.add_argument("--stat", choices=["min", "median"], default="min")
     parser.add_argument("--attn", default="512,16,1024",
                         help="attention: prefill tokens, decode batch, decode context (a multiple of 16)")
@@ -263,8 +283,11 @@ def main(argv=None):
     print(f"{'case':40} {'variant':11} {'ours ms':>9} {'rate':>15} {'peer':>22} {'peer ms':>9} {'rate':>9} "
           f"{'ratio':>6}")
     for family in args.ops.split(","):
-        if family == "gemm":
-            cases = gemm_cases(ms, [v for v in args.variants.split(",") if v])
+        variants = [v for v in args.variants.split(",") if v]
+        if family == "gemm" and args.gemm_shapes:
+            cases = gemm_shape_cases(DEMO_SHAPES if args.gemm_shapes == "demo" else args.gemm_shapes, variants)
+        elif family == "gemm":
+            cases = gemm_cases(ms, variants)
         elif family == "attention":
             cases = attention_cases(*(int(x) for x in args.attn.split(",")))
         else:
