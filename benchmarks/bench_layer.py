@@ -370,8 +370,49 @@ def per_op_times(ours, eager, s, dev, timer, graph):
     return times
 
 
+# ---- bounds --------------------------------------------------------------------------------
+def copy_rate(timer):
+    """Bytes read + written per ms by a 1 GiB device-to-device copy: the memory ceiling."""
+    a = torch.empty(2**30, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    return 2 * a.numel() / timer(lambda: b.copy_(a))
+
+
+def bytes_read(c, w, row):
+    """The fewest bytes a decode step must read: every weight once, and each
+    sequence's keys and values (activations of a few tokens are left out)."""
+    weights = sum(t.numel() * t.element_size() for t in w.values())
+    kv = 2 * row["seqs"] * row["context"] * c["kv_heads"] * c["head_dim"] * 2
+    return weights + kv
+
+
+def add_bounds(row, c, w, rate):
+    """Decode: the time of the layer's bytes at the run's copy rate, and the
+    ratio vs compile a layer at that floor would reach.  Prefill: the sum of the
+    faster of libaiter and eager op by op, and compile's time over that."""
+    ops = [t for name, t in row["per_op"].items() if name != NO_SPLIT]
+    row["best_of_each_op_ms"] = sum(min(t["libaiter"], t["eager"]) for t in ops)
+    if row["phase"] == "decode" and rate is not None:
+        row["floor_bytes"] = bytes_read(c, w, row)
+        row["copy_bytes_per_ms"] = rate
+        row["floor_ms"] = row["floor_bytes"] / rate
+
+
+def show_bounds(r):
+    best = r["best_of_each_op_ms"]
+    print(f"bound: the faster of libaiter and eager op by op sums to {best:.3f} ms (compile / that = "
+          f"{r['compile_ms'] / best:.2f})")
+    if "floor_ms" in r:
+        print(f"bound: {r['floor_bytes'] / 1e9:.3f} GB of weights and KV at this run's copy rate "
+              f"({r['copy_bytes_per_ms'] / 1e9:.2f} TB/s) take {r['floor_ms']:.3f} ms: compile / floor = "
+              f"{r['compile_ms'] / r['floor_ms']:.2f} is the most any layer reading at copy speed could show")
+
+
 # ---- report --------------------------------------------------------------------------------
 def git_commit():
+    """AITER_GIT_COMMIT when set (a copied tree's .git may be stale), else git describe."""
+    if os.environ.get("AITER_GIT_COMMIT"):
+        return os.environ["AITER_GIT_COMMIT"]
     try:
         here = os.path.dirname(os.path.abspath(__file__))
         out = subprocess.run(["git", "-C", here, "describe", "--always", "--dirty"], capture_output=True,
@@ -380,7 +421,7 @@ def git_commit():
             return out.stdout.strip()
     except OSError:
         pass
-    return os.environ.get("AITER_GIT_COMMIT", "unknown (no git; set AITER_GIT_COMMIT)")
+    return "unknown (no git; set AITER_GIT_COMMIT)"
 
 
 def header(dev):
@@ -418,6 +459,7 @@ def show(rows):
         print(f"{'sum':<14}{total:>10.4f}{eager_total:>10.4f}")
         if NO_SPLIT in r["per_op"]:
             print(f"{NO_SPLIT}: libaiter {r['per_op'][NO_SPLIT]['libaiter']:.4f} ms")
+        show_bounds(r)
 
 
 def main():
@@ -445,10 +487,13 @@ def main():
     w = make_weights(c, args.device)
     max_context = max((TINY_CASES if args.tiny else CASES)[n][2] for n in cases)
     cos_sin = cos_sin_cache(c, max_context, args.device)
+    timer = Timer(args.device, args.warmup, args.rep)
+    rate = copy_rate(timer) if args.device == "cuda" else None
     rows, failed = [], []
     for name in cases:
         try:
-            rows.append(run_case(name, c, w, cos_sin, args.device, Timer(args.device, args.warmup, args.rep)))
+            rows.append(run_case(name, c, w, cos_sin, args.device, timer))
+            add_bounds(rows[-1], c, w, rate)
         except Mismatch as e:
             failed.append(name)
             print(f"bench_layer: {e}", file=sys.stderr, flush=True)
