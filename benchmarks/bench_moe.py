@@ -3,7 +3,13 @@
 against the peers of issue 33, in one run.
 
 usage: python3 benchmarks/bench_moe.py [--shapes mixtral,qwen3,deepseek-bf16] [--tokens 1,8,64,128,1024,4096]
-                                       [--kinds bf16,fp8] [--markdown FILE]
+                                       [--kinds bf16,fp8] [--markdown FILE] [--show-kernels]
+
+The stages' path is the library's choice (Triton stages for prefill sizes
+where built, mma.sync stages for decode) unless AITER_MOE_KERNEL=triton|mma|
+portable forces one; the header names it.  --show-kernels lists the GPU
+kernels one call of each row launched with their times (torch.profiler, one
+call), to confirm the path and see where the time goes.
 
 Peers, same run, same inputs: a PyTorch loop over experts (eager, its
 nonzero() syncs included); torch._grouped_mm (bf16) for the two expert GEMMs
@@ -24,6 +30,7 @@ tokens already sorted and quantized (the intermediate too), timed alone.
 """
 import argparse
 import functools
+import os
 import statistics
 
 import torch
@@ -70,6 +77,22 @@ def copy_bandwidth():
     dst = torch.empty_like(src)
     us = timed(lambda: dst.copy_(src), 10)
     return 2 * src.numel() / us / 1e6  # TB/s
+
+
+def launched_kernels(fn):
+    """'name us' of each GPU kernel a warm call of fn launches, in launch order
+    (one profiled call: a breakdown, not a timing)."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    times = {}
+    for e in prof.events():
+        if e.device_type.name == "CUDA":
+            times[e.name[:48]] = times.get(e.name[:48], 0.0) + getattr(e, "device_time_total", 0.0)
+    return [f"{name} {us:.0f}" for name, us in times.items()]
 
 
 def torch_loop(x, w1, w2, weights, ids):
@@ -143,7 +166,7 @@ class ScaledGroupedMM:
         return torch._scaled_grouped_mm(self.hq, self.w2t, self.hs, self.s2, offs=self.offs, out_dtype=torch.bfloat16)
 
 
-def bench_shape(name, tokens, copy_tbs, rows, kind="bf16"):
+def bench_shape(name, tokens, copy_tbs, rows, kind="bf16", show_kernels=False):
     experts, k, hidden, inter = SHAPES[name]
     torch.manual_seed(0)
     dev, dt = "cuda", torch.bfloat16
@@ -172,6 +195,8 @@ def bench_shape(name, tokens, copy_tbs, rows, kind="bf16"):
         else:
             aiter.fused_moe(x, w1, w2, w_buf, id_buf, out=out, workspace=ws)
 
+    if show_kernels:
+        print(f"  kernels: {', '.join(launched_kernels(ours))}")
     ours_g = graphed(ours)
     torch.cuda.synchronize()
     ref = torch_loop(x, w1, w2, w_buf, id_buf)
@@ -214,11 +239,11 @@ def deepseek_weights(experts, hidden, inter):
     return w1, w2, s1, s2
 
 
-def bench_blockscale(tokens, copy_tbs, rows):
+def bench_blockscale(tokens, copy_tbs, rows, show_kernels=False):
     """DeepSeek-V3 (E256 top-8 after biased grouped routing, H7168, I2048),
     block-scaled fp8: random e4m3fn codes with 128 x 128 block scales (made an
     expert at a time: the bf16 weights would take 22 GB).  No torch peer;
-    checked against libaiter's portable stages at small T."""
+    checked against libaiter's portable stages (fp32 FMA)."""
     experts, k, hidden, inter = 256, 8, 7168, 2048
     torch.manual_seed(0)
     dev, dt = "cuda", torch.bfloat16
@@ -236,11 +261,11 @@ def bench_blockscale(tokens, copy_tbs, rows):
                                   topk_ids=id_buf)
         aiter.fused_moe_fp8(x, w1, w2, s1, s2, w_buf, id_buf, out=out, workspace=ws)
 
+    if show_kernels:
+        print(f"  kernels: {', '.join(launched_kernels(ours))}")
     ours_g = graphed(ours)
-    diff = float("nan")
-    if tokens <= 128:
-        ref = aiter.fused_moe_fp8(x, w1, w2, s1, s2, w_buf, id_buf, variant="portable")
-        diff = ((out.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+    ref = aiter.fused_moe_fp8(x, w1, w2, s1, s2, w_buf, id_buf, variant="portable")  # fp32 FMA stages: a check
+    diff = ((out.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
     flops = 2.0 * tokens * k * 3 * hidden * inter
     t_ours = timed(ours_g, max(3, min(200, int(2e12 / (flops + 1e9)))))
     weight_bytes = len(torch.unique(id_buf)) * 3 * hidden * inter
@@ -259,15 +284,18 @@ def main():
     ap.add_argument("--tokens", default="1,8,64,128,1024,4096")
     ap.add_argument("--kinds", default="bf16,fp8,blockscale")
     ap.add_argument("--markdown")
+    ap.add_argument("--show-kernels", action="store_true")
     args = ap.parse_args()
     copy_tbs = copy_bandwidth()
-    print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  device copy {copy_tbs:.2f} TB/s")
+    path = os.environ.get("AITER_MOE_KERNEL", "heuristic")
+    print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  device copy {copy_tbs:.2f} TB/s  "
+          f"MoE stages: {path}")
     rows = []
     for kind in args.kinds.split(","):
         if kind == "blockscale":
             for tokens in map(int, args.tokens.split(",")):
                 try:
-                    bench_blockscale(tokens, copy_tbs, rows)
+                    bench_blockscale(tokens, copy_tbs, rows, args.show_kernels)
                 except Exception as e:  # noqa: BLE001
                     print(f"deepseek blockscale T{tokens}: failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}")
                 torch.cuda.empty_cache()
@@ -275,13 +303,13 @@ def main():
         for name in args.shapes.split(","):
             for tokens in map(int, args.tokens.split(",")):
                 try:
-                    bench_shape(name, tokens, copy_tbs, rows, kind)
+                    bench_shape(name, tokens, copy_tbs, rows, kind, args.show_kernels)
                 except Exception as e:  # one failing shape must not lose the others' numbers
                     print(f"{name} {kind} T{tokens}: failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}")
                 torch.cuda.empty_cache()
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write("| shape | kind | T | libaiter us | TFLOP/s | weights TB/s (% of copy) | loop us (ratio) "
+            f.write(f"MoE stages: {path}\n\n| shape | kind | T | libaiter us | TFLOP/s | weights TB/s (% of copy) | loop us (ratio) "
                     "| (_scaled)_grouped_mm us (ratio) | _grouped_mm + routing us | rel. diff |\n"
                     "|---|---|---|---|---|---|---|---|---|---|\n")
             for r in rows:

@@ -2,14 +2,20 @@
 // (the scaled-input gather of weights_on_input, or for fp8 weights the
 // per-row quantization of the inputs), stage 1, [fp8: quantization of stage 1's
 // rows], stage 2 and the combine, all on the caller's stream with grids sized
-// by the rows' upper bound (no host sync).  Stages run on tensor cores
-// (kernels/moe/fused_moe_mma.cu) on NVIDIA where the shapes allow, else the
-// portable kernels (kernels/moe/fused_moe.cu).
+// by the rows' upper bound (no host sync).  Stages: for many rows an expert
+// (prefill), the Triton kernels (gpu/moe_triton.cpp: wgmma on sm_90a, matrix
+// cores on AMD) where the manifest has them; else on NVIDIA the mma.sync stages
+// (kernels/moe/fused_moe_mma.cu) where the shapes allow; else the portable
+// kernels (kernels/moe/fused_moe.cu).  AITER_MOE_KERNEL=triton|mma|portable
+// forces one path (for tests and timing; see forced_path).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "gpu/launch.hpp"
+#include "gpu/moe_triton.hpp"
 #include "kernels/common/quant_kind.h"
 #include "kernels/moe/moe_params.h"
 #include "ops/moe.hpp"
@@ -54,11 +60,42 @@ FusedMoeParams params_of(const FusedMoeArgs &a) {
   return p;
 }
 
-// How one call's stages run: kernel names and grids.
+enum class StagePath { portable, mma, triton };
+
+// How one call's stages run: the path, kernel names and grids (mma / portable).
 struct Plan {
+  StagePath path = StagePath::portable;
   std::string stage;  // variant of moe_stage1 / moe_stage2
   unsigned grid1 = 0, grid2 = 0, threads = 0;
 };
+
+// AITER_MOE_KERNEL, read once: "triton" or "mma" force that path (where it
+// fits) for params.variant auto and mma, "portable" the portable stages for
+// auto; unset or other: the heuristic.
+enum class Forced { none, triton, mma, portable };
+Forced forced_path() {
+  static const Forced forced = [] {
+    const char *env = std::getenv("AITER_MOE_KERNEL");
+    if (env == nullptr) return Forced::none;
+    if (std::strcmp(env, "triton") == 0) return Forced::triton;
+    if (std::strcmp(env, "mma") == 0) return Forced::mma;
+    return std::strcmp(env, "portable") == 0 ? Forced::portable : Forced::none;
+  }();
+  return forced;
+}
+
+// Prefill: on average 64 or more rows an expert (Mixtral from T 256, Qwen3-30B
+// and DeepSeek-V3 from T 1024), where the Triton stages' 64-row tiles are full;
+// fewer go to the mma.sync stages, whose narrow tiles suit decode.  At Qwen3
+// T 1024 (64 rows an expert) the two were level on an H100 (bf16: 554 against
+// 564 us, docs/performance_moe.md).
+bool prefill_sized(const FusedMoeArgs &a) { return a.tokens * a.topk >= 64 * a.local_experts; }
+
+bool use_triton(const FusedMoeArgs &a, const GpuCall &call) {
+  const Forced f = forced_path();
+  if ((a.variant != kMoeAuto && a.variant != kMoeMma) || f == Forced::mma || f == Forced::portable) return false;
+  return (f == Forced::triton || prefill_sized(a)) && triton_moe_fits(a, call);
+}
 
 Plan mma_plan(const FusedMoeArgs &a, const std::string &prefix, int sms) {
   // One block a tile, in the kernel's grouped order (a 1-D grid).  Where the
@@ -72,6 +109,7 @@ Plan mma_plan(const FusedMoeArgs &a, const std::string &prefix, int sms) {
   const bool narrow = a.variant == kMoeMmaNarrow || (a.variant != kMoeMmaWide && few);
   const int64_t cols1 = narrow ? kMmaCols1 / 2 : kMmaCols1, cols2 = narrow ? kMmaCols2 / 2 : kMmaCols2;
   Plan plan;
+  plan.path = StagePath::mma;
   plan.stage = prefix + (narrow ? ".mma.n64" : ".mma") + (a.group > 0 ? ".bs" : "");
   plan.grid1 = unsigned(tiles * ceil_div(a.inter, cols1));
   plan.grid2 = unsigned(tiles * ceil_div(a.hidden, cols2));
@@ -88,21 +126,29 @@ Plan portable_plan(const FusedMoeArgs &a, const std::string &prefix) {
   return plan;
 }
 
-aiter_status launch_stage(const GpuCall &call, const char *op, const Plan &plan, bool mma, unsigned grid,
-                          unsigned row_tiles, const FusedMoeParams &p) {
-  const Dim3 dims = mma ? Dim3{grid, 1, 1} : Dim3{grid, row_tiles, 1};
-  return launch(call, op, plan.stage, dims, plan.threads, p);
+Plan triton_plan() {
+  Plan plan;
+  plan.path = StagePath::triton;
+  return plan;
+}
+
+aiter_status launch_stage(const GpuCall &call, int stage, const Plan &plan, unsigned row_tiles,
+                          const FusedMoeArgs &a, const FusedMoeParams &p) {
+  if (plan.path == StagePath::triton) return triton_moe_stage(a, stage, call);
+  const unsigned grid = stage == 1 ? plan.grid1 : plan.grid2;
+  const Dim3 dims = plan.path == StagePath::mma ? Dim3{grid, 1, 1} : Dim3{grid, row_tiles, 1};
+  return launch(call, stage == 1 ? "moe_stage1" : "moe_stage2", plan.stage, dims, plan.threads, p);
 }
 
 // Stage 1, [fp8: quantize its rows], stage 2.
-aiter_status run_stages(const FusedMoeArgs &a, FusedMoeParams p, const Plan &plan, bool mma, const GpuCall &call) {
+aiter_status run_stages(const FusedMoeArgs &a, FusedMoeParams p, const Plan &plan, const GpuCall &call) {
   const unsigned row_tiles = unsigned(a.sort.rows / kTile);
-  aiter_status s = launch_stage(call, "moe_stage1", plan, mma, plan.grid1, row_tiles, p);
+  aiter_status s = launch_stage(call, 1, plan, row_tiles, a, p);
   if (s == AITER_OK && is_fp8(a)) {
     p.quant_source = 1;
     s = launch(call, "moe_quant", dtype_tag(a.dtype), Dim3{unsigned(a.sort.rows), 1, 1}, unsigned(kRowThreads), p);
   }
-  if (s == AITER_OK) s = launch_stage(call, "moe_stage2", plan, mma, plan.grid2, row_tiles, p);
+  if (s == AITER_OK) s = launch_stage(call, 2, plan, row_tiles, a, p);
   return s;
 }
 
@@ -120,8 +166,10 @@ aiter_status prepare_inputs(const FusedMoeArgs &a, const FusedMoeParams &p, cons
 bool fused_moe_mma_fits(const FusedMoeArgs &a, const GpuCall &call) { return mma_fits(a, call); }
 
 aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
-  const bool mma = a.variant != kMoePortable && mma_fits(a, call);
-  if (a.variant != kMoeAuto && a.variant != kMoePortable && !mma)
+  const bool triton = use_triton(a, call);
+  const bool portable = a.variant == kMoePortable || (a.variant == kMoeAuto && forced_path() == Forced::portable);
+  const bool mma = !triton && !portable && mma_fits(a, call);
+  if (a.variant != kMoeAuto && a.variant != kMoePortable && !mma && !triton)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE,
                 "%s: the tensor-core stages (params.variant 2, variants mma*) need an NVIDIA GPU, block_size 64 or "
                 "128, hidden and inter multiples of 8 (fp8: 16, e4m3fn), 16-byte aligned rows",
@@ -140,10 +188,11 @@ aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
   const std::string prefix = is_fp8(a) ? std::string(dtype_tag(a.wdtype)) + "." + dt : dt;
   s = prepare_inputs(a, p, call);
   if (s != AITER_OK) return s;
-  s = run_stages(a, p, mma ? mma_plan(a, prefix, sms) : portable_plan(a, prefix), mma, call);
+  const Plan plan = triton ? triton_plan() : mma ? mma_plan(a, prefix, sms) : portable_plan(a, prefix);
+  s = run_stages(a, p, plan, call);
   if (s == AITER_ERR_NO_KERNEL && mma && a.variant == kMoeAuto) {  // fp8 products need sm_89+: the portable stages
     clear_error();
-    s = run_stages(a, p, portable_plan(a, prefix), false, call);
+    s = run_stages(a, p, portable_plan(a, prefix), call);
   }
   if (s != AITER_OK) return s;
   return launch(call, "moe_combine", dt, Dim3{unsigned(a.tokens), unsigned(ceil_div(a.hidden, kRowThreads)), 1},

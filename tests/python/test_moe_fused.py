@@ -182,6 +182,56 @@ def test_fused_moe_gpu_shapes(rng, device, variant, case):
     check_out(out, moe_ref(x, w1, w2, weights, ids), "bfloat16")
 
 
+# Prefill sizes: on average 128 or more rows an expert, where the GPU runs its
+# Triton stages (wgmma on sm_90a) when they are built; odd token counts, inter
+# not a multiple of the Triton tiles' width (192, 320: clamped columns), k 3.
+PREFILL_CASES = [(2049, 8, 2, 512, 256), (1501, 16, 4, 256, 192), (700, 4, 3, 384, 320)]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("case", PREFILL_CASES)
+def test_fused_moe_prefill_gpu(rng, device, dtype, case):
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    x, w1, w2, weights, ids = make_routed_layer(rng, *case, dtype)
+    check_out(run(device, x, w1, w2, weights, ids), moe_ref(x, w1, w2, weights, ids), dtype)
+
+
+@pytest.mark.parametrize("options", [dict(activation="gelu"), dict(activation="gelu_tanh", block_size=128),
+                                     dict(weights_on_input=True), dict(block_size=32)],
+                         ids=["gelu", "gelu_tanh-block128", "weights_on_input", "block32"])
+def test_fused_moe_prefill_options_gpu(rng, device, options):
+    """The prefill path's options (block 32: BM 64 does not divide it, another path runs)."""
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    x, w1, w2, weights, ids = make_routed_layer(rng, 1031, 8, 2, 256, 128, "bfloat16")
+    out = run(device, x, w1, w2, weights, ids, **options)
+    ref = moe_ref(x, w1, w2, weights, ids, options.get("activation", "silu"), options.get("weights_on_input", False))
+    check_out(out, ref, "bfloat16")
+
+
+def test_fused_moe_prefill_expert_mask_gpu(rng, device):
+    """Expert parallelism at prefill size: this rank holds experts 0, 3, 6 of 8."""
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    x, w1, w2, weights, ids = make_routed_layer(rng, 1200, 8, 2, 256, 128, "bfloat16")
+    mask = np.zeros(8, np.int32)
+    mask[[0, 3, 6]] = 1
+    w1, w2 = w1[[0, 3, 6]], w2[[0, 3, 6]]
+    out = run(device, x, w1, w2, weights, ids, expert_mask=mask)
+    check_out(out, moe_ref(x, w1, w2, weights, ids, mask=mask), "bfloat16")
+
+
+@pytest.mark.parametrize("block", [False, True], ids=["per_channel", "block_scaled"])
+def test_fused_moe_fp8_prefill_gpu(rng, device, block):
+    """fp8 experts at prefill size (the Triton fp8 stages where built)."""
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    from test_moe_fp8 import check, moe_fp8_ref, routed_fp8_layer, run_fp8  # imports this module: not at the top
+    layer = routed_fp8_layer(rng, (1029, 8, 2, 512, 384), "bfloat16", "float8_e4m3fn", block)
+    check(run_fp8(device, *layer), moe_fp8_ref(*layer, "float8_e4m3fn"))
+
+
 def test_fused_moe_unrouted_experts_unread(rng, device):
     """Experts no token routes to hold NaN weights: nothing of them reaches the output."""
     x, w1, w2, weights, ids = make_routed_layer(rng, 3, 64, 4, 128, 64, "bfloat16")

@@ -1,0 +1,123 @@
+"""The fused MoE's expert stages in Triton: the prefill path (many rows an
+expert), compiled ahead of time by build.py, never at run time.  On sm_90a
+Triton lowers the products to wgmma; on the AMD targets to MFMA / WMMA.
+
+They take the library's sorted-row layout (moe_sorting; kernels/moe/moe_params.h):
+rows of token-expert pairs grouped by expert in blocks of `block` rows, the
+expert of each block, the number of valid rows.  A tile is BM rows of one
+block (BM divides block) against BN columns:
+    stage 1 (GATED): out[m, c] = act(a_m . w1[e, c]) * (a_m . w1[e, n + c]),
+                     out = inter_buf [rows, n], c < n = inter, K = hidden
+    stage 2:         out[q, c] = a_m . w2[e, c], out = pair_out [pairs, n],
+                     q = sorted[m] (the pair), n = hidden, K = inter
+with a_m the row's input: x[q // topk] (gather != 0: the 16-bit stage 1 on x),
+else row m of `a` (x_sorted, inter_buf, or the fp8 copies xq / hq).
+fp8 per channel (SCALED): sums times a_scale[m] * w_scale[e, column]; block-
+scaled (BLOCK_SCALED, BK = 128, one K group a step): each step's sums times
+a_scale[m, g] * w_scale[e, column / 128, g] before they are added.  The fp8
+kernels are built for the AMD targets only (moe_aot.py): on sm_90a, Hopper's fp8
+wgmma sums with reduced precision, which shifted stage 1's bf16 rows enough to
+change the per-row fp8 scales of stage 2's input, and the fp8 tests failed
+(H100, 2026-11-27, also with the sums moved to fp32 every 32 values of K); the
+mma.sync stages run fp8 there.
+Rows of padding compute on a stand-in row and are not stored, so the K loop
+has no masks; tiles past the valid rows or of no local expert exit at once
+(the grid is sized by the rows' upper bound: no host sync).
+"""
+import triton
+import triton.language as tl
+
+# The output's dtype, a run-time value (one code object serves both).
+OUT_F16, OUT_BF16 = 1, 2
+# Activations: kernels/moe/moe_params.h's MoeAct.
+ACT_SILU, ACT_GELU, ACT_GELU_TANH = 0, 1, 2
+
+# Its run-time arguments and the tiles built: moe_aot.py.
+
+
+@triton.jit
+def _tile_of(pid, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    """Tiles in groups of GROUP_M row tiles, column by column within a group, so
+    the blocks running together share an expert's weight columns in L2."""
+    in_group = GROUP_M * tiles_n
+    first_m = (pid // in_group) * GROUP_M
+    rows = min(tiles_m - first_m, GROUP_M)
+    return first_m + (pid % in_group) % rows, (pid % in_group) // rows
+
+
+@triton.jit
+def _gated(g, u, act):
+    """act(g) * u in fp32; sigmoid as 1 / (1 + e^-x), which is +-0, never NaN, where e^-x overflows."""
+    if act == 0:
+        h = g / (1.0 + tl.exp(-g)) * u
+    elif act == 1:
+        h = 0.5 * g * (1.0 + tl.erf(g * 0.7071067811865476)) * u
+    else:  # tanh form: 0.5 (1 + tanh v) = sigmoid(2 v)
+        v = 0.7978845608028654 * (g + 0.044715 * g * g * g)
+        h = g / (1.0 + tl.exp(-2.0 * v)) * u
+    return h
+
+
+@triton.jit
+def _store(out, rows, rn, ldo, n, valid, value, out_kind):
+    """out[rows, rn] in the output dtype (`out` is typed fp32 until cast)."""
+    at = rows.to(tl.int64)[:, None] * ldo + rn[None, :]
+    inside = valid[:, None] & (rn < n)[None, :]
+    if out_kind == 1:
+        tl.store(out.to(tl.pointer_type(tl.float16)) + at, value.to(tl.float16), mask=inside)
+    else:
+        tl.store(out.to(tl.pointer_type(tl.bfloat16)) + at, value.to(tl.bfloat16), mask=inside)
+
+
+@triton.jit
+def moe_stage_kernel(a, w, out, sorted_rows, block_experts, num_valid, a_scale, w_scale,
+                     rows, pairs, topk, n, k, lda, ldo, local_experts, block, gather, act, out_kind,
+                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                     GATED: tl.constexpr, SCALED: tl.constexpr, BLOCK_SCALED: tl.constexpr):
+    pm, pn = _tile_of(tl.program_id(0), rows // BM, tl.cdiv(n, BN), GROUP_M)
+    m0 = pm * BM
+    if m0 >= tl.load(num_valid):
+        return
+    e = tl.load(block_experts + m0 // block)
+    if (e < 0) | (e >= local_experts):
+        return
+    rm = m0 + tl.arange(0, BM)
+    q = tl.load(sorted_rows + rm)
+    valid = (q >= 0) & (q < pairs)
+    if gather != 0:
+        src = tl.where(valid, q // topk, 0)  # token 0 stands in for padding rows
+    else:
+        src = rm
+    rk = tl.arange(0, BK)
+    a_ptrs = a + src.to(tl.int64)[:, None] * lda + rk[None, :]
+    # The tile's weight rows: stage 1 interleaves each column's gate and up rows
+    # (c, n + c), so one product of 2 BN columns yields both halves.
+    WN: tl.constexpr = 2 * BN if GATED else BN
+    r = tl.arange(0, WN)
+    col = tl.minimum(pn * BN + (r // 2 if GATED else r), n - 1)  # past n: the last column, not stored
+    wr = col + (r % 2) * n if GATED else col
+    w_rows = 2 * n if GATED else n  # weight rows an expert
+    e64 = e.to(tl.int64)
+    w_ptrs = w + e64 * w_rows * k + wr.to(tl.int64)[:, None] * k + rk[None, :]
+    kgroups = k // 128
+    w_block = e64 * (w_rows // 128) + wr // 128  # block-scaled: the rows' 128 x 128 weight blocks
+    acc = tl.zeros((BM, WN), dtype=tl.float32)
+    for step in range(0, k // BK):
+        x = tl.load(a_ptrs)
+        y = tl.load(w_ptrs)
+        if BLOCK_SCALED:
+            sa = tl.load(a_scale + rm.to(tl.int64) * kgroups + step)
+            sw = tl.load(w_scale + w_block * kgroups + step)
+            acc += tl.dot(x, tl.trans(y)) * sa[:, None] * sw[None, :]
+        else:
+            acc = tl.dot(x, tl.trans(y), acc)
+        a_ptrs += BK
+        w_ptrs += BK
+    if SCALED:  # per channel: row scale times weight-row scale
+        acc = acc * tl.load(a_scale + rm)[:, None] * tl.load(w_scale + e64 * w_rows + wr)[None, :]
+    rn = pn * BN + tl.arange(0, BN)
+    if GATED:
+        g, u = tl.split(tl.reshape(acc, (BM, BN, 2)))
+        _store(out, rm, rn, ldo, n, valid, _gated(g, u, act), out_kind)
+    else:
+        _store(out, tl.where(valid, q, 0), rn, ldo, n, valid, acc, out_kind)

@@ -1,0 +1,154 @@
+// Launching the Triton MoE stages (kernels/triton/moe.py): one code object per
+// stage, weight dtype and tile (kernels/triton/moe_aot.py), whose run-time
+// arguments are named here and packed in the kernel's own order from the
+// manifest (triton_args.hpp).
+#include "gpu/moe_triton.hpp"
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <string>
+
+#include "gpu/launch.hpp"
+#include "gpu/triton_args.hpp"
+
+namespace aiter {
+namespace gpu {
+namespace {
+
+// What moe_aot.py builds: 64-row tiles; columns a tile (stage 1: of inter, the
+// product twice as wide; stage 2: of hidden) 256 / 512 on NVIDIA (16-bit only),
+// 64 / 128 on AMD (128 / 256: other builds of moe_aot.py); K steps of 64
+// (gfx1100: 32) for 16-bit weights, 128 for fp8.
+constexpr int kTileRows = 64;
+constexpr int kWidths[2][3] = {{256, 128, 64}, {512, 256, 128}};  // [stage - 1]: widest first
+constexpr int kSteps16[] = {64, 32};
+constexpr int kStepFp8 = 128;
+
+bool is_fp8(const FusedMoeArgs &a) { return a.wdtype == DType::e4m3fn || a.wdtype == DType::e4m3fnuz; }
+bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+struct StageKernel {
+  int width = 0, step = 0;  // width 0: none built for the device
+};
+
+std::string variant_name(const FusedMoeArgs &a, int width, int step) {
+  return std::string("triton_") + dtype_tag(a.wdtype) + "." + std::to_string(kTileRows) + "x" +
+         std::to_string(width) + "x" + std::to_string(step) + (a.group > 0 ? ".bs" : "");
+}
+
+const char *stage_op(int stage) { return stage == 1 ? "moe_stage1" : "moe_stage2"; }
+
+// Index of the call's weight kind in the cache below: bf16, f16, e4m3fn, e4m3fnuz.
+int weight_index(const FusedMoeArgs &a) {
+  switch (a.wdtype) {
+    case DType::bf16: return 0;
+    case DType::f16: return 1;
+    case DType::e4m3fn: return 2;
+    default: return 3;
+  }
+}
+
+StageKernel look_up(const FusedMoeArgs &a, int stage, const GpuCall &call) {
+  Driver *driver = nullptr;
+  if (driver_for(call.device.device_type, &driver) != AITER_OK) {
+    clear_error();
+    return {};
+  }
+  for (int width : kWidths[stage - 1]) {
+    if (is_fp8(a)) {
+      if (has_kernel(driver, call.device.device_id, stage_op(stage), variant_name(a, width, kStepFp8)))
+        return {width, kStepFp8};
+      continue;
+    }
+    for (int step : kSteps16)
+      if (has_kernel(driver, call.device.device_id, stage_op(stage), variant_name(a, width, step))) return {width, step};
+  }
+  return {};
+}
+
+// The built kernel of `stage` for the call's weights, asked of the manifest once
+// per device (a width of 0: none).
+StageKernel find_stage(const FusedMoeArgs &a, int stage, const GpuCall &call) {
+  static std::atomic<int> known[kDeviceSlots][2][4][2] = {};  // 0 unknown, -1 none, else width * 1024 + step
+  const int slot = device_slot(call.device);
+  std::atomic<int> *entry = slot >= 0 ? &known[slot][stage - 1][weight_index(a)][a.group > 0] : nullptr;
+  const int seen = entry ? entry->load(std::memory_order_relaxed) : 0;
+  if (seen > 0) return {seen / 1024, seen % 1024};
+  if (seen < 0) return {};
+  const StageKernel found = look_up(a, stage, call);
+  if (entry) entry->store(found.width > 0 ? found.width * 1024 + found.step : -1, std::memory_order_relaxed);
+  return found;
+}
+
+// The stage's input rows: x gathered by token (16-bit stage 1), else rows of
+// the sorted layout (weights_on_input's scaled copy, inter_buf, fp8 codes).
+const void *stage_input(const FusedMoeArgs &a, int stage) {
+  if (stage == 2) return is_fp8(a) ? a.hq : a.inter_buf;
+  return is_fp8(a) ? a.xq : a.weights_on_input ? a.x_sorted : a.x;
+}
+bool gathers_x(const FusedMoeArgs &a, int stage) { return stage == 1 && !is_fp8(a) && !a.weights_on_input; }
+
+int64_t stage_columns(const FusedMoeArgs &a, int stage) { return stage == 1 ? a.inter : a.hidden; }
+
+int64_t grid_of(const FusedMoeArgs &a, int stage, int width) {
+  return a.sort.rows / kTileRows * ((stage_columns(a, stage) + width - 1) / width);
+}
+
+// What the kernels were compiled to assume (moe_aot.py's ALIGNED), per stage.
+bool stage_fits(const FusedMoeArgs &a, int stage, const StageKernel &s) {
+  if (s.width == 0) return false;
+  const int64_t k = stage == 1 ? a.hidden : a.inter;
+  if (k % s.step != 0 || stage_columns(a, stage) % 16 != 0) return false;
+  if (!aligned16(stage_input(a, stage)) || (gathers_x(a, stage) && a.x_stride % 16 != 0)) return false;
+  return grid_of(a, stage, s.width) <= INT32_MAX;
+}
+
+}  // namespace
+
+bool triton_moe_fits(const FusedMoeArgs &a, const GpuCall &call) {
+  if (a.sort.block % kTileRows != 0 || a.sort.rows % kTileRows != 0) return false;
+  if (!aligned16(a.w1) || !aligned16(a.w2) || !aligned16(a.inter_buf) || !aligned16(a.pair_out)) return false;
+  if (a.tokens * a.topk >= INT32_MAX || a.sort.rows >= INT32_MAX) return false;
+  return stage_fits(a, 1, find_stage(a, 1, call)) && stage_fits(a, 2, find_stage(a, 2, call));
+}
+
+aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, const GpuCall &call) {
+  const StageKernel s = find_stage(a, stage, call);
+  if (s.width == 0)
+    return fail(AITER_ERR_NO_KERNEL, "%s: no Triton %s kernel for %s weights on this device", a.sort.op,
+                stage_op(stage), dtype_tag(a.wdtype));
+  const std::string variant = variant_name(a, s.width, s.step);
+  DeviceScope scope(call.device);
+  if (scope.status() != AITER_OK) return scope.status();
+  Kernel kernel;
+  aiter_status st = find_kernel(scope.driver(), call.device.device_id, stage_op(stage), variant, &kernel);
+  if (st != AITER_OK) return st;
+  if (kernel.params == nullptr)
+    return fail(AITER_ERR_INTERNAL, "%s/%s: the manifest gives no Triton argument list", stage_op(stage),
+                variant.c_str());
+  const bool first = stage == 1;
+  const int64_t n = stage_columns(a, stage), k = first ? a.hidden : a.inter;
+  const NamedArg values[] = {
+      NamedArg::pointer("a", stage_input(a, stage)), NamedArg::pointer("w", first ? a.w1 : a.w2),
+      NamedArg::pointer("out", first ? a.inter_buf : a.pair_out), NamedArg::pointer("sorted_rows", a.sort.sorted),
+      NamedArg::pointer("block_experts", a.sort.block_experts), NamedArg::pointer("num_valid", a.sort.num_valid),
+      NamedArg::pointer("a_scale", first ? a.x_scale : a.h_scale),
+      NamedArg::pointer("w_scale", first ? a.w1_scale : a.w2_scale), NamedArg::number("rows", a.sort.rows),
+      NamedArg::number("pairs", a.tokens * a.topk), NamedArg::number("topk", a.topk), NamedArg::number("n", n),
+      NamedArg::number("k", k), NamedArg::number("lda", gathers_x(a, stage) ? a.x_stride : k),
+      NamedArg::number("ldo", n), NamedArg::number("local_experts", a.local_experts),
+      NamedArg::number("block", a.sort.block), NamedArg::number("gather", gathers_x(a, stage) ? 1 : 0),
+      NamedArg::number("act", a.act), NamedArg::number("out_kind", a.dtype == DType::f16 ? 1 : 2),
+  };
+  TritonArgs args;
+  st = pack_triton_args(variant.c_str(), *kernel.params, values, int(sizeof values / sizeof values[0]), &args);
+  if (st != AITER_OK) return st;
+  const Dim3 grid{unsigned(grid_of(a, stage, s.width)), 1, 1};
+  if (grid.x == 0) return AITER_OK;
+  return scope.driver()->launch(kernel.function, grid, Dim3{unsigned(kernel.max_block), 1, 1}, unsigned(kernel.smem),
+                                call.stream, args.slots, false);
+}
+
+}  // namespace gpu
+}  // namespace aiter
