@@ -16,24 +16,12 @@
 //
 // fp8 caches, fp32 q and the AMD targets run paged_prefill.cu.
 #include "../common/numeric.h"
-#include "mma16.h"
+#include "flash_warp.h"
 #include "paged_rows.h"
 
 namespace {
 
 constexpr int kThreads = 128, kRows = 64, kKeys = 64;
-constexpr float kNegInf = -__builtin_huge_valf();
-
-__device__ __forceinline__ uint32_t smem_addr(const void *p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// A [rows][D] tile of 16-bit elements in shared memory, its 16-byte chunks
-// XOR-swizzled by row so that the 8 rows an ldmatrix reads hit different banks.
-template <int D>
-__device__ __forceinline__ int swizzled(int row, int chunk) {
-  return row * D + ((chunk ^ (row & 7)) << 3);
-}
 
 template <class T, int D>
 struct Tiles {
@@ -145,18 +133,9 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
   commit();
   wait_pending<0>();
   sync_block();
-  // Q fragments of the warp's 16 rows, all of D (A operand, k = head dim).
   uint32_t qf[D / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    const int r = warp * 16 + (lane % 8) + 8 * ((lane / 8) % 2), chunk = kk * 2 + lane / 16;
-    ldsm_x4(smem_addr(s.q + swizzled<D>(r, chunk)), qf[kk]);
-  }
-  float o[D / 8][4] = {};
-  float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
-  // Logits in the log2 domain (exp2 with log2(e) folded into the scale).
-  constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
-  const float cap = p.sm.softcap, scale = cap > 0.0f ? p.sm.scale : p.sm.scale * kLog2e;
+  load_q_fragments<T, D>(s.q, warp, lane, qf);
+  FlashRows<T, D> rows;
   int buf = 0, slot = 0;
   for (int tile = first; tile < end;
        tile += end - tile > kKeys ? kKeys : end - tile, buf ^= 1, slot = slot == 2 ? 0 : slot + 1) {
@@ -172,31 +151,11 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
     const int after_id = map_after ? fetch_block_id(kr, tile + 2 * kKeys, t) : -1;
     const unsigned long long ok =
         (unsigned long long)s.key_ok[slot][0] | ((unsigned long long)s.key_ok[slot][1] << 32);
-    // S = Q K^T: 8 n-tiles of 8 keys.
-    float sc[kKeys / 8][4] = {};
-#pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt) {
-#pragma unroll
-      for (int kk = 0; kk < D / 16; kk += 2) {  // one ldmatrix.x4: b0, b1 of two k-steps
-        uint32_t b[4];
-        ldsm_x4(smem_addr(s.k[buf] + swizzled<D>(nt * 8 + lane % 8, kk * 2 + lane / 8)), b);
-        Mma<T>::run(sc[nt], qf[kk], b[0], b[1]);
-        Mma<T>::run(sc[nt], qf[kk + 1], b[2], b[3]);
-      }
-    }
+    float sc[kKeys / 8][4];
+    tile_scores<T, D, kKeys>(qf, s.k[buf], lane, sc);
     // Logits; the mask only where the warp's rows do not all see the whole tile
     // (the diagonal, the window's edge, the context's end, invalid block ids).
-#pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = sc[nt][e] * scale;
-        if (cap > 0.0f) {
-          const float ex = exp2f(2.0f * kLog2e * x / cap);  // tanh through exp
-          x = cap * (1.0f - 2.0f / (ex + 1.0f)) * kLog2e;
-        }
-        sc[nt][e] = x;
-      }
+    log2_logits<kKeys>(sc, p.sm.scale, p.sm.softcap);
     const int rlo[2] = {lo[0] - tile, lo[1] - tile}, rhi[2] = {hi[0] - tile, hi[1] - tile};  // no overflow: all >= 0
     const bool whole = ok == ~0ull && rlo[0] <= 0 && rlo[1] <= 0 && rhi[0] >= kKeys && rhi[1] >= kKeys;
     if (!__all_sync(0xffffffffu, whole)) {
@@ -208,75 +167,18 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
           if (!(((ok >> kl) & 1ull) && rlo[r] <= kl && kl < rhi[r])) sc[nt][e] = kNegInf;
         }
     }
-    // Online softmax per row (a row's 64 scores live in the 4 lanes of a quad).
-    float top[2] = {kNegInf, kNegInf};
-#pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) top[e / 2] = fmaxf(top[e / 2], sc[nt][e]);
-    float corr[2], base[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      top[r] = fmaxf(top[r], shfl_xor(top[r], 1));
-      top[r] = fmaxf(top[r], shfl_xor(top[r], 2));
-      const float m_new = fmaxf(m[r], top[r]);
-      base[r] = m_new == kNegInf ? 0.0f : m_new;
-      corr[r] = exp2f(m[r] - base[r]);
-      m[r] = m_new;
-      l[r] *= corr[r];
-    }
-#pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[dt][e] *= corr[e / 2];
-    // P (16 bits) as A fragments: k-chunk kc covers n-tiles 2kc and 2kc + 1.
-#pragma unroll
-    for (int kc = 0; kc < kKeys / 16; ++kc) {
-      uint32_t a[4];
-      float pr[2][4];
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          pr[h][e] = exp2f(sc[2 * kc + h][e] - base[e / 2]);
-          l[e / 2] += pr[h][e];
-        }
-      a[0] = Mma<T>::pack(pr[0][0], pr[0][1]);
-      a[1] = Mma<T>::pack(pr[0][2], pr[0][3]);
-      a[2] = Mma<T>::pack(pr[1][0], pr[1][1]);
-      a[3] = Mma<T>::pack(pr[1][2], pr[1][3]);
-      // O += P V: V [keys][D] read transposed, two d-tiles an ldmatrix.x4.
-#pragma unroll
-      for (int dt = 0; dt < D / 8; dt += 2) {
-        uint32_t b[4];
-        const int key = kc * 16 + (lane % 8) + 8 * ((lane / 8) % 2), chunk = dt + lane / 16;
-        ldsm_x4_t(smem_addr(s.v[buf] + swizzled<D>(key, chunk)), b);
-        Mma<T>::run(o[dt], a, b[0], b[1]);
-        Mma<T>::run(o[dt + 1], a, b[2], b[3]);
-      }
-    }
+    rows.absorb<kKeys>(sc, s.v[buf], lane);
     // Slot after_slot held tile - 1's rows, last read before this iteration's barrier.
     if (map_after) store_key_rows(s, kr, after_slot, tile + 2 * kKeys, t, after_id);
   }
-  // Rows' sums over the quad, then out (and lse) for the rows that exist.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l[r] += shfl_xor(l[r], 1);
-    l[r] += shfl_xor(l[r], 2);
-  }
+  // Out (and lse) for the rows that exist.
+  rows.finish();
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int token = row0 + warp * 16 + g + 8 * r;
     if (token >= row_end) continue;
-    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
     T *dst = static_cast<T *>(p.out) + (long long)token * p.out_token_stride + (long long)head * p.out_head_stride;
-#pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt) {
-      const uint32_t pair = Mma<T>::pack(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
-      *reinterpret_cast<uint32_t *>(dst + dt * 8 + tq * 2) = pair;
-    }
-    if (p.lse != nullptr && tq == 0)
-      p.lse[(long long)token * p.q_heads + head] = l[r] > 0.0f ? (m[r] + log2f(l[r])) * kLn2 : kNegInf;
+    rows.store(r, dst, p.lse != nullptr ? p.lse + (long long)token * p.q_heads + head : nullptr, tq);
   }
 }
 

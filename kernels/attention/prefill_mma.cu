@@ -10,39 +10,12 @@
 // a block straddling sequences needs no special case, and rows of a sequence
 // with impossible bounds get zeros.  AMD targets use prefill.cu.
 #include "../common/numeric.h"
-#include "mma16.h"
 #include "attention_params.h"
+#include "flash_warp.h"
 
 namespace {
 
 constexpr int kThreads = 128, kRows = 64, kKeys = 64;
-constexpr float kNegInf = -__builtin_huge_valf();
-
-__device__ __forceinline__ uint32_t smem_addr(const void *p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void *p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void *p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
-}
-// 16 bytes global -> shared without passing through registers; zeros when !valid.
-__device__ __forceinline__ void copy16(void *dst, const void *src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void copies_commit() { asm volatile("cp.async.commit_group;"); }
-__device__ __forceinline__ void copies_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-
-// A [rows][D] tile of 16-bit elements in shared memory, its 16-byte chunks
-// XOR-swizzled by row so that the 8 rows an ldmatrix reads hit different banks.
-template <int D>
-__device__ __forceinline__ int swizzled(int row, int chunk) {
-  return row * D + ((chunk ^ (row & 7)) << 3);
-}
 
 // Copies rows [first, first + count) of a [tokens, heads, D] tensor (head fixed
 // by `base`) into a swizzled tile; rows past `end` become zeros.
@@ -52,7 +25,8 @@ __device__ __forceinline__ void copy_tile(T *tile, const T *base, long long toke
   for (int c = int(thread_x()); c < Rows * kChunks; c += kThreads) {
     const int r = c / kChunks, chunk = c % kChunks, token = first + r;
     const bool valid = token < end;
-    copy16(tile + swizzled<D>(r, chunk), base + (long long)(valid ? token : first) * token_stride + chunk * 8, valid);
+    copy16(smem_addr(tile + swizzled<D>(r, chunk)), base + (long long)(valid ? token : first) * token_stride + chunk * 8,
+           valid);
   }
 }
 
@@ -108,119 +82,47 @@ __device__ __forceinline__ void prefill_mma(const PrefillParams &p) {
     copy_tile<T, D, kKeys>(s.k[0], k_base, p.k_token_stride, first, end);
     copy_tile<T, D, kKeys>(s.v[0], v_base, p.v_token_stride, first, end);
   }
-  copies_commit();
-  copies_wait();
+  commit();
+  wait_pending<0>();
   sync_block();
-  // Q fragments of the warp's 16 rows, all of D (A operand, k = head dim).
   uint32_t qf[D / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    const int r = warp * 16 + (lane % 8) + 8 * ((lane / 8) % 2), chunk = kk * 2 + lane / 16;
-    ldmatrix_x4(qf[kk], s.q + swizzled<D>(r, chunk));
-  }
-  float o[D / 8][4] = {};
-  float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
-  const float scale = p.sm.scale, cap = p.sm.softcap;
+  load_q_fragments<T, D>(s.q, warp, lane, qf);
+  FlashRows<T, D> rows;
   int buf = 0;
   for (int tile = first; tile < end; tile += kKeys, buf ^= 1) {
     if (tile > first) {
-      copies_wait();
+      wait_pending<0>();
       sync_block();  // tile's copy landed; every warp is done with the other buffer
     }
     if (end - tile > kKeys) {
       copy_tile<T, D, kKeys>(s.k[buf ^ 1], k_base, p.k_token_stride, tile + kKeys, end);
       copy_tile<T, D, kKeys>(s.v[buf ^ 1], v_base, p.v_token_stride, tile + kKeys, end);
     }
-    copies_commit();
-    // S = Q K^T: 8 n-tiles of 8 keys.
-    float sc[kKeys / 8][4] = {};
+    commit();
+    float sc[kKeys / 8][4];
+    tile_scores<T, D, kKeys>(qf, s.k[buf], lane, sc);
+    log2_logits<kKeys>(sc, p.sm.scale, p.sm.softcap);
+    // The mask only where the warp's rows do not all see the whole tile.
+    const int rlo[2] = {lo[0] - tile, lo[1] - tile}, rhi[2] = {hi[0] - tile, hi[1] - tile};
+    if (!__all_sync(0xffffffffu, rlo[0] <= 0 && rlo[1] <= 0 && rhi[0] >= kKeys && rhi[1] >= kKeys)) {
 #pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt) {
-#pragma unroll
-      for (int kk = 0; kk < D / 16; kk += 2) {  // one ldmatrix.x4: b0, b1 of two k-steps
-        uint32_t b[4];
-        ldmatrix_x4(b, s.k[buf] + swizzled<D>(nt * 8 + lane % 8, kk * 2 + lane / 8));
-        Mma<T>::run(sc[nt], qf[kk], b[0], b[1]);
-        Mma<T>::run(sc[nt], qf[kk + 1], b[2], b[3]);
-      }
-    }
-    // Mask, online softmax per row (a row's 64 scores live in the 4 lanes of a quad).
-    float top[2] = {kNegInf, kNegInf};
-#pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = e / 2, key = tile + nt * 8 + tq * 2 + e % 2;
-        float x = sc[nt][e] * scale;
-        if (cap > 0.0f) {
-          const float ex = fast_exp(2.0f * x / cap);
-          x = cap * (1.0f - 2.0f / (ex + 1.0f));
-        }
-        x = lo[r] <= key && key < hi[r] ? x : kNegInf;
-        sc[nt][e] = x;
-        top[r] = fmaxf(top[r], x);
-      }
-    float corr[2], base[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      top[r] = fmaxf(top[r], shfl_xor(top[r], 1));
-      top[r] = fmaxf(top[r], shfl_xor(top[r], 2));
-      const float m_new = fmaxf(m[r], top[r]);
-      base[r] = m_new == kNegInf ? 0.0f : m_new;
-      corr[r] = fast_exp(m[r] - base[r]);
-      m[r] = m_new;
-      l[r] *= corr[r];
-    }
-#pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[dt][e] *= corr[e / 2];
-    // P (16 bits) as A fragments: k-chunk kc covers n-tiles 2kc and 2kc + 1.
-#pragma unroll
-    for (int kc = 0; kc < kKeys / 16; ++kc) {
-      uint32_t a[4];
-      float pr[2][4];
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
+      for (int nt = 0; nt < kKeys / 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          pr[h][e] = fast_exp(sc[2 * kc + h][e] - base[e / 2]);
-          l[e / 2] += pr[h][e];
+          const int r = e / 2, key = nt * 8 + tq * 2 + e % 2;
+          if (!(rlo[r] <= key && key < rhi[r])) sc[nt][e] = kNegInf;
         }
-      a[0] = Mma<T>::pack(pr[0][0], pr[0][1]);
-      a[1] = Mma<T>::pack(pr[0][2], pr[0][3]);
-      a[2] = Mma<T>::pack(pr[1][0], pr[1][1]);
-      a[3] = Mma<T>::pack(pr[1][2], pr[1][3]);
-      // O += P V: V [keys][D] read transposed, two d-tiles an ldmatrix.x4.
-#pragma unroll
-      for (int dt = 0; dt < D / 8; dt += 2) {
-        uint32_t b[4];
-        const int key = kc * 16 + (lane % 8) + 8 * ((lane / 8) % 2), chunk = dt + lane / 16;
-        ldmatrix_x4_trans(b, s.v[buf] + swizzled<D>(key, chunk));
-        Mma<T>::run(o[dt], a, b[0], b[1]);
-        Mma<T>::run(o[dt + 1], a, b[2], b[3]);
-      }
     }
+    rows.absorb<kKeys>(sc, s.v[buf], lane);
   }
-  // Rows' sums over the quad, then out (and lse) for the rows that exist.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l[r] += shfl_xor(l[r], 1);
-    l[r] += shfl_xor(l[r], 2);
-  }
+  // Out (and lse) for the rows that exist.
+  rows.finish();
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int token = row0 + warp * 16 + g + 8 * r;
     if (token >= p.total_q) continue;
-    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
     T *dst = static_cast<T *>(p.out) + (long long)token * p.out_token_stride + (long long)head * p.out_head_stride;
-#pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt) {
-      const uint32_t pair = Mma<T>::pack(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
-      *reinterpret_cast<uint32_t *>(dst + dt * 8 + tq * 2) = pair;
-    }
-    if (p.lse != nullptr && tq == 0)
-      p.lse[(long long)token * p.q_heads + head] = l[r] > 0.0f ? m[r] + logf(l[r]) : kNegInf;
+    rows.store(r, dst, p.lse != nullptr ? p.lse + (long long)token * p.q_heads + head : nullptr, tq);
   }
 }
 
