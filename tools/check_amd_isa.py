@@ -31,7 +31,7 @@ KNOWN_GAPS = {
     "attention_decode": "portable paged decode attention: no matrix-core AMD kernel yet",
     "attention_paged_prefill": "portable prefill over a paged cache: no matrix-core AMD kernel yet (NVIDIA: attention_paged_prefill_mma)",
     "mla": "portable MLA decode: no matrix-core AMD kernel yet (NVIDIA: mla_mma)",
-    "moe_fused": "portable fused-MoE expert GEMMs (stages 1 and 2): no matrix-core AMD kernel yet",
+    "moe_fused": "portable fused-MoE expert GEMMs (stages 1 and 2), for what the Triton stages (triton_moe: MFMA / WMMA) do not take",
 }
 
 

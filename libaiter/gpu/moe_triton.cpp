@@ -1,7 +1,7 @@
 // Launching the Triton MoE stages (kernels/triton/moe.py): one code object per
 // stage, weight dtype and tile (kernels/triton/moe_aot.py), whose run-time
 // arguments are named here and packed in the kernel's own order from the
-// manifest (triton_args.hpp).
+// manifest (triton_launch.hpp).
 #include "gpu/moe_triton.hpp"
 
 #include <atomic>
@@ -9,8 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "gpu/launch.hpp"
-#include "gpu/triton_args.hpp"
+#include "gpu/triton_launch.hpp"
 
 namespace aiter {
 namespace gpu {
@@ -50,19 +49,13 @@ int weight_index(const FusedMoeArgs &a) {
 }
 
 StageKernel look_up(const FusedMoeArgs &a, int stage, const GpuCall &call) {
-  Driver *driver = nullptr;
-  if (driver_for(call.device.device_type, &driver) != AITER_OK) {
-    clear_error();
-    return {};
-  }
   for (int width : kWidths[stage - 1]) {
     if (is_fp8(a)) {
-      if (has_kernel(driver, call.device.device_id, stage_op(stage), variant_name(a, width, kStepFp8)))
-        return {width, kStepFp8};
+      if (triton_kernel_built(call, stage_op(stage), variant_name(a, width, kStepFp8))) return {width, kStepFp8};
       continue;
     }
     for (int step : kSteps16)
-      if (has_kernel(driver, call.device.device_id, stage_op(stage), variant_name(a, width, step))) return {width, step};
+      if (triton_kernel_built(call, stage_op(stage), variant_name(a, width, step))) return {width, step};
   }
   return {};
 }
@@ -119,14 +112,6 @@ aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, const GpuCall &c
     return fail(AITER_ERR_NO_KERNEL, "%s: no Triton %s kernel for %s weights on this device", a.sort.op,
                 stage_op(stage), dtype_tag(a.wdtype));
   const std::string variant = variant_name(a, s.width, s.step);
-  DeviceScope scope(call.device);
-  if (scope.status() != AITER_OK) return scope.status();
-  Kernel kernel;
-  aiter_status st = find_kernel(scope.driver(), call.device.device_id, stage_op(stage), variant, &kernel);
-  if (st != AITER_OK) return st;
-  if (kernel.params == nullptr)
-    return fail(AITER_ERR_INTERNAL, "%s/%s: the manifest gives no Triton argument list", stage_op(stage),
-                variant.c_str());
   const bool first = stage == 1;
   const int64_t n = stage_columns(a, stage), k = first ? a.hidden : a.inter;
   const NamedArg values[] = {
@@ -141,13 +126,9 @@ aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, const GpuCall &c
       NamedArg::number("block", a.sort.block), NamedArg::number("gather", gathers_x(a, stage) ? 1 : 0),
       NamedArg::number("act", a.act), NamedArg::number("out_kind", a.dtype == DType::f16 ? 1 : 2),
   };
-  TritonArgs args;
-  st = pack_triton_args(variant.c_str(), *kernel.params, values, int(sizeof values / sizeof values[0]), &args);
-  if (st != AITER_OK) return st;
   const Dim3 grid{unsigned(grid_of(a, stage, s.width)), 1, 1};
   if (grid.x == 0) return AITER_OK;
-  return scope.driver()->launch(kernel.function, grid, Dim3{unsigned(kernel.max_block), 1, 1}, unsigned(kernel.smem),
-                                call.stream, args.slots, false);
+  return launch_triton(call, stage_op(stage), variant, grid, values, int(sizeof values / sizeof values[0]));
 }
 
 }  // namespace gpu

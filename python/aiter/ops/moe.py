@@ -104,7 +104,8 @@ def fused_moe(x, w1, w2, topk_weights, topk_ids, workspace=None, *, expert_mask=
     those).  ``workspace``: uint8 of :func:`fused_moe_workspace_size` bytes,
     16-byte aligned (allocated here when not given; pass one for CUDA graphs).
     Shared experts: extra columns of topk_ids with weight 1.  ``variant``:
-    "auto", "portable" or "mma" (NVIDIA tensor cores) for tests and tuning."""
+    "auto", "portable" or "mma" (the tensor-core stages: mma.sync, or Triton's at
+    prefill sizes where built) for tests and tuning."""
     expert_mask = mask_bytes(expert_mask)
     if workspace is None:
         workspace = _new_workspace(x, 2, dict(x=x, w1=w1, topk_ids=topk_ids, expert_mask=expert_mask,
