@@ -51,6 +51,35 @@ int current_cpu() {
 #endif
 }
 
+// The CPUs a thread may run on (Linux; elsewhere nothing is moved).
+class CpuSet {
+ public:
+  static CpuSet of_this_thread() {
+    CpuSet s;
+#if defined(__linux__)
+    s.valid_ = sched_getaffinity(0, sizeof(s.set_), &s.set_) == 0;
+#endif
+    return s;
+  }
+  // This thread to these CPUs less `cpu`, where that leaves one.
+  void move_this_thread_off(int cpu) const {
+#if defined(__linux__)
+    if (!valid_ || cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set_)) return;
+    cpu_set_t others = set_;
+    CPU_CLR(cpu, &others);
+    if (CPU_COUNT(&others) > 0) sched_setaffinity(0, sizeof(others), &others);
+#else
+    (void)cpu;
+#endif
+  }
+
+ private:
+#if defined(__linux__)
+  cpu_set_t set_{};
+#endif
+  bool valid_ = false;
+};
+
 // Spins until ready(), kSpin has passed or futile() (the caller then blocks as
 // before); futile is asked every 64 turns.
 template <class Ready, class Futile>
@@ -96,6 +125,7 @@ class Pool {
 
  private:
   void work() {
+    const CpuSet allowed = CpuSet::of_this_thread();
     uint64_t seen = 0;
     for (;;) {
       spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }, [&] { return on_callers_cpu(); });
@@ -104,16 +134,23 @@ class Pool {
         wake_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
         seen = generation_.load(std::memory_order_relaxed);
       }
+      if (on_callers_cpu()) {
+        beside_caller_.store(true, std::memory_order_relaxed);
+        allowed.move_this_thread_off(caller_cpu_.load(std::memory_order_relaxed));
+      }
       drain();
     }
   }
 
-  // A worker on the CPU of the thread that posted the last job.  The scheduler
-  // puts a woken worker there when the other CPUs are busy (other processes,
-  // another library's spinning threads): the two then share one CPU, the
-  // caller runs every chunk itself (the "absent worker" of
-  // docs/performance_cpu.md), and a spin of either one only takes time from
-  // the other, so neither spins then.
+  // A worker on the CPU of the thread that posted the job: the two share one
+  // CPU and the caller runs (nearly) every chunk itself, the "absent worker" of
+  // docs/performance_cpu.md.  Linux puts a woken thread on its waker's CPU
+  // when it finds no idle one nearby, and then keeps the pair there job after
+  // job even once the other CPU idles (seen with /proc/<tid>/schedstat: both
+  // threads on one CPU for whole blocks of calls, each waiting 3-7 ms of 12
+  // for the other).  So a worker that finds itself there leaves that CPU (its
+  // affinity: the CPUs it started with, less the caller's), and neither
+  // thread spins meanwhile: a spin would only take time from the other.
   bool on_callers_cpu() const {
     const int cpu = current_cpu();
     return cpu >= 0 && cpu == caller_cpu_.load(std::memory_order_relaxed);
@@ -131,7 +168,6 @@ class Pool {
       chunks = chunks_;
       ++active_;
     }
-    if (on_callers_cpu()) beside_caller_.store(true, std::memory_order_relaxed);
     int64_t finished_here = 0;
     for (int64_t i; (i = next_.fetch_add(1)) < chunks;) {
       (*chunk)(i);
