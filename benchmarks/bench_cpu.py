@@ -138,6 +138,7 @@ DEMO_SHAPES = "240x1536x1024,240x1024x1024,240x5632x1024,240x1024x2816"
 
 def gemm_shape_cases(shapes, variants=()):
     """bf16 gemm_a16w16 against F.linear at each M x N x K of `shapes`."""
+    shapes = ",".join(DEMO_SHAPES if s == "demo" else s for s in shapes.split(","))
     for shape in shapes.split(","):
         m, n, k = (int(x) for x in shape.split("x"))
         a, w = torch.randn(m, k, dtype=torch.bfloat16), torch.randn(n, k, dtype=torch.bfloat16)
@@ -265,7 +266,7 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--variants", default="", help="gemm_a16w16 variants to time forced as well")
     parser.add_argument("--gemm-shapes", default="",
-                        help="gemm family: bf16 at these MxNxK instead (comma-separated; 'demo': the demo's prefill GEMMs)")
+                        help="gemm family: bf16 at these MxNxK instead (comma-separated; 'demo': the demo's 4 prefill GEMMs)")
     parser.add_argument("--stat", choices=["min", "median"], default="min")
     parser.add_argument("--attn", default="512,16,1024",
                         help="attention: prefill tokens, decode batch, decode context (a multiple of 16)")
@@ -285,7 +286,7 @@ def main(argv=None):
     for family in args.ops.split(","):
         variants = [v for v in args.variants.split(",") if v]
         if family == "gemm" and args.gemm_shapes:
-            cases = gemm_shape_cases(DEMO_SHAPES if args.gemm_shapes == "demo" else args.gemm_shapes, variants)
+            cases = gemm_shape_cases(args.gemm_shapes, variants)
         elif family == "gemm":
             cases = gemm_cases(ms, variants)
         elif family == "attention":
