@@ -487,12 +487,18 @@ void run_dot_strip(const Plan &p, const Layout &l, const DotA &a, int64_t b, int
 void run_dot(const Plan &p, const Layout &l) {
   const DotA a = dot_a(p);
   const int64_t strips = (p.n + kDotStripN - 1) / kDotStripN;
-  for_each_item(p, strips, [&](int64_t b, int64_t strip) {
-    const int64_t n0 = strip * kDotStripN, cols = std::min(kDotStripN, p.n - n0);
-    if (l.slots == Slots::int16_pairs)
-      run_dot_strip<int32_t>(p, l, a, b, n0, cols);
-    else
-      run_dot_strip<float>(p, l, a, b, n0, cols);
+  // Runs of consecutive strips (parallel_for's 4 chunks a thread), not
+  // for_each_item's one strip at a time: W's rows follow each other in
+  // memory, and a thread that reads one long run keeps its prefetches
+  // (prefetch_next_w_block, the hardware's) on the rows it reads next.
+  parallel_for(p.batch * strips, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t index = begin; index < end; ++index) {
+      const int64_t b = index / strips, n0 = (index % strips) * kDotStripN, cols = std::min(kDotStripN, p.n - n0);
+      if (l.slots == Slots::int16_pairs)
+        run_dot_strip<int32_t>(p, l, a, b, n0, cols);
+      else
+        run_dot_strip<float>(p, l, a, b, n0, cols);
+    }
   });
 }
 
