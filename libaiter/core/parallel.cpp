@@ -76,8 +76,8 @@ class CpuSet {
  private:
 #if defined(__linux__)
   cpu_set_t set_{};
-#endif
   bool valid_ = false;
+#endif
 };
 
 // Spins until ready(), kSpin has passed or futile() (the caller then blocks as
