@@ -8,24 +8,14 @@
 // host: a length is clamped to the table's capacity, and a key whose block id
 // is out of range is skipped (masked), so no index leads outside the cache.
 #include "attend.h"
+#include "paged_rows.h"
 
 namespace {
 
 using attn::kThreads;
 
 // Key positions of sequence b to cache offsets through its block-table row.
-struct PagedSource {
-  const int *table_row;
-  long long num_blocks;
-  int page_size, kv_heads, head, head_dim;
-  __device__ bool row(int pos, long long *k_off, long long *v_off) const {
-    const int block = table_row[pos / page_size];  // read once: checked and used as read
-    if (block < 0 || block >= num_blocks) return false;
-    const long long slot = (long long)block * page_size + pos % page_size;
-    *k_off = *v_off = (slot * kv_heads + head) * head_dim;
-    return true;
-  }
-};
+using PagedSource = paged::PagedRows;
 
 template <class T, class C, int D, int R>
 __device__ __forceinline__ void decode_block(const DecodeParams &p) {

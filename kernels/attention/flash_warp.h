@@ -31,6 +31,20 @@ __device__ __forceinline__ int swizzled(int row, int chunk) {
   return row * D + ((chunk ^ (row & 7)) << 3);
 }
 
+// Copies rows [first, first + Rows) of a [tokens, heads, D] tensor (head fixed
+// by `base`) into a swizzled tile with a block of Threads threads; rows at or
+// past `end` become zeros.
+template <class T, int D, int Rows, int Threads>
+__device__ __forceinline__ void copy_rows(T *tile, const T *base, long long token_stride, int first, int end) {
+  constexpr int kChunks = D / 8;
+  for (int c = int(thread_x()); c < Rows * kChunks; c += Threads) {
+    const int r = c / kChunks, chunk = c % kChunks, token = first + r;
+    const bool valid = token < end;
+    copy16(smem_addr(tile + swizzled<D>(r, chunk)), base + (long long)(valid ? token : first) * token_stride + chunk * 8,
+           valid);
+  }
+}
+
 // The warp's 16 rows of a [rows][D] Q tile, all of D, as A fragments (k = head dim).
 template <class T, int D>
 __device__ __forceinline__ void load_q_fragments(const T *q_tile, int warp, int lane, uint32_t (&qf)[D / 16][4]) {

@@ -32,19 +32,6 @@ struct Tiles {
   unsigned key_ok[3][2];        // bit k of word k / 32: key k is in range with a valid block id
 };
 
-// Query rows [first, first + kRows) of one head into a swizzled tile; rows at
-// or past `end` become zeros.
-template <class T, int D>
-__device__ __forceinline__ void copy_queries(T *tile, const T *base, long long token_stride, int first, int end) {
-  constexpr int kChunks = D / 8;
-  for (int c = int(thread_x()); c < kRows * kChunks; c += kThreads) {
-    const int r = c / kChunks, chunk = c % kChunks, token = first + r;
-    const bool valid = token < end;
-    copy16(smem_addr(tile + swizzled<D>(r, chunk)), base + (long long)(valid ? token : first) * token_stride + chunk * 8,
-           valid);
-  }
-}
-
 // What a block needs to find its keys' rows.
 struct KeyRows {
   const int *table_row;
@@ -127,7 +114,7 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
     store_key_rows(s, kr, t / 64, start, i, t < 64 || end - first > kKeys ? fetch_block_id(kr, start, i) : -1);
   }
   const T *q_base = static_cast<const T *>(p.q) + (long long)head * p.q_head_stride;
-  copy_queries<T, D>(s.q, q_base, p.q_token_stride, row0, row_end);
+  copy_rows<T, D, kRows, kThreads>(s.q, q_base, p.q_token_stride, row0, row_end);
   sync_block();
   if (first < end) copy_keys(s, k_cache, v_cache, 0, 0);
   commit();

@@ -17,19 +17,6 @@ namespace {
 
 constexpr int kThreads = 128, kRows = 64, kKeys = 64;
 
-// Copies rows [first, first + count) of a [tokens, heads, D] tensor (head fixed
-// by `base`) into a swizzled tile; rows past `end` become zeros.
-template <class T, int D, int Rows>
-__device__ __forceinline__ void copy_tile(T *tile, const T *base, long long token_stride, int first, int end) {
-  constexpr int kChunks = D / 8;
-  for (int c = int(thread_x()); c < Rows * kChunks; c += kThreads) {
-    const int r = c / kChunks, chunk = c % kChunks, token = first + r;
-    const bool valid = token < end;
-    copy16(smem_addr(tile + swizzled<D>(r, chunk)), base + (long long)(valid ? token : first) * token_stride + chunk * 8,
-           valid);
-  }
-}
-
 // The sequence of query token t and its visible global key rows (prefill.cu's
 // rules); lo = hi = 0 when no valid sequence owns t.
 __device__ __forceinline__ void row_range(const PrefillParams &p, int t, int *lo, int *hi) {
@@ -73,14 +60,14 @@ __device__ __forceinline__ void prefill_mma(const PrefillParams &p) {
   for (int r = 0; r < 2; ++r)
     if (lo[r] < hi[r]) atomicMin(&range_lo, lo[r]), atomicMax(&range_hi, hi[r]);
   const T *q_base = static_cast<const T *>(p.q) + (long long)head * p.q_head_stride;
-  copy_tile<T, D, kRows>(s.q, q_base, p.q_token_stride, row0, p.total_q);
+  copy_rows<T, D, kRows, kThreads>(s.q, q_base, p.q_token_stride, row0, p.total_q);
   sync_block();
   const int first = range_lo, end = range_hi > range_lo ? range_hi : range_lo;
   const T *k_base = static_cast<const T *>(p.k) + (long long)kvh * p.k_head_stride;
   const T *v_base = static_cast<const T *>(p.v) + (long long)kvh * p.v_head_stride;
   if (first < end) {
-    copy_tile<T, D, kKeys>(s.k[0], k_base, p.k_token_stride, first, end);
-    copy_tile<T, D, kKeys>(s.v[0], v_base, p.v_token_stride, first, end);
+    copy_rows<T, D, kKeys, kThreads>(s.k[0], k_base, p.k_token_stride, first, end);
+    copy_rows<T, D, kKeys, kThreads>(s.v[0], v_base, p.v_token_stride, first, end);
   }
   commit();
   wait_pending<0>();
@@ -95,8 +82,8 @@ __device__ __forceinline__ void prefill_mma(const PrefillParams &p) {
       sync_block();  // tile's copy landed; every warp is done with the other buffer
     }
     if (end - tile > kKeys) {
-      copy_tile<T, D, kKeys>(s.k[buf ^ 1], k_base, p.k_token_stride, tile + kKeys, end);
-      copy_tile<T, D, kKeys>(s.v[buf ^ 1], v_base, p.v_token_stride, tile + kKeys, end);
+      copy_rows<T, D, kKeys, kThreads>(s.k[buf ^ 1], k_base, p.k_token_stride, tile + kKeys, end);
+      copy_rows<T, D, kKeys, kThreads>(s.v[buf ^ 1], v_base, p.v_token_stride, tile + kKeys, end);
     }
     commit();
     float sc[kKeys / 8][4];
