@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from triton_interpret import interpreted, load_kernel, report
+from triton_interpret import run_or_collect
 
 if __name__ != "__main__":  # under pytest: the cases run in a child process (see interpreted_results)
     import pytest
@@ -106,13 +106,4 @@ CASES = ["varlen causal, GQA 4", "non-causal, prefix keys", "window", "window, n
          "split head dims", "empty keys", "wide tiles"]
 
 
-if __name__ == "__main__":
-    report(load_kernel(KERNEL, "aiter_triton_attention_interpreted"), cases())
-else:
-    @pytest.fixture(scope="module")
-    def interpreted_results():
-        return interpreted(__file__)
-
-    @pytest.mark.parametrize("case", CASES)
-    def test_interpreted_kernel(interpreted_results, case):
-        assert interpreted_results[case] == "ok", interpreted_results[case]
+run_or_collect(globals(), KERNEL, "aiter_triton_attention_interpreted", cases, CASES)

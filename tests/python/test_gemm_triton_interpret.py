@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from triton_interpret import interpreted, load_kernel, report
+from triton_interpret import run_or_collect
 
 if __name__ != "__main__":  # under pytest: the cases run in a child process (see interpreted_results)
     import pytest
@@ -142,13 +142,4 @@ CASES = ["f16 in, fp32 out, fp32 bias", "f16 in, f16 out, f16 bias", "f16 in, bf
          "int8 per tensor", "block scaled", "batched", "batched, shared weight"]
 
 
-if __name__ == "__main__":
-    report(load_kernel(KERNEL, "aiter_triton_gemm_interpreted"), cases())
-else:
-    @pytest.fixture(scope="module")
-    def interpreted_results():
-        return interpreted(__file__)
-
-    @pytest.mark.parametrize("case", CASES)
-    def test_interpreted_kernel(interpreted_results, case):
-        assert interpreted_results[case] == "ok", interpreted_results[case]
+run_or_collect(globals(), KERNEL, "aiter_triton_gemm_interpreted", cases, CASES)

@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from triton_interpret import interpreted, load_kernel, report
+from triton_interpret import run_or_collect
 
 if __name__ != "__main__":  # under pytest: the cases run in a child process (see interpreted_results)
     import pytest
@@ -155,13 +155,4 @@ def cases():
 CASES = list(cases())
 
 
-if __name__ == "__main__":
-    report(load_kernel(KERNEL, "aiter_triton_moe_interpreted"), cases())
-else:
-    @pytest.fixture(scope="module")
-    def interpreted_results():
-        return interpreted(__file__)
-
-    @pytest.mark.parametrize("case", CASES)
-    def test_interpreted_kernel(interpreted_results, case):
-        assert interpreted_results[case] == "ok", interpreted_results[case]
+run_or_collect(globals(), KERNEL, "aiter_triton_moe_interpreted", cases, CASES)

@@ -29,6 +29,26 @@ def report(module, cases):
     print(json.dumps(results))
 
 
+def run_or_collect(namespace, kernel, module_name, cases, case_names):
+    """The end of each interpreter test file: as the child (__main__), runs the
+    cases on the interpreted kernel; under pytest, adds to the file's namespace
+    one test per case name, reading the child's verdicts (one child run a file)."""
+    if namespace["__name__"] == "__main__":
+        report(load_kernel(kernel, module_name), cases())
+        return
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def interpreted_results():
+        return interpreted(namespace["__file__"])
+
+    @pytest.mark.parametrize("case", case_names)
+    def test_interpreted_kernel(interpreted_results, case):
+        assert interpreted_results[case] == "ok", interpreted_results[case]
+
+    namespace.update(interpreted_results=interpreted_results, test_interpreted_kernel=test_interpreted_kernel)
+
+
 def interpreted(test_file, timeout=900):
     """In the parent: runs `test_file` as the child, returns its verdicts."""
     env = dict(os.environ, TRITON_INTERPRET="1", TRITON_DEFAULT_FP_FUSION="1")
