@@ -1,10 +1,12 @@
 // GPU launcher of paged decode attention: blocks of (sequence, split) x (kv head,
-// row block), then, with several splits, the merge (kernels/attention/decode.cu).
+// row block), then, with several splits, the merge (kernels/attention/decode.cu;
+// the tensor-core kernel merges in its last block of a group instead).
 // On NVIDIA, 16-bit queries run the tensor-core kernel (decode_mma.cu: 16 rows a
 // block); elsewhere (fp32 queries, AMD) the portable one (decode.cu).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "gpu/attention_common.hpp"
@@ -25,6 +27,13 @@ static_assert(kDecodeMaxSplits <= 64, "decode_mma.cu's merge holds the weights o
 bool portable_forced() {
   static const bool forced = portable_requested("AITER_DECODE_KERNEL");
   return forced;
+}
+
+// AITER_DECODE_MERGE=separate: the tensor-core kernel's splits are merged by the
+// separate merge kernel instead of by their last block (to time one against the other).
+bool separate_merge_forced() {
+  static const char *env = std::getenv("AITER_DECODE_MERGE");
+  return env != nullptr && std::string(env) == "separate";
 }
 
 // The tensor-core kernel: NVIDIA, 16-bit queries, caches on 16-byte boundaries
@@ -123,12 +132,21 @@ aiter_status paged_decode_attention(const DecodeArgs &a, const GpuCall &call) {
   if (splits > 1) {
     p.partial_out = static_cast<float *>(a.workspace);
     p.partial_lse = p.partial_out + int64_t(p.batch) * p.q_tokens * p.q_heads * splits * sh.v_head_dim;
+    // The tensor-core kernel merges in the block that finishes a group last: its
+    // tickets follow the lse (decode_workspace_bytes counts a word a row, more
+    // than the groups need) and are zeroed here on every call, so a workspace's
+    // contents on entry still do not matter (a graph holds the memset as a node).
+    if (mma && !separate_merge_forced()) {
+      p.tickets = reinterpret_cast<unsigned *>(p.partial_lse + int64_t(p.batch) * p.q_tokens * p.q_heads * splits);
+      s = memset_u32(call, p.tickets, 0, size_t(a.batch * sh.kv_heads * row_blocks));
+      if (s != AITER_OK) return s;
+    }
   }
   p.vec = aligned16(a.cache.k) && aligned16(a.cache.v);
   const Dim3 grid = mma ? Dim3{unsigned(a.batch * splits * sh.kv_heads * row_blocks), 1, 1}
                         : Dim3{unsigned(a.batch * splits), unsigned(sh.kv_heads * row_blocks), 1};
   s = launch(call, "paged_decode_attention", kernel_variant(a, mma, rows), grid, kThreads, p);
-  if (s != AITER_OK || splits == 1) return s;
+  if (s != AITER_OK || splits == 1 || p.tickets != nullptr) return s;
   return merge_splits(a, p, mma, call);
 }
 

@@ -161,6 +161,26 @@ def test_multi_token_decode(rng, device, q_tokens, softcap):
                  rtol=1e-4, atol=1e-4)
 
 
+def test_split_decode_workspace_reused(rng, device):
+    """One workspace, NaN-filled once, through calls of different batches, head
+    groups and split counts, never cleaned between them: each call's result is its
+    own reference's (on the GPU the tensor-core kernel's merge tickets live in the
+    workspace; a call must not depend on what the previous one left there)."""
+    cases = [([700, 3], 16, 2, "bfloat16", 1, 300), ([250, 0, 1000, 9], 4, 4, "float16", 2, 40),
+             ([1], 32, 1, "bfloat16", 1, 0), ([999], 8, 2, "bfloat16", 3, 200)]
+    built = [decode_case(rng, lens, 16, hq, hkv, 64, dtype, dtype, q_tokens=nq, spare_columns=spare)
+             for lens, hq, hkv, dtype, nq, spare in cases]
+    on_dev = [dev(device, *case) for case in built]
+    size = max(aiter.paged_decode_workspace_size(qd, kd, td) for qd, kd, _, td, _ in on_dev)
+    workspace = to_device(np.full(size // 4, np.nan, np.float32), device)
+    for rounds in range(2):
+        for (q, k_cache, v_cache, table, lens), (qd, kd, vd, td, ld), case in zip(built, on_dev, cases):
+            out = poisoned_on(q.shape, q.dtype.name, device)
+            aiter.paged_decode_attention(qd, kd, vd, td, ld, workspace=workspace, out=out)
+            assert_close(out, decode_ref(q, k_cache, v_cache, table, lens, 64 ** -0.5), q.dtype.name,
+                         what=f"round {rounds} case {case}")
+
+
 def test_split_decode_rejects_bad_workspace(rng, device):
     q, k_cache, v_cache, table, lens = decode_case(rng, [700, 3], 16, 4, 2, 64, "float32", "float32",
                                                    spare_columns=100)
