@@ -28,7 +28,7 @@ import sys
 KNOWN_GAPS = {
     "gemm_generic": "portable GEMM (clang-built, no MFMA/WMMA builtins yet); the Triton variants are AMD's matrix-core GEMMs",
     "attention_prefill": "portable prefill attention, for what the Triton kernels (triton_attention: MFMA / WMMA) do not take",
-    "attention_decode": "portable paged decode attention: no matrix-core AMD kernel yet",
+    "attention_decode": "portable paged decode attention, for what the Triton kernels (triton_decode: MFMA / WMMA) do not take",
     "attention_paged_prefill": "portable prefill over a paged cache: no matrix-core AMD kernel yet (NVIDIA: attention_paged_prefill_mma)",
     "mla": "portable MLA decode: no matrix-core AMD kernel yet (NVIDIA: mla_mma)",
     "moe_fused": "portable fused-MoE expert GEMMs (stages 1 and 2), for what the Triton stages (triton_moe: MFMA / WMMA) do not take",

@@ -2,7 +2,8 @@
 // row block), then, with several splits, the merge (kernels/attention/decode.cu;
 // the tensor-core kernel merges in its last block of a group instead).
 // On NVIDIA, 16-bit queries run the tensor-core kernel (decode_mma.cu: 16 rows a
-// block); elsewhere (fp32 queries, AMD) the portable one (decode.cu).
+// block); on AMD, the Triton one where built (attention_decode_triton.cpp:
+// MFMA / WMMA); elsewhere (fp32 queries) the portable one (decode.cu).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "gpu/attention_common.hpp"
+#include "gpu/attention_decode_triton.hpp"
 #include "gpu/launch.hpp"
 
 namespace aiter {
@@ -95,12 +97,15 @@ aiter_status paged_decode_attention(const DecodeArgs &a, const GpuCall &call) {
   const AttentionShape &sh = a.shape;
   if (a.batch == 0 || sh.q_heads == 0) return AITER_OK;
   const int64_t group = sh.q_heads / sh.kv_heads, rows_per_seq = a.q_tokens * group;
-  bool mma = use_mma(a, call);
-  int rows = rows_per_block(rows_per_seq, mma);
+  bool triton = false;
+  aiter_status s = decode_triton_chosen(a, call, &triton);
+  if (s != AITER_OK) return s;
+  bool mma = !triton && use_mma(a, call);
+  int rows = triton ? kDecodeTritonRows : rows_per_block(rows_per_seq, mma);
   const int64_t row_blocks = (rows_per_seq + rows - 1) / rows;
   const int64_t capacity = std::min<int64_t>(a.max_blocks * a.cache.page_size, INT_MAX);  // lengths are int32
   int splits = 1;
-  aiter_status s = plan_splits(a, a.batch * sh.kv_heads * row_blocks, capacity, call, &splits);
+  s = plan_splits(a, a.batch * sh.kv_heads * row_blocks, capacity, call, &splits);
   if (s != AITER_OK) return s;
   if (a.batch * splits > INT_MAX || sh.kv_heads * row_blocks > kMaxGridY)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE, "aiter_paged_decode_attention: %lld sequences of %lld kv heads are "
@@ -127,7 +132,8 @@ aiter_status paged_decode_attention(const DecodeArgs &a, const GpuCall &call) {
   p.batch = int(a.batch), p.q_tokens = int(a.q_tokens), p.q_heads = int(sh.q_heads), p.kv_heads = int(sh.kv_heads);
   p.row_blocks = int(row_blocks);
   p.splits = splits;
-  const int64_t per_split = (capacity + splits - 1) / splits, round = mma ? kMmaKeyRound : kKeyTile;
+  const int64_t per_split = (capacity + splits - 1) / splits;
+  const int64_t round = triton ? kDecodeTritonKeys : mma ? kMmaKeyRound : kKeyTile;
   p.split_keys = int(std::min<int64_t>((per_split + round - 1) / round * round, INT_MAX));
   if (splits > 1) {
     p.partial_out = static_cast<float *>(a.workspace);
@@ -145,7 +151,8 @@ aiter_status paged_decode_attention(const DecodeArgs &a, const GpuCall &call) {
   p.vec = aligned16(a.cache.k) && aligned16(a.cache.v);
   const Dim3 grid = mma ? Dim3{unsigned(a.batch * splits * sh.kv_heads * row_blocks), 1, 1}
                         : Dim3{unsigned(a.batch * splits), unsigned(sh.kv_heads * row_blocks), 1};
-  s = launch(call, "paged_decode_attention", kernel_variant(a, mma, rows), grid, kThreads, p);
+  s = triton ? paged_decode_triton(a, p, call)
+             : launch(call, "paged_decode_attention", kernel_variant(a, mma, rows), grid, kThreads, p);
   if (s != AITER_OK || splits == 1 || p.tickets != nullptr) return s;
   return merge_splits(a, p, mma, call);
 }
