@@ -198,26 +198,48 @@ def summary(rows, sides):
     return lines
 
 
+def _probe(label, op, variant, call, ref, out):
+    try:
+        with aiter.tuning.force_variant(op, variant):
+            call()
+        error = float((out.float() - ref).norm() / ref.norm())
+        print(f"{label} {variant}: ran, relative error {error:.1e}", flush=True)
+    except aiter.AiterError as e:
+        print(f"{label} {variant}: declined ({str(e).splitlines()[0][:90]})", flush=True)
+
+
 def probe_vendor_fp8():
-    """Which fp8 scalings and outputs the cuBLASLt variant runs on this GPU
+    """Which fp8 scalings, outputs and shapes the cuBLASLt variants run on this
+    GPU, with their error against an fp32 product of the same inputs
     (CUBLASLT_LOG_MASK=5 makes cuBLASLt say why it declines)."""
-    m, n, k = 256, 2048, 2048
-    a = (torch.randn(m, k, device="cuda") * 4).to(torch.float8_e4m3fn)
-    w = (torch.randn(n, k, device="cuda") * 4).to(torch.float8_e4m3fn)
+    q = lambda *shape: (torch.randn(*shape, device="cuda") * 4).to(torch.float8_e4m3fn)  # noqa: E731
     one = lambda x: torch.full((1,), x, device="cuda")  # noqa: E731
-    for name, sa, sw in [("per-tensor", one(0.5), one(0.25)),
-                         ("per-token x per-channel", torch.rand(m, 1, device="cuda"), torch.rand(1, n, device="cuda")),
-                         ("per-token x per-tensor", torch.rand(m, 1, device="cuda"), one(0.25))]:
-        for out_dtype in (torch.bfloat16, torch.float32):
-            out = torch.empty(m, n, dtype=out_dtype, device="cuda")
-            ref = (a.float() @ w.float().T) * sa.reshape(-1, 1) * sw.reshape(1, -1)
-            try:
-                with aiter.tuning.force_variant(*VENDOR["fp8"]):
-                    aiter.gemm_a8w8(a, w, sa, sw, out=out)
-                error = float((out.float() - ref).norm() / ref.norm())
-                print(f"{name} -> {out_dtype}: ran, relative error {error:.1e}")
-            except aiter.AiterError as e:
-                print(f"{name} -> {out_dtype}: declined ({str(e)[:80]})")
+    for m, n, k in [(256, 2048, 2048), (70, 200, 528), (1, 2048, 2048), (1024, 5120, 5120)]:
+        a, w = q(m, k), q(n, k)
+        for name, sa, sw in [("per-tensor", one(0.5), one(0.25)),
+                             ("per-token x per-channel", torch.rand(m, 1, device="cuda"),
+                              torch.rand(1, n, device="cuda")),
+                             ("per-token x per-tensor", torch.rand(m, 1, device="cuda"), one(0.25))]:
+            for out_dtype in (torch.bfloat16, torch.float32):
+                out = torch.empty(m, n, dtype=out_dtype, device="cuda")
+                ref = (a.float() @ w.float().T) * sa.reshape(-1, 1) * sw.reshape(1, -1)
+                for variant in ("cublaslt.e4m3fn", "cublaslt.e4m3fn.alg2", "cublaslt.e4m3fn.alg4"):
+                    _probe(f"a8w8 M {m} N {n} K {k} {name} -> {out_dtype}", "gemm_a8w8", variant,
+                           lambda: aiter.gemm_a8w8(a, w, sa, sw, out=out), ref, out)
+    for m, n, k in [(1, 256, 512), (2, 256, 512), (3, 256, 512), (4, 256, 512), (8, 256, 512), (70, 300, 1024),
+                    (130, 129, 512), (256, 2112, 7168), (273, 384, 2048), (1024, 7168, 2048), (4096, 24576, 1536)]:
+        g = k // 128
+        a, w = q(m, k), q(n, k)
+        sa, sw = torch.rand(m, g, device="cuda") + 0.5, torch.rand(-(-n // 128), g, device="cuda") + 0.5
+        full_sa = sa.repeat_interleave(128, dim=1)
+        full_sw = sw.repeat_interleave(128, dim=0).repeat_interleave(128, dim=1)[:n]
+        ref = (a.float() * full_sa) @ (w.float() * full_sw).T
+        out = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+        for variant in ("cublaslt.e4m3fn.bs", "cublaslt.e4m3fn.bs.alg2", "cublaslt.e4m3fn.bs.alg3",
+                        "cublaslt.e4m3fn.bs.alg4"):
+            out.fill_(float("nan"))
+            _probe(f"blockscale M {m} N {n} K {k}", "gemm_a8w8_blockscale", variant,
+                   lambda: aiter.gemm_a8w8_blockscale(a, w, sa, sw, out=out), ref, out)
 
 
 def main():

@@ -66,7 +66,8 @@ def test_every_vendor_function_resolves(column, patterns, env):
 
 def test_vendor_variants_are_listed_for_gpus_only():
     for op, expected in [("gemm_a16w16", "cublaslt.bf16"), ("gemm_a8w8", "cublaslt.e4m3fn"),
-                         ("gemm_a8w8_blockscale", "cublaslt.e4m3fn.bs"), ("batched_gemm_a16w16", "cublaslt.bf16"),
+                         ("gemm_a8w8", "cublaslt.e4m3fn.alg4"), ("gemm_a8w8_blockscale", "cublaslt.e4m3fn.bs"),
+                         ("gemm_a8w8_blockscale", "cublaslt.e4m3fn.bs.alg2"), ("batched_gemm_a16w16", "cublaslt.bf16"),
                          ("batched_gemm_a8w8", "cublaslt.e4m3fn")]:
         gpu = aiter.tuning.variants(op, device=CUDA)
         assert expected in gpu and expected.replace("cublaslt", "hipblaslt") in gpu, gpu
@@ -186,8 +187,8 @@ def test_a8w8(rng, cublaslt, per_token, per_channel, out_dtype, bias_dtype):
         ref += f64(bias) if bias is not None else 0
         magnitude = float(np.abs(f64(a)).mean() * np.abs(f64(w)).mean()) / 64 / 64 * 4
         check(on_host(out), ref, out_dtype, k, magnitude, (1e-3, 1e-3) if out_dtype == "float32" else None)
-    if not per_token and not per_channel and out_dtype == "bfloat16":
-        assert {(1, 208), (70, 208), (273, 256)} <= set(ran), f"cuBLASLt ran only {ran}"
+    if per_token == per_channel and out_dtype == "bfloat16":  # per-tensor, or outer vectors on both sides
+        assert {(70, 208), (273, 256)} <= set(ran), f"cuBLASLt ran only {ran}"
 
 
 def blockscale_reference(a, w, a_scale, w_scale):
@@ -199,25 +200,62 @@ def blockscale_reference(a, w, a_scale, w_scale):
     return out
 
 
+def blockscale_case(rng, m, n, k):
+    a, w = quantized(rng, (m, k)), quantized(rng, (n, k))
+    a_scale = (rng.random((m, k // 128)) + 0.5).astype(np.float32) / 64
+    w_scale = (rng.random((-(-n // 128), k // 128)) + 0.5).astype(np.float32) / 64
+    magnitude = float(np.abs(f64(a)).mean() * np.abs(f64(w)).mean()) / 64 / 64 * 4
+    return (a, w, a_scale, w_scale), magnitude
+
+
+# cuBLASLt's block scaling on the H100: rows of four K groups (K a multiple of
+# 512); M not a multiple of 4 and N not a multiple of 16 run where it has an
+# algorithm (F.scaled_mm's cuBLASLt refused M = 1-2), else are declined.
+BLOCKSCALE_SHAPES = [(1, 256, 512), (4, 256, 512), (70, 300, 1024), (130, 129, 512), (272, 384, 2048),
+                     (273, 384, 2048), (1500, 1024, 1024), (1024, 2112, 7168)]
+
+
+@pytest.mark.parametrize("m, n, k", BLOCKSCALE_SHAPES)
 @on_gpu
-def test_blockscale(rng, cublaslt):
-    """Whole 128-wide groups, four to a scale row; other K is declined.  (Before
-    the scale pointers were set ahead of the heuristic query, cuBLASLt 13.1
-    declined every call on the H100; not run on a GPU since.)"""
-    for m, n, k in [(1, 256, 512), (70, 300, 1024), (130, 129, 512), (273, 384, 2048), (1500, 1024, 1024)]:
-        a, w = quantized(rng, (m, k)), quantized(rng, (n, k))
-        a_scale = (rng.random((m, k // 128)) + 0.5).astype(np.float32) / 64
-        w_scale = (rng.random((-(-n // 128), k // 128)) + 0.5).astype(np.float32) / 64
-        out = poisoned_on((m, n), "bfloat16", CUDA)
-        if refuses(lambda: forced_run("gemm_a8w8_blockscale", "cublaslt.e4m3fn.bs", *dev(a, w, a_scale, w_scale),
-                                      out=out)):
-            assert n % 16 != 0, f"declined the aligned shape {(m, n, k)}"
-            continue
-        magnitude = float(np.abs(f64(a)).mean() * np.abs(f64(w)).mean()) / 64 / 64 * 4
-        check(on_host(out), blockscale_reference(a, w, a_scale, w_scale), "bfloat16", k, magnitude)
+def test_blockscale(rng, cublaslt, m, n, k):
+    """1 x 128 scales of A, 128 x 128 of W (cuBLASLt's VEC128 on its B, BLK128x128
+    on its A after the row-major swap), against float64."""
+    args, magnitude = blockscale_case(rng, m, n, k)
+    out = poisoned_on((m, n), "bfloat16", CUDA)
+    if refuses(lambda: forced_run("gemm_a8w8_blockscale", "cublaslt.e4m3fn.bs", *dev(*args), out=out)):
+        assert m % 4 != 0 or n % 16 != 0, f"declined the aligned shape {(m, n, k)}"
+        return
+    check(on_host(out), blockscale_reference(*args), "bfloat16", k, magnitude)
+
+
+@on_gpu
+def test_blockscale_declines_partial_scale_rows(rng, cublaslt):
     a, w = quantized(rng, (8, 528)), quantized(rng, (256, 528))
     scales = dev(np.ones((8, 5), np.float32), np.ones((2, 5), np.float32))
     assert refuses(lambda: forced_run("gemm_a8w8_blockscale", "cublaslt.e4m3fn.bs", *dev(a, w), *scales))
+    k = 640  # whole groups, but five to a row
+    args = dev(quantized(rng, (8, k)), quantized(rng, (256, k)), np.ones((8, 5), np.float32),
+               np.ones((2, 5), np.float32))
+    assert refuses(lambda: forced_run("gemm_a8w8_blockscale", "cublaslt.e4m3fn.bs", *args))
+
+
+@pytest.mark.parametrize("rank", [2, 3, 4])
+@on_gpu
+def test_other_heuristic_algorithms(rng, cublaslt, rank):
+    """The heuristic's second to fourth algorithms, where it offered that many,
+    compute the same product; with fewer they are declined cleanly."""
+    args, magnitude = blockscale_case(rng, 256, 512, 1024)
+    out = poisoned_on((256, 512), "bfloat16", CUDA)
+    if not refuses(lambda: forced_run("gemm_a8w8_blockscale", f"cublaslt.e4m3fn.bs.alg{rank}", *dev(*args),
+                                      out=out)):
+        check(on_host(out), blockscale_reference(*args), "bfloat16", 1024, magnitude)
+    a, w = quantized(rng, (256, 528)), quantized(rng, (208, 528))
+    a_scale, w_scale = np.full((1,), 0.5, np.float32), np.full((1,), 0.25, np.float32)
+    out = poisoned_on((256, 208), "bfloat16", CUDA)
+    if not refuses(lambda: forced_run("gemm_a8w8", f"cublaslt.e4m3fn.alg{rank}", *dev(a, w, a_scale, w_scale),
+                                      out=out)):
+        magnitude = float(np.abs(f64(a)).mean() * np.abs(f64(w)).mean()) / 8 * 4
+        check(on_host(out), f64(a) @ f64(w).T / 8, "bfloat16", 528, magnitude)
 
 
 @on_gpu

@@ -12,6 +12,8 @@ namespace gpu {
 namespace blas {
 namespace {
 
+constexpr size_t kMaxResultBytes = sizeof(Plan::algo[0]);
+
 int type_of(const Vendor &v, DType t) {
   switch (t) {
     case DType::f32: return v.types.f32;
@@ -70,9 +72,9 @@ bool make_layouts(const Vendor &v, const BlasLtApi &api, const MatmulShape &s, P
          make_layout(v, api, out, s.n, s.m, s.ldo, s.batch, s.o_batch, &p->d);
 }
 
-// The heuristic's first algorithm for the shape, within the workspace and the
-// operands' alignment.
-bool choose_algo(const Vendor &v, const BlasLtApi &api, void *handle, const MatmulShape &s, Plan *p) {
+// The heuristic's algorithms for the shape (up to kPlanAlgos), within the
+// workspace and the operands' alignment, in its order.
+bool choose_algos(const Vendor &v, const BlasLtApi &api, void *handle, const MatmulShape &s, Plan *p) {
   void *pref = nullptr;
   if (api.pref_create(&pref) != 0) return false;
   bool ok = set(api.pref_set, pref, v.pref_max_workspace, uint64_t(s.workspace_bytes));
@@ -81,15 +83,21 @@ bool choose_algo(const Vendor &v, const BlasLtApi &api, void *handle, const Matm
          set(api.pref_set, pref, v.pref_min_alignment_a + 1, s.align_a) &&
          set(api.pref_set, pref, v.pref_min_alignment_a + 2, s.align_o) &&
          set(api.pref_set, pref, v.pref_min_alignment_a + 3, s.align_o);
+  alignas(16) unsigned char results[kPlanAlgos * kMaxResultBytes] = {};
   int returned = 0;
-  ok = ok && api.algo_get_heuristic(handle, p->desc, p->a, p->b, p->d, p->d, pref, 1, p->algo, &returned) == 0 &&
-       returned > 0;
+  ok = ok && api.algo_get_heuristic(handle, p->desc, p->a, p->b, p->d, p->d, pref, kPlanAlgos, results,
+                                    &returned) == 0;
   api.pref_destroy(pref);
-  if (!ok) return false;
-  int32_t state;
-  std::memcpy(&p->workspace_needed, p->algo + v.result_workspace_offset, sizeof(size_t));
-  std::memcpy(&state, p->algo + v.result_state_offset, sizeof(state));
-  return state == 0 && p->workspace_needed <= s.workspace_bytes;
+  for (int i = 0; ok && i < returned && i < kPlanAlgos; ++i) {
+    const unsigned char *r = results + size_t(i) * v.result_bytes;
+    size_t workspace = 0;
+    int32_t state = 0;
+    std::memcpy(&workspace, r + v.result_workspace_offset, sizeof(workspace));
+    std::memcpy(&state, r + v.result_state_offset, sizeof(state));
+    if (state == 0 && workspace <= s.workspace_bytes)
+      std::memcpy(p->algo[p->algo_count++], r, v.result_bytes);
+  }
+  return p->algo_count > 0;
 }
 
 // 1 x 128 block scales: ours are [M, K / 128] row-major, the library reads
@@ -115,13 +123,13 @@ void destroy(const BlasLtApi &api, Plan *p) {
 std::unique_ptr<Plan> make_plan(const Vendor &v, const BlasLtApi &api, void *handle, const MatmulShape &s) {
   auto p = std::make_unique<Plan>();
   if (type_of(v, s.in) < 0 || type_of(v, s.out) < 0) return p;
-  p->ok = make_desc(v, api, s, p.get()) && make_layouts(v, api, s, p.get()) && choose_algo(v, api, handle, s, p.get());
+  p->ok = make_desc(v, api, s, p.get()) && make_layouts(v, api, s, p.get()) && choose_algos(v, api, handle, s, p.get());
   if (p->ok && s.a_scale == Scaling::vec128) p->ok = make_scale_transpose(v, api, s, p.get());
   return p;
 }
 
-static_assert(kCublasLt.result_bytes <= sizeof(Plan::algo) && kHipblasLt.result_bytes <= sizeof(Plan::algo),
-              "Plan::algo holds one heuristic result of either library");
+static_assert(kCublasLt.result_bytes <= sizeof(Plan::algo[0]) && kHipblasLt.result_bytes <= sizeof(Plan::algo[0]),
+              "Plan::algo holds heuristic results of either library");
 
 using Key = std::array<int64_t, 24>;
 

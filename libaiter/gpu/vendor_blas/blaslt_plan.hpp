@@ -38,13 +38,19 @@ struct MatmulShape {
   const void *a_scale_ptr = nullptr, *w_scale_ptr = nullptr;
 };
 
-// The descriptors of one MatmulShape and the algorithm the heuristic chose.
+// How many of the heuristic's algorithms a plan keeps: the first is the
+// library's own choice, the others are variants of their own (".alg2" ...)
+// that the tuner times, as AITER tunes hipBLASLt by solution index.
+constexpr int kPlanAlgos = 4;
+
+// The descriptors of one MatmulShape and the algorithms the heuristic offered
+// (those that fit the workspace, in the heuristic's order).
 struct Plan {
   bool ok = false;
   void *desc = nullptr, *a = nullptr, *b = nullptr, *d = nullptr;
-  void *scale_t = nullptr, *scale_src = nullptr, *scale_dst = nullptr;  // blk128: a_scale transposed
-  alignas(16) unsigned char algo[128] = {};  // the heuristic result; its algo struct first
-  size_t workspace_needed = 0;
+  void *scale_t = nullptr, *scale_src = nullptr, *scale_dst = nullptr;  // vec128: a_scale transposed
+  alignas(16) unsigned char algo[kPlanAlgos][128] = {};  // heuristic results; each its algo struct first
+  int algo_count = 0;
 };
 
 // The plan of `shape` on the current device (made on first use and kept for

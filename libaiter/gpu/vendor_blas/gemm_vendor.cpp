@@ -27,22 +27,37 @@ struct VendorKernel {
   const Vendor *vendor;
   DType dtype;
   Kind kind;
+  int rank = 0;  // which of the plan's algorithms: 0 is the library heuristic's choice
 };
 
 // fp8 only as e4m3 (cuBLASLt has no e5m2 x e5m2 product; scaled int8 with a
-// bf16 output is in neither library), e4m3fnuz for AMD's CDNA 3.
+// bf16 output is in neither library), e4m3fnuz for AMD's CDNA 3.  The 8-bit
+// kinds also offer the heuristic's second to fourth algorithms (".alg2" ...),
+// for the tuner: its first one is what PyTorch runs, so only another can beat it.
 constexpr VendorKernel kVendorKernels[] = {
-    {&blas::kCublasLt, DType::bf16, Kind::a16w16},      {&blas::kCublasLt, DType::f16, Kind::a16w16},
-    {&blas::kCublasLt, DType::f32, Kind::a16w16},       {&blas::kCublasLt, DType::e4m3fn, Kind::a8w8},
-    {&blas::kCublasLt, DType::e4m3fn, Kind::blockscale}, {&blas::kHipblasLt, DType::bf16, Kind::a16w16},
-    {&blas::kHipblasLt, DType::f16, Kind::a16w16},      {&blas::kHipblasLt, DType::f32, Kind::a16w16},
-    {&blas::kHipblasLt, DType::e4m3fn, Kind::a8w8},     {&blas::kHipblasLt, DType::e4m3fnuz, Kind::a8w8},
-    {&blas::kHipblasLt, DType::e4m3fn, Kind::blockscale}, {&blas::kHipblasLt, DType::e4m3fnuz, Kind::blockscale},
+    {&blas::kCublasLt, DType::bf16, Kind::a16w16},         {&blas::kCublasLt, DType::f16, Kind::a16w16},
+    {&blas::kCublasLt, DType::f32, Kind::a16w16},          {&blas::kCublasLt, DType::e4m3fn, Kind::a8w8},
+    {&blas::kCublasLt, DType::e4m3fn, Kind::a8w8, 1},      {&blas::kCublasLt, DType::e4m3fn, Kind::a8w8, 2},
+    {&blas::kCublasLt, DType::e4m3fn, Kind::a8w8, 3},      {&blas::kCublasLt, DType::e4m3fn, Kind::blockscale},
+    {&blas::kCublasLt, DType::e4m3fn, Kind::blockscale, 1}, {&blas::kCublasLt, DType::e4m3fn, Kind::blockscale, 2},
+    {&blas::kCublasLt, DType::e4m3fn, Kind::blockscale, 3}, {&blas::kHipblasLt, DType::bf16, Kind::a16w16},
+    {&blas::kHipblasLt, DType::f16, Kind::a16w16},         {&blas::kHipblasLt, DType::f32, Kind::a16w16},
+    {&blas::kHipblasLt, DType::e4m3fn, Kind::a8w8},        {&blas::kHipblasLt, DType::e4m3fn, Kind::a8w8, 1},
+    {&blas::kHipblasLt, DType::e4m3fn, Kind::a8w8, 2},     {&blas::kHipblasLt, DType::e4m3fn, Kind::a8w8, 3},
+    {&blas::kHipblasLt, DType::e4m3fnuz, Kind::a8w8},      {&blas::kHipblasLt, DType::e4m3fnuz, Kind::a8w8, 1},
+    {&blas::kHipblasLt, DType::e4m3fnuz, Kind::a8w8, 2},   {&blas::kHipblasLt, DType::e4m3fnuz, Kind::a8w8, 3},
+    {&blas::kHipblasLt, DType::e4m3fn, Kind::blockscale},  {&blas::kHipblasLt, DType::e4m3fn, Kind::blockscale, 1},
+    {&blas::kHipblasLt, DType::e4m3fn, Kind::blockscale, 2}, {&blas::kHipblasLt, DType::e4m3fn, Kind::blockscale, 3},
+    {&blas::kHipblasLt, DType::e4m3fnuz, Kind::blockscale}, {&blas::kHipblasLt, DType::e4m3fnuz, Kind::blockscale, 1},
+    {&blas::kHipblasLt, DType::e4m3fnuz, Kind::blockscale, 2},
+    {&blas::kHipblasLt, DType::e4m3fnuz, Kind::blockscale, 3},
 };
+static_assert(blas::kPlanAlgos == 4, "the .alg2 to .alg4 variants above name a plan's algorithms 2 to 4");
 constexpr size_t kVendorCount = std::size(kVendorKernels);
 
 std::string name_of(const VendorKernel &k) {
-  return std::string(k.vendor->variant_prefix) + "." + dtype_tag(k.dtype) + (k.kind == Kind::blockscale ? ".bs" : "");
+  return std::string(k.vendor->variant_prefix) + "." + dtype_tag(k.dtype) + (k.kind == Kind::blockscale ? ".bs" : "") +
+         (k.rank > 0 ? ".alg" + std::to_string(k.rank + 1) : "");
 }
 
 const std::string &vendor_name(size_t i) {
@@ -94,7 +109,7 @@ MatmulShape shape_of(const VendorKernel &k, const GemmArgs &g, const blas::Works
   s.align_o = alignment(g.out, {s.ldo * out_size, s.o_batch * out_size});
   s.workspace_bytes = ws.blas ? blas::kBlasWorkspaceBytes : 0;
   s.w_scale_ptr = g.w_scale;
-  s.a_scale_ptr = k.kind == Kind::blockscale ? static_cast<const void *>(ws.scales) : g.a_scale;
+  s.a_scale_ptr = k.kind == Kind::blockscale && g.m > 1 ? static_cast<const void *>(ws.scales) : g.a_scale;
   return s;
 }
 
@@ -130,8 +145,8 @@ bool can_run(const VendorKernel &k, const GemmArgs &g, const GpuCall *call) {
   const BlasLtApi *api = blas::blaslt_api(*k.vendor);
   if (api == nullptr) return false;
   if (g.m == 0 || g.n == 0) return true;  // nothing to compute
-  const aiter_status s = with_plan(k, *api, g, *call, [](const Plan &, void *, const blas::Workspace &) {
-    return AITER_OK;
+  const aiter_status s = with_plan(k, *api, g, *call, [&](const Plan &p, void *, const blas::Workspace &) {
+    return k.rank < p.algo_count ? AITER_OK : fail(AITER_ERR_UNSUPPORTED_SHAPE, "fewer algorithms");
   });
   if (s != AITER_OK) clear_error();
   return s == AITER_OK;
@@ -159,8 +174,10 @@ aiter_status run_vendor(const VendorKernel &k, const GemmArgs &g, const GpuCall 
   return with_plan(k, *api, g, call, [&](const Plan &p, void *handle, const blas::Workspace &ws) {
     bool ok = handle != nullptr;
     if (ok && g.bias) ok = set_pointer(*api, p, v.desc.bias_pointer, g.bias);
+    if (k.rank >= p.algo_count)
+      return fail(AITER_ERR_UNSUPPORTED_SHAPE, "%s offered %d algorithms here", v.name, p.algo_count);
     const float *a_scale = g.a_scale;
-    if (ok && k.kind == Kind::blockscale) {
+    if (ok && k.kind == Kind::blockscale && g.m > 1) {  // one row of scales reads the same either way
       ok = transpose_a_scales(*api, p, handle, g, ws.scales, call.stream) == 0;
       a_scale = ws.scales;
     }
@@ -170,7 +187,7 @@ aiter_status run_vendor(const VendorKernel &k, const GemmArgs &g, const GpuCall 
     if (!ok) return fail(AITER_ERR_DEVICE, "%s: setting up the call failed", v.name);
     const float one = 1.0f, zero = 0.0f;
     const blas::Status s =
-        api->matmul(handle, p.desc, &one, g.w.data, p.a, g.a.data, p.b, &zero, g.out, p.d, g.out, p.d, p.algo,
+        api->matmul(handle, p.desc, &one, g.w.data, p.a, g.a.data, p.b, &zero, g.out, p.d, g.out, p.d, p.algo[k.rank],
                     ws.blas, ws.blas ? blas::kBlasWorkspaceBytes : 0, call.stream);
     if (s != 0) return fail(AITER_ERR_DEVICE, "%s: matmul failed with status %d", v.name, s);
     return AITER_OK;
@@ -186,6 +203,7 @@ aiter_status run_vendor(const VendorKernel &k, const GemmArgs &g, const GpuCall 
 // timed against ours (the tuner still weighs it).  AMD: always, as libaiter
 // has no matrix-core GEMM there yet (not measured: no AMD GPU at hand).
 bool preferred(const VendorKernel &k, const GemmArgs &g) {
+  if (k.rank > 0) return false;  // for the tuner only
   if (k.vendor->device_type == kDLROCM) return true;
   return k.kind == Kind::a16w16 && (g.in_dtype == DType::f32 || g.m > 8);
 }
