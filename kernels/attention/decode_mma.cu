@@ -178,10 +178,14 @@ struct Stream {
 
 // Lane k < Keys: the raw block id of the tile's key k (read once), -1 past the end.
 template <int Keys>
-__device__ __forceinline__ int fetch_entry(const Stream &st, long long start) {
+__device__ __forceinline__ int fetch_entry(const int *table_row, int page_size, long long start, long long end) {
   const int lane = int(thread_x()) & 31;
   const long long key = start + (lane & (Keys - 1));
-  return lane < Keys && key < st.end ? st.table_row[key / st.page_size] : -1;
+  return lane < Keys && key < end ? table_row[key / page_size] : -1;
+}
+template <int Keys>
+__device__ __forceinline__ int fetch_entry(const Stream &st, long long start) {
+  return fetch_entry<Keys>(st.table_row, st.page_size, start, st.end);
 }
 
 // Starts the copies of the tile at `start` (block ids `entry`, from fetch_entry)
@@ -435,11 +439,22 @@ __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
   const int b = bs / p.splits, split = bs % p.splits;
   const int kvh = hr / p.row_blocks, rb = hr % p.row_blocks;
   const int group = p.q_heads / p.kv_heads, rows = p.q_tokens * group;
+  constexpr int KT = G::kKeys, S = G::kStages;
+  const long long capacity = (long long)p.max_blocks * p.page_size;
   if (t == 0) {
-    const long long capacity = (long long)p.max_blocks * p.page_size;
     const long long len = p.context_lens[b];  // read once
     s.len = int(len < 0 ? 0 : len > capacity ? capacity : len);
   }
+  // The block ids of the warp's first tiles, read while the length is: where no
+  // window starts the keys later, the split's first key is known without it
+  // (ids past the length are read from the table but never used).
+  const int *table_row = p.block_table + (long long)b * p.table_stride;
+  const long long split_first = (long long)split * p.split_keys;
+  const long long split_bound = split_first + p.split_keys < capacity ? split_first + p.split_keys : capacity;
+  int early[S - 1];
+#pragma unroll
+  for (int j = 0; j < S - 1; ++j)
+    early[j] = fetch_entry<KT>(table_row, p.page_size, split_first + (long long)(warp + kWarps * j) * KT, split_bound);
   sync_block();
   const int len = s.len;
 
@@ -471,7 +486,6 @@ __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
     first = lo > from ? lo : from;
     end = hi < to ? hi : to;
   }
-  constexpr int KT = G::kKeys;
   const long long tiles = end > first ? (end - first + KT - 1) / KT : 0;
   const int mine = tiles > warp ? int((tiles - warp + kWarps - 1) / kWarps) : 0;  // tiles warp, warp + 4, ...
   auto tile_start = [&](int j) { return first + (long long)(warp + kWarps * j) * KT; };
@@ -479,7 +493,7 @@ __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
   const long long row_bytes = G::kRowBytes;
   const Stream stream{static_cast<const char *>(p.k_cache) + kvh * row_bytes,
                       static_cast<const char *>(p.v_cache) + kvh * row_bytes,
-                      p.block_table + (long long)b * p.table_stride,
+                      table_row,
                       p.num_blocks,
                       row_bytes * p.kv_heads,
                       p.page_size,
@@ -494,10 +508,10 @@ __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
 
   // Prologue: stages 0..S-2 (a group each, empty past the warp's tiles), their
   // block ids read together.
-  constexpr int S = G::kStages;
   int entries[S - 1];
 #pragma unroll
-  for (int j = 0; j < S - 1; ++j) entries[j] = j < mine ? fetch_entry<KT>(stream, tile_start(j)) : -1;
+  for (int j = 0; j < S - 1; ++j)
+    entries[j] = j >= mine ? -1 : first == split_first ? early[j] : fetch_entry<KT>(stream, tile_start(j));
 #pragma unroll
   for (int j = 0; j < S - 1; ++j) {
     if (j < mine) issue_tile(s, stream, tile_start(j), entries[j], j);

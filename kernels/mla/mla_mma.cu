@@ -85,20 +85,29 @@ struct Layout {
   static constexpr int kThreads = M * 8;  // M/16 row groups x 4 warps
 };
 
-// Starts the copies of unit positions [start, start + KU) into ring slot `slot`.
+// The raw block id of this thread's latent row in unit u of the split starting at
+// `first` (-1 at or past `bound`, the split's end within the table).  Read ahead
+// of the unit's copies (a tile ahead, and the first units' while the context
+// length is read), so that no copy waits for its id; a row past the context's
+// end is masked when its copy is issued.
 template <bool FP8, int M>
-__device__ __forceinline__ void issue_unit(const MlaDecodeParams &p, Smem<M, FP8> &s, const int *table_row,
-                                           int start, int end, int slot_index) {
+__device__ __forceinline__ int unit_block(const MlaDecodeParams &p, const int *table_row, int first, int bound,
+                                          int u) {
+  constexpr int kPerRow = Layout<M>::kThreads / Ring<FP8>::kUnitKeys;
+  const int pos = first + u * Ring<FP8>::kUnitKeys + int(thread_x()) / kPerRow;
+  return pos < bound ? table_row[pos / p.page_size] : -1;
+}
+
+// Starts the copies of unit positions [start, start + KU) into ring slot `slot`;
+// `block`: this thread's row's id from unit_block (read once: checked and used as read).
+template <bool FP8, int M>
+__device__ __forceinline__ void issue_unit(const MlaDecodeParams &p, Smem<M, FP8> &s, int block, int start, int end,
+                                           int slot_index) {
   constexpr int kPerRow = Layout<M>::kThreads / Ring<FP8>::kUnitKeys;  // loader threads a latent row
   constexpr int kBytes = FP8 ? kDim : kRowBytes, kRowChunks = kBytes / 16;
   const int t = int(thread_x()), row = t / kPerRow, part = t % kPerRow, pos = start + row;
-  bool ok = pos < end;
-  long long slot = 0;
-  if (ok) {
-    const int block = table_row[pos / p.page_size];  // read once: checked and used as read
-    ok = block >= 0 && block < p.num_blocks;
-    slot = ok ? (long long)block * p.page_size + pos % p.page_size : 0;
-  }
+  const bool ok = pos < end && block >= 0 && block < p.num_blocks;
+  const long long slot = ok ? (long long)block * p.page_size + pos % p.page_size : 0;
   if (part == 0) s.valid[slot_index][row] = ok;
   const char *src = static_cast<const char *>(p.kv_cache) + slot * kBytes;
   const uint32_t dst = smem_u32(s.unit[slot_index]);
@@ -113,10 +122,10 @@ __device__ __forceinline__ void issue_unit(const MlaDecodeParams &p, Smem<M, FP8
 // clears its slot's flags; past the last tile none is read: an empty group), so
 // that every thread commits the same number of groups.
 template <bool FP8, int M>
-__device__ __forceinline__ void issue_and_commit(const MlaDecodeParams &p, Smem<M, FP8> &s, const int *table_row,
-                                                 int first, int end, int u, int units) {
+__device__ __forceinline__ void issue_and_commit(const MlaDecodeParams &p, Smem<M, FP8> &s, int block, int first,
+                                                 int end, int u, int units) {
   constexpr int KU = Ring<FP8>::kUnitKeys;
-  if (u < units) issue_unit<FP8, M>(p, s, table_row, first + u * KU, end, u % Ring<FP8>::kSlots);
+  if (u < units) issue_unit<FP8, M>(p, s, block, first + u * KU, end, u % Ring<FP8>::kSlots);
   commit();
 }
 
@@ -297,21 +306,30 @@ __device__ __forceinline__ void decode_block(const MlaDecodeParams &p) {
   const int t = int(thread_x()), lane = t & 31, warp = t >> 5, rg = warp >> 2, g = warp & 3;
   const int b = int(block_x()) / p.splits, split = int(block_x()) % p.splits, tile_row0 = int(block_y()) * M;
   const int capacity = p.max_blocks * p.page_size;  // fits: the launcher checked
+  const int first = split * p.split_keys;
+  const int bound = first + p.split_keys < capacity ? first + p.split_keys : capacity;
+  const int *table_row = p.block_table + (long long)b * p.table_stride;
+  constexpr int kUnits = Ring<FP8>::kUnitsPerTile, kSlots = Ring<FP8>::kSlots, kLead = kSlots - kUnits;
+  int lead[kLead];  // the prologue units' block ids, read together with the length
+#pragma unroll
+  for (int u = 0; u < kLead; ++u) lead[u] = unit_block<FP8, M>(p, table_row, first, bound, u);
   const int len_raw = p.context_lens[b];            // read once
   const int len = len_raw < 0 ? 0 : len_raw > capacity ? capacity : len_raw;
-  const int first = split * p.split_keys;
   const int end = first + p.split_keys < len ? first + p.split_keys : len;
   const int tiles = end > first ? (end - first + kKeys - 1) / kKeys : 0;
-  const int *table_row = p.block_table + (long long)b * p.table_stride;
 
   for (int r = t; r < M; r += kThreads) {  // row r: new token i sees positions [0, len - q_tokens + i]
     const int n = tile_row0 + r, i = n / p.q_heads, hi = len - p.q_tokens + i + 1;
     s.hi[r] = n < p.rows && hi > 0 ? hi : 0;
   }
   if constexpr (!FP8) issue_q<M>(p, s, b, tile_row0);  // joins the first group
-  // Prologue: the first kSlots - kUnitsPerTile units.
-  constexpr int kUnits = Ring<FP8>::kUnitsPerTile, kSlots = Ring<FP8>::kSlots, KU = Ring<FP8>::kUnitKeys;
-  for (int u = 0; u < kSlots - kUnits; ++u) issue_and_commit<FP8, M>(p, s, table_row, first, end, u, tiles * kUnits);
+  // Prologue: the first kSlots - kUnitsPerTile units; then the ids of the first tile's refills.
+  constexpr int KU = Ring<FP8>::kUnitKeys;
+#pragma unroll
+  for (int u = 0; u < kLead; ++u) issue_and_commit<FP8, M>(p, s, lead[u], first, end, u, tiles * kUnits);
+  int ahead[kUnits];
+#pragma unroll
+  for (int j = 0; j < kUnits; ++j) ahead[j] = unit_block<FP8, M>(p, table_row, first, end, kLead + j);
   // fp8: the query's power-of-two factor and the widening's come back in the scales.
   float logit_scale = p.logit_scale, value_scale = p.value_scale;
   if constexpr (FP8) {
@@ -325,9 +343,13 @@ __device__ __forceinline__ void decode_block(const MlaDecodeParams &p) {
   float o[16][4] = {};
   for (int tile = 0; tile < tiles; ++tile) {
     const int start = first + tile * kKeys, u0 = tile * kUnits;
-    // The slots of units u0 - kUnits.. (the last tile's) are free: refill them.
-    for (int j = 0; j < kUnits; ++j)
-      issue_and_commit<FP8, M>(p, s, table_row, first, end, u0 + kSlots - kUnits + j, tiles * kUnits);
+    // The slots of units u0 - kUnits.. (the last tile's) are free: refill them,
+    // and read the next tile's ids while this one is computed.
+#pragma unroll
+    for (int j = 0; j < kUnits; ++j) {
+      issue_and_commit<FP8, M>(p, s, ahead[j], first, end, u0 + kLead + j, tiles * kUnits);
+      ahead[j] = unit_block<FP8, M>(p, table_row, first, end, u0 + kLead + kUnits + j);
+    }
     wait_pending<kSlots - kUnits>();  // this tile's units have landed
     sync_block();
     // Key k of the tile: row k % KU of unit u0 + k / KU (16 keys never straddle units).
