@@ -1,5 +1,6 @@
 // GPU launcher of MLA decode: on NVIDIA the tensor-core kernel
-// (kernels/mla/mla_mma.cu: tiles of 16 or 32 rows of a sequence), elsewhere the
+// (kernels/mla/mla_mma.cu: tiles of 16 or 32 rows of a sequence), on AMD the
+// Triton one where built (mla_triton.cpp: MFMA), elsewhere the
 // portable one (kernels/mla/mla.cu: one row a block); with several splits, then
 // the merge of their partial results.
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "gpu/launch.hpp"
+#include "gpu/mla_triton.hpp"
 #include "kernels/common/quant_kind.h"
 #include "kernels/mla/mla_params.h"
 #include "ops/mla.hpp"
@@ -93,8 +95,11 @@ aiter_status combine(const MlaDecodeArgs &a, const MlaDecodeParams &p, const Gpu
 aiter_status mla_decode(const MlaDecodeArgs &a, const GpuCall &call) {
   if (a.batch == 0 || a.q_heads == 0) return AITER_OK;
   const int64_t rows = a.q_tokens * a.q_heads;
-  const bool mma = use_mma(a, call);
-  const int64_t tile_rows = mma ? (rows <= 16 ? 16 : 32) : 1;
+  bool triton = false;
+  aiter_status s = mla_triton_chosen(a, call, &triton);
+  if (s != AITER_OK) return s;
+  const bool mma = !triton && use_mma(a, call);
+  const int64_t tile_rows = triton ? kMlaTritonRows : mma ? (rows <= 16 ? 16 : 32) : 1;
   const int64_t tiles = (rows + tile_rows - 1) / tile_rows;
   const int64_t capacity = a.max_blocks * a.page_size;
   if (tiles > kMaxGridY || capacity > INT_MAX || a.batch * rows > INT_MAX || a.batch * kMlaMaxSplits > INT_MAX)
@@ -102,7 +107,7 @@ aiter_status mla_decode(const MlaDecodeArgs &a, const GpuCall &call) {
                 "aiter_mla_decode: %lld sequences of %lld rows over %lld positions are more than one launch holds",
                 (long long)a.batch, (long long)rows, (long long)capacity);
   int64_t splits = 1;
-  aiter_status s = plan_splits(a, a.batch * tiles, capacity, call, &splits);
+  s = plan_splits(a, a.batch * tiles, capacity, call, &splits);
   if (s != AITER_OK) return s;
 
   MlaDecodeParams p{};
@@ -131,7 +136,9 @@ aiter_status mla_decode(const MlaDecodeArgs &a, const GpuCall &call) {
   }
   const std::string types = std::string(dtype_tag(a.dtype)) + (is_fp8(a.cache_dtype) ? ".fp8" : ".same");
   const Dim3 grid{unsigned(a.batch * splits), unsigned(tiles), 1};
-  if (mma)
+  if (triton)
+    s = mla_decode_triton(a, p, call);
+  else if (mma)
     s = launch(call, "mla_decode", "mma." + types + ".m" + std::to_string(tile_rows), grid, unsigned(tile_rows * 8), p);
   else
     s = launch(call, "mla_decode", "portable." + types, grid, kPortableThreads, p);
