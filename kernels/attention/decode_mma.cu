@@ -681,6 +681,17 @@ AITER_DECODE_MMA_KERNEL(aiter_decode_mma_f16_e5m2_d128, half_t, 128, kQuantE5m2)
 AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_e5m2_d64, bf16_t, 64, kQuantE5m2)
 AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_e5m2_d128, bf16_t, 128, kQuantE5m2)
 
+// The merge tickets of a call, zeroed by a small kernel (a ticket a thread) ahead
+// of the decode kernel: a kernel launches in stream order (the decode kernel's
+// blocks start while it runs, enter_stream_order), where a memset node would not.
+__device__ __forceinline__ void zero_tickets(const DecodeParams &p) {
+  const long long i = (long long)block_x() * kThreads + thread_x();
+  if (i < (long long)p.batch * p.kv_heads * p.row_blocks) p.tickets[i] = 0u;
+}
+
+// aiter-kernel: op=paged_decode_attention variant=mma.tickets symbol=aiter_decode_mma_tickets block=128 smem=0
+AITER_ENTRY(aiter_decode_mma_tickets, kThreads, DecodeParams, zero_tickets)
+
 // aiter-kernel-family: op=paged_decode_attention variant=mma.merge.{dt} symbol=aiter_decode_mma_merge_{dt} block=128 smem=0 dt=f16,bf16
 AITER_ENTRY(aiter_decode_mma_merge_f16, kThreads, DecodeMergeParams, merge_splits<half_t>)
 AITER_ENTRY(aiter_decode_mma_merge_bf16, kThreads, DecodeMergeParams, merge_splits<bf16_t>)

@@ -31,11 +31,25 @@ bool portable_forced() {
   return forced;
 }
 
-// AITER_DECODE_MERGE=separate: the tensor-core kernel's splits are merged by the
-// separate merge kernel instead of by their last block (to time one against the other).
-bool separate_merge_forced() {
-  static const char *env = std::getenv("AITER_DECODE_MERGE");
-  return env != nullptr && std::string(env) == "separate";
+// AITER_DECODE_MERGE chooses how the tensor-core kernel's splits are merged, to
+// time the ways against each other: unset, by the last block of each group with
+// its tickets zeroed by a kernel; "memset", the same with a memset node; "separate",
+// by the separate merge kernel.
+enum class MergeWay { fused_kernel_zero, fused_memset, separate };
+MergeWay merge_way() {
+  static const MergeWay way = [] {
+    const char *env = std::getenv("AITER_DECODE_MERGE");
+    const std::string v = env == nullptr ? "" : env;
+    return v == "separate" ? MergeWay::separate : v == "memset" ? MergeWay::fused_memset : MergeWay::fused_kernel_zero;
+  }();
+  return way;
+}
+
+// Zeroes the call's merge tickets ahead of the decode kernel (see merge_way).
+aiter_status zero_tickets(const DecodeParams &p, int64_t count, const GpuCall &call) {
+  if (merge_way() == MergeWay::fused_memset) return memset_u32(call, p.tickets, 0, size_t(count));
+  return launch(call, "paged_decode_attention", "mma.tickets", Dim3{unsigned((count + kThreads - 1) / kThreads), 1, 1},
+                kThreads, p);
 }
 
 // The tensor-core kernel: NVIDIA, 16-bit queries, caches on 16-byte boundaries
@@ -140,11 +154,11 @@ aiter_status paged_decode_attention(const DecodeArgs &a, const GpuCall &call) {
     p.partial_lse = p.partial_out + int64_t(p.batch) * p.q_tokens * p.q_heads * splits * sh.v_head_dim;
     // The tensor-core kernel merges in the block that finishes a group last: its
     // tickets follow the lse (decode_workspace_bytes counts a word a row, more
-    // than the groups need) and are zeroed here on every call, so a workspace's
-    // contents on entry still do not matter (a graph holds the memset as a node).
-    if (mma && !separate_merge_forced()) {
+    // than the groups need) and are zeroed on every call, so a workspace's
+    // contents on entry still do not matter.
+    if (mma && merge_way() != MergeWay::separate) {
       p.tickets = reinterpret_cast<unsigned *>(p.partial_lse + int64_t(p.batch) * p.q_tokens * p.q_heads * splits);
-      s = memset_u32(call, p.tickets, 0, size_t(a.batch * sh.kv_heads * row_blocks));
+      s = zero_tickets(p, a.batch * sh.kv_heads * row_blocks, call);
       if (s != AITER_OK) return s;
     }
   }
