@@ -14,12 +14,12 @@ with a_m the row's input: x[q // topk] (gather != 0: the 16-bit stage 1 on x),
 else row m of `a` (x_sorted, inter_buf, or the fp8 copies xq / hq).
 fp8 per channel (SCALED): sums times a_scale[m] * w_scale[e, column]; block-
 scaled (BLOCK_SCALED, BK = 128, one K group a step): each step's sums times
-a_scale[m, g] * w_scale[e, column / 128, g] before they are added.  The fp8
-kernels are built for the AMD targets only (moe_aot.py): on sm_90a, Hopper's fp8
-wgmma sums with reduced precision, which shifted stage 1's bf16 rows enough to
-change the per-row fp8 scales of stage 2's input, and the fp8 tests failed
-(H100, 2026-11-27, also with the sums moved to fp32 every 32 values of K); the
-mma.sync stages run fp8 there.
+a_scale[m, g] * w_scale[e, column / 128, g] before they are added.  On
+sm_90a, Hopper's fp8 wgmma sums with reduced precision: PROMOTE > 0 adds the
+partial sums to the fp32 totals every PROMOTE values of K (moe_aot.py: every
+K step).  A correct fp8 kernel still differs from float64 by the fp8 rounding
+of the requantized stage-1 rows, which the fp8 tests allow for with a bound
+(tests/python/test_moe_fp8_bound.py).
 Rows of padding compute on a stand-in row and are not stored, so the K loop
 has no masks; tiles past the valid rows or of no local expert exit at once
 (the grid is sized by the rows' upper bound: no host sync).
@@ -73,7 +73,8 @@ def _store(out, rows, rn, ldo, n, valid, value, out_kind):
 def moe_stage_kernel(a, w, out, sorted_rows, block_experts, num_valid, a_scale, w_scale,
                      rows, pairs, topk, n, k, lda, ldo, local_experts, block, gather, act, out_kind,
                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-                     GATED: tl.constexpr, SCALED: tl.constexpr, BLOCK_SCALED: tl.constexpr):
+                     GATED: tl.constexpr, SCALED: tl.constexpr, BLOCK_SCALED: tl.constexpr,
+                     PROMOTE: tl.constexpr = 0):
     pm, pn = _tile_of(tl.program_id(0), rows // BM, tl.cdiv(n, BN), GROUP_M)
     m0 = pm * BM
     if m0 >= tl.load(num_valid):
@@ -109,6 +110,8 @@ def moe_stage_kernel(a, w, out, sorted_rows, block_experts, num_valid, a_scale, 
             sa = tl.load(a_scale + rm.to(tl.int64) * kgroups + step)
             sw = tl.load(w_scale + w_block * kgroups + step)
             acc += tl.dot(x, tl.trans(y)) * sa[:, None] * sw[None, :]
+        elif PROMOTE > 0:  # fp8 on sm_90a: wgmma's partial sums added to fp32 every PROMOTE values of K
+            acc = tl.dot(x, tl.trans(y), acc, max_num_imprecise_acc=PROMOTE)
         else:
             acc = tl.dot(x, tl.trans(y), acc)
         a_ptrs += BK

@@ -24,6 +24,11 @@ ALIGNED = ("a", "w", "out", "n", "k", "lda", "ldo")
 # stages (compile-verified only; no AMD GPU has run them).  Few configurations
 # on purpose: each is a compile per target in every build.
 NVIDIA_TILES = ((64, 256, 8, 3), (64, 512, 8, 3))
+# sm_90a fp8: products half as wide (stage 1 256 weight rows, stage 2 256), 4
+# stages of 40 KB: the sums are added to fp32 every K step of 128 (PROMOTE),
+# DeepGEMM's remedy for wgmma's reduced-precision fp8 sums, which needs a
+# second accumulator (the 512-wide products spilled 280-376 bytes with it).
+NVIDIA_FP8_TILES = ((64, 128, 8, 4), (64, 256, 8, 4))
 AMD_TILES = ((64, 64, 4, 2), (64, 128, 4, 2))
 BK_16BIT = {"gfx1100": 32}  # RDNA 3: BK 64 spilled in the GEMM family's kernels (gemm_aot.py)
 
@@ -36,27 +41,29 @@ def variant(dtype, tile, bk, block_scaled):
 
 def _kernel(target, stage, dtype, block_scaled):
     fp8 = dtype not in ("bf16", "f16")
-    tiles = NVIDIA_TILES if is_nvidia(target) else AMD_TILES
+    tiles = (NVIDIA_FP8_TILES if fp8 else NVIDIA_TILES) if is_nvidia(target) else AMD_TILES
     bm, bn, warps, stages = tiles[stage - 1]
     bk = 128 if fp8 else BK_16BIT.get(target, 64)
     name = variant(dtype, (bm, bn), bk, block_scaled)
     arguments = tuple((n, f"*{TRITON_DTYPE[dtype]}" if t == "*in" else t) for n, t in ARGUMENTS)
     constants = {"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 16, "GATED": stage == 1,
-                 "SCALED": fp8 and not block_scaled, "BLOCK_SCALED": block_scaled}
+                 "SCALED": fp8 and not block_scaled, "BLOCK_SCALED": block_scaled,
+                 # block-scaled sums restart every K step already (each step's own scales)
+                 "PROMOTE": bk if fp8 and is_nvidia(target) and not block_scaled else 0}
     return AotKernel(op=f"moe_stage{stage}", variant=name, stem=f"triton_moe.stage{stage}.{name[len('triton_'):]}",
                      source="moe", fn="moe_stage_kernel", arguments=arguments, constants=constants, warps=warps,
                      stages=stages, aligned=ALIGNED)
 
 
 def kernels(target):
-    """Every MoE stage kernel built for `target`: 16-bit, and on the AMD targets
-    whose matrix cores have an fp8 format, fp8 per channel and block-scaled (not
-    on sm_90a: moe.py says why)."""
+    """Every MoE stage kernel built for `target`: 16-bit, and where the matrix
+    cores have an fp8 format (sm_90a, gfx942, gfx950, gfx1201), fp8 per channel
+    and block-scaled."""
     out = []
     for stage in (1, 2):
         for dtype in ("bf16", "f16"):
             out.append(_kernel(target, stage, dtype, False))
-        if target in FP8 and not is_nvidia(target):
+        if target in FP8:
             out.append(_kernel(target, stage, FP8[target], False))
             out.append(_kernel(target, stage, FP8[target], True))
     return out

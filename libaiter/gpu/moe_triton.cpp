@@ -16,7 +16,7 @@ namespace gpu {
 namespace {
 
 // What moe_aot.py builds: 64-row tiles; columns a tile (stage 1: of inter, the
-// product twice as wide; stage 2: of hidden) 256 / 512 on NVIDIA (16-bit only),
+// product twice as wide; stage 2: of hidden) 256 / 512 on NVIDIA (fp8: 128 / 256),
 // 64 / 128 on AMD (128 / 256: other builds of moe_aot.py); K steps of 64
 // (gfx1100: 32) for 16-bit weights, 128 for fp8.
 constexpr int kTileRows = 64;

@@ -227,9 +227,9 @@ def test_fused_moe_fp8_prefill_gpu(rng, device, block):
     """fp8 experts at prefill size (the Triton fp8 stages where built)."""
     if device == "cpu":
         pytest.skip("large shapes: GPU only")
-    from test_moe_fp8 import check, moe_fp8_ref, routed_fp8_layer, run_fp8  # imports this module: not at the top
+    from test_moe_fp8 import check, moe_fp8_reference, routed_fp8_layer, run_fp8  # imports this module: not at the top
     layer = routed_fp8_layer(rng, (1029, 8, 2, 512, 384), "bfloat16", "float8_e4m3fn", block)
-    check(run_fp8(device, *layer), moe_fp8_ref(*layer, "float8_e4m3fn"))
+    check(run_fp8(device, *layer), moe_fp8_reference(*layer, "float8_e4m3fn"))
 
 
 def test_fused_moe_unrouted_experts_unread(rng, device):

@@ -24,7 +24,10 @@ else:
     import torch
     import triton
 
-KERNEL = os.path.join(os.path.dirname(__file__), "..", "..", "kernels", "triton", "moe.py")
+# AITER_TEST_MOE_SOURCE: a mutated copy of the kernel, to see these checks fail
+# (docs/performance_moe.md lists the mutations tried).
+KERNEL = os.environ.get("AITER_TEST_MOE_SOURCE") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "kernels", "triton", "moe.py")
 E4M3_MAX = 448.0
 
 
@@ -139,6 +142,51 @@ def run(moe, stage, tokens=37, local=5, k=2, hidden=128, inter=96, block=64, bn=
     assert len(skipped) > 0 and not written[skipped].any() if stage == 2 else True
 
 
+def fp8_layer(moe, block_scaled, tokens=37, experts=5, k=2, hidden=256, inter=256, seed=8):
+    """Both fp8 stages as libaiter runs them (stage 1, h requantized per row or per
+    1 x 128 group, stage 2, the combine in fp32), checked against the float64 layer
+    within the bound of test_moe_fp8_bound (the check of the GPU tests)."""
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_moe_fp8_bound import moe_fp8_reference, quantize_rows, verdict
+    import ml_dtypes
+    fp8 = np.dtype(ml_dtypes.float8_e4m3fn)
+    g = torch.Generator().manual_seed(seed)
+    group = 128 if block_scaled else 0
+    ids = np.array([torch.randperm(experts, generator=g)[:k].numpy() for _ in range(tokens)], np.int32)
+    weights = torch.rand(tokens, k, generator=g).numpy()
+    x = torch.randn(tokens, hidden, generator=g).half().numpy()
+    w1, s1 = quantize(torch.randn(experts, 2 * inter, hidden, generator=g) / math.sqrt(hidden), group)
+    w2, s2 = quantize(torch.randn(experts, hidden, inter, generator=g) / math.sqrt(inter), group)
+    sorted_rows, block_experts, valid, _ = sorted_layout(ids, experts, 64)
+    pairs, rows = ids.size, len(sorted_rows)
+    layout = (torch.from_numpy(sorted_rows), torch.from_numpy(block_experts), torch.tensor([valid], dtype=torch.int32))
+
+    def stage_input(values):  # codes and scales of each sorted row's values (zeros on padding rows)
+        codes, scale = quantize_rows(values.astype(np.float64), "float8_e4m3fn", group)
+        return torch.from_numpy(codes.astype(fp8).view(np.uint8)).view(torch.float8_e4m3fn), \
+            torch.from_numpy(np.ascontiguousarray(scale if group else scale[:, 0], np.float32))
+
+    def launch(stage, a, a_scale, w, w_scale, n, kk, out_rows):
+        out = torch.full((out_rows, n), float("nan")).half()
+        moe.moe_stage_kernel[(rows // 64 * triton.cdiv(n, 128),)](
+            a, w, out, *layout, a_scale, w_scale.float().contiguous(), rows, pairs, k, n, kk, kk, n, experts, 64,
+            0, 0, 1, BM=64, BN=128, BK=128, GROUP_M=2, GATED=stage == 1, SCALED=not block_scaled,
+            BLOCK_SCALED=block_scaled)
+        return out.double().numpy()
+
+    real = np.where(sorted_rows < pairs, sorted_rows, 0)
+    xs = np.where((sorted_rows < pairs)[:, None], x[real // k].astype(np.float64), 0.0)
+    h = launch(1, *stage_input(xs), w1, s1, inter, hidden, rows)
+    h = np.where((sorted_rows < pairs)[:, None], h, 0.0)
+    y = launch(2, *stage_input(h), w2, s2, hidden, inter, pairs)
+    out = (y.reshape(tokens, k, hidden).astype(np.float32) * weights[:, :, None]).sum(axis=1).astype(np.float16)
+    w1q, w2q = w1.view(torch.uint8).numpy().view(fp8), w2.view(torch.uint8).numpy().view(fp8)
+    ref = moe_fp8_reference(x, w1q, w2q, s1.numpy(), s2.numpy(), weights, ids, "float8_e4m3fn")
+    problem = verdict(out, ref)
+    assert problem is None, problem
+
+
 def cases():
     return {
         "stage 1, silu, ragged columns": lambda m: run(m, 1),
@@ -149,6 +197,8 @@ def cases():
         "stage 2, fp8 per channel": lambda m: run(m, 2, hidden=96, inter=256, fp8="channel", seed=5),
         "stage 1, fp8 block-scaled": lambda m: run(m, 1, hidden=256, inter=128, fp8="block", seed=6),
         "stage 2, fp8 block-scaled": lambda m: run(m, 2, hidden=128, inter=256, fp8="block", seed=7),
+        "layer, fp8 per channel, within the bound": lambda m: fp8_layer(m, False),
+        "layer, fp8 block-scaled, within the bound": lambda m: fp8_layer(m, True),
     }
 
 
