@@ -1,10 +1,14 @@
 // CPU normalizations: one row at a time, statistics in fp32 (the sum of squares
 // in fp64, so that long rows lose nothing), rows spread over the worker threads.
+// RMSNorm and add + RMSNorm (and their fused quantizations) run on AVX-512 where
+// the CPU has it (rms_row_avx512); LayerNorm and other CPUs take the loops.
 #include <cmath>
 #include <vector>
 
 #include "core/parallel.hpp"
+#include "cpu/isa.hpp"
 #include "cpu/quantize.hpp"
+#include "cpu/vec512.hpp"
 #include "ops/norm.hpp"
 
 namespace aiter {
@@ -84,12 +88,75 @@ void store_row(const NormArgs &a, int64_t r, const float *y) {
   for (int64_t i = 0; i < n; ++i) out[i] = from_f32<T>(y[i]);
 }
 
+#ifdef AITER_VEC512
+// v^2 of 16 fp32 lanes added into 16 fp64 sums (two vectors of 8): exact squares,
+// and no chain of dependent adds longer than a row's length / 16.
+__attribute__((target(AITER_TARGET_VEC512), always_inline)) inline void add_squares(__m512 f, __m512d &lo,
+                                                                                     __m512d &hi) {
+  const __m512d f_lo = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
+  const __m512d f_hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
+  lo = _mm512_fmadd_pd(f_lo, f_lo, lo);
+  hi = _mm512_fmadd_pd(f_hi, f_hi, hi);
+}
+
+// One row of rmsnorm / add_rmsnorm, the steps of norm_rows' loop: the new
+// residual rounded to T and stored (then normalized as stored), the sum of
+// squares in fp64, y = v * inv * weight in fp32.  y goes to out, or, for a fused
+// quantization, into v for store_row.  In place (out = x, residual_out =
+// residual) as the loops: each element is read before its own is written.
+template <class T>
+__attribute__((target(AITER_TARGET_VEC512))) void rms_row_avx512(const NormArgs &a, Kind kind, int64_t r,
+                                                                 const float *weight, float *v) {
+  const int64_t n = a.x_rows.cols;
+  const T *x = row<T>(a.x, a.x_rows, r);
+  if (kind == Kind::add_rms) {
+    const T *res = row<T>(a.residual, a.residual_rows, r);
+    T *res_out = row<T>(a.residual_out, a.residual_out_rows, r);
+    for (int64_t i = 0; i < n; i += 16)
+      vec512::store(res_out + i, _mm512_add_ps(vec512::load(x + i, n - i), vec512::load(res + i, n - i)), n - i);
+    x = res_out;
+  }
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 f = vec512::load(x + i, n - i);  // zeros past n: they add nothing
+    vec512::store(v + i, f, n - i);
+    add_squares(f, lo, hi);
+  }
+  const double squares = _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+  const __m512 inv = _mm512_set1_ps(float(1.0 / std::sqrt(squares / double(n) + double(a.epsilon))));
+  const bool quantized = a.quant_dtype != DType::unknown;
+  T *out = quantized ? nullptr : row<T>(a.out, a.out_rows, r);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 y = _mm512_mul_ps(_mm512_mul_ps(vec512::load(v + i, n - i), inv), vec512::load(weight + i, n - i));
+    if (quantized)
+      vec512::store(v + i, y, n - i);
+    else
+      vec512::store(out + i, y, n - i);
+  }
+}
+#endif
+
+// The AVX-512 row where the CPU has it; true if it ran.
+template <class T>
+bool rms_row_fast(const NormArgs &a, Kind kind, int64_t r, const std::vector<float> &weight, std::vector<float> &v) {
+#ifdef AITER_VEC512
+  if (kind == Kind::layer || !isa_at_least(Isa::avx512)) return false;
+  rms_row_avx512<T>(a, kind, r, weight.data(), v.data());
+  if (a.quant_dtype != DType::unknown) store_row<T>(a, r, v.data());
+  return true;
+#else
+  (void)a, (void)kind, (void)r, (void)weight, (void)v;
+  return false;
+#endif
+}
+
 template <class T>
 void norm_rows(const NormArgs &a, Kind kind, const std::vector<float> &weight, const std::vector<float> &bias) {
   const int64_t n = a.x_rows.cols;
   parallel_for(a.x_rows.rows, 8, [&](int64_t begin, int64_t end) {
     std::vector<float> v(static_cast<size_t>(n));
     for (int64_t r = begin; r < end; ++r) {
+      if (rms_row_fast<T>(a, kind, r, weight, v)) continue;
       const T *x = row<T>(a.x, a.x_rows, r);
       for (int64_t i = 0; i < n; ++i) v[size_t(i)] = to_f32(x[i]);
       if (kind == Kind::add_rms) {

@@ -236,3 +236,47 @@ def test_empty_inputs_are_a_no_op(shape):
     w = np.ones(shape[-1:], np.float32)
     assert aiter.rmsnorm(x, w).shape == shape
     assert aiter.layernorm(x, w).shape == shape
+
+
+# ---- every instruction-set level of the CPU kernels -----------------------------------
+# AITER_CPU_ISA is read once per process, so each level runs in its own: the
+# loops (portable, avx2) and the AVX-512 rows (avx512 and up: rmsnorm,
+# add_rmsnorm and their fused quantizations) on the same cases as above, odd
+# widths (vector tails), strided rows and in place included.
+ISA_SCRIPT = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import aiter
+import test_norm as t
+assert aiter.library_info()["cpu_isa"].split()[0] == sys.argv[2]
+rng = np.random.default_rng(int(sys.argv[4]))
+for dtype in sys.argv[3].split(","):
+    for shape in t.SHAPES + [(3, 17), (2, 15)]:
+        t.test_rmsnorm(rng, "cpu", dtype, shape)
+        t.test_add_rmsnorm(rng, "cpu", dtype, shape)
+    t.test_rmsnorm_fp32_weight_and_strided_rows(rng, "cpu", dtype, 250)
+    for qdtype in ("int8", "float8_e4m3fn"):
+        t.test_rmsnorm_quant(rng, "cpu", dtype, qdtype, (7, 111))
+        t.test_add_rmsnorm_quant(rng, "cpu", dtype, qdtype)
+t.test_add_rmsnorm_in_place(rng)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("level", ["portable", "avx2", "avx512", "avx512_bf16"])
+def test_every_isa_level(level):
+    import os
+    import subprocess
+    import sys
+    import harness
+    from gemm_helpers import ISA_LEVELS, cpu_isa
+    if ISA_LEVELS.index(level) > ISA_LEVELS.index(cpu_isa()):
+        pytest.skip(f"the CPU kernels here stop at {cpu_isa()}")
+    env = dict(os.environ, AITER_CPU_ISA=level)
+    # bfloat16 arrays need ml_dtypes, which some distributions (Debian) lack.
+    dtypes = FLOAT_DTYPES if harness.ml_dtypes is not None else ["float32", "float16"]
+    seed = int.from_bytes(os.urandom(4), "little")
+    done = subprocess.run([sys.executable, "-c", ISA_SCRIPT, os.path.dirname(__file__), level, ",".join(dtypes),
+                           str(seed)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", f"seed {seed}: {done.stderr}"

@@ -14,7 +14,7 @@ import inspect
 import operator
 
 from .. import dtypes
-from .._call import Call, c_or_null
+from .._call import Call, c_or_null, resolve_now
 from .._route import via_torch
 from ..errors import InvalidArgumentError
 from ..spec import OPS_BY_NAME
@@ -171,6 +171,7 @@ def table_op(name, doc, route=True):
     """The functional wrapper of table op ``name`` with docstring ``doc``;
     ``route``: torch tensors go to ``torch.ops.aiter.<name>``."""
     op = OPS_BY_NAME[name]
+    resolve_now(op.symbol)  # at import, in bulk: cffi's first look-up cost more than a small op's call
     scope = _scope(op)
     exec(compile(source(op), f"<aiter.ops {name}>", "exec"), scope)  # noqa: S102
     function = scope[name]
