@@ -108,7 +108,6 @@ bool make_scale_transpose(const Vendor &v, const BlasLtApi &api, const MatmulSha
   return api.transform_desc_create(&p->scale_t, f32) == 0 &&
          set(api.transform_desc_set, p->scale_t, v.transform_scale_type, int32_t(f32)) &&
          set(api.transform_desc_set, p->scale_t, v.transform_transa, int32_t(v.op_t)) &&
-         set(api.transform_desc_set, p->scale_t, v.transform_transa + 1, int32_t(v.op_t)) &&  // TRANSB
          api.layout_create(&p->scale_src, f32, uint64_t(groups), uint64_t(s.m), groups) == 0 &&
          api.layout_create(&p->scale_dst, f32, uint64_t(s.m), uint64_t(groups), s.m) == 0;
 }

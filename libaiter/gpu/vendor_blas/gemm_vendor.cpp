@@ -158,12 +158,15 @@ bool set_pointer(const BlasLtApi &api, const Plan &p, int attribute, T *pointer)
   return api.matmul_desc_set(p.desc, attribute, &value, sizeof(value)) == 0;
 }
 
-// The 1 x 128 scales of A, transposed into the workspace ([K / 128, M]).
+// The 1 x 128 scales of A, transposed into the workspace ([K / 128, M]).  No
+// B operand (beta 0): cuBLASLt 13.1 rejects B pointing at A ("Matrix pointers
+// A and B cannot point to the same matrix", H100, 2026-11-27), as this call did
+// before.
 blas::Status transpose_a_scales(const BlasLtApi &api, const Plan &p, void *handle, const GemmArgs &g, float *dst,
                                 void *stream) {
   const float one = 1.0f, zero = 0.0f;
-  return api.transform(handle, p.scale_t, &one, g.a_scale, p.scale_src, &zero, g.a_scale, p.scale_src, dst,
-                       p.scale_dst, stream);
+  return api.transform(handle, p.scale_t, &one, g.a_scale, p.scale_src, &zero, nullptr, nullptr, dst, p.scale_dst,
+                       stream);
 }
 
 aiter_status run_vendor(const VendorKernel &k, const GemmArgs &g, const GpuCall &call) {
