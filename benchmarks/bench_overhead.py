@@ -21,6 +21,7 @@ import torch.nn.functional as F
 import aiter
 import aiter.torch  # noqa: F401
 from aiter._lib import ffi, lib
+from aiter.torch import _native
 from aiter.torch._dltensor import dltensor
 
 
@@ -99,6 +100,8 @@ def main():
     print(f"device {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}), "
           f"torch {torch.__version__}, aiter {aiter.__version__}, {args.calls} calls x {args.loops} loops, "
           "median us per call")
+    native = "C++ (libaiter_torch.so)" if "rmsnorm" in _native.native_overloads else "Python (no libaiter_torch.so)"
+    print(f"torch.ops.aiter kernels: {native}")
     gemm_out = torch.empty(1, n, dtype=dtype, device=device)
     with torch.inference_mode():
         for title, rows in ((f"rmsnorm [1, {args.hidden}] {args.dtype}", rmsnorm_rows(x, w, torch.empty_like(x))),

@@ -151,9 +151,12 @@ def test_requires_grad_is_refused(gen, name):
         getattr(torch.ops.aiter, name)(*args, **kwargs)
 
 
+# A torch.ops call raises ValueError for a bad argument: aiter's own error class
+# from the Python kernels (a ValueError too), a plain ValueError from the C++
+# ones of libaiter_torch.so (torch's errors cannot carry aiter's classes).
 def test_bad_argument_names_the_op_and_argument(gen):
     x = torch.randn(4, 96)
-    with pytest.raises(aiter.InvalidArgumentError, match="aiter_rmsnorm: weight"):
+    with pytest.raises(ValueError, match="aiter_rmsnorm: weight"):
         torch.ops.aiter.rmsnorm(x, torch.randn(95))
     with pytest.raises(ValueError, match="style"):
         torch.ops.aiter.rope(torch.randn(3, 2, 8), None, torch.zeros(3, dtype=torch.int64), torch.randn(4, 8), "x")
@@ -343,7 +346,7 @@ def test_cuda_opcheck_and_results(gen, name):
     args = _on_cuda(name, args)
     op = getattr(torch.ops.aiter, name)
     if name in NO_GPU_KERNEL:
-        with pytest.raises(aiter.AiterError, match="no GPU backend"):
+        with pytest.raises(RuntimeError, match="no GPU backend"):  # NoKernelError is a RuntimeError
             op(*args, **kwargs)
         return
     opcheck(op.default, args, kwargs)
@@ -370,9 +373,9 @@ def test_strided_rows_and_argument_errors_name_the_op(gen):
     x = torch.randn(5, 200, generator=gen)[:, 10:106]  # rows of a wider buffer
     w = torch.randn(96, generator=gen)
     assert_close(torch.ops.aiter.rmsnorm(x, w, 1e-6), rms_ref(f64(x), f64(w), 1e-6), "float32")
-    with pytest.raises(aiter.UnsupportedDtypeError, match="aiter.rmsnorm: x: unsupported dtype torch.complex64"):
+    with pytest.raises(ValueError, match="aiter.rmsnorm: x: unsupported dtype torch.complex64"):
         torch.ops.aiter.rmsnorm(x.to(torch.complex64), w)
-    with pytest.raises(aiter.InvalidArgumentError, match="aiter_gemm_a16w16: w: expected unit stride"):
+    with pytest.raises(ValueError, match="aiter_gemm_a16w16: w: expected unit stride"):
         torch.ops.aiter.gemm_a16w16(torch.randn(4, 32), torch.randn(32, 16).t())
-    with pytest.raises(aiter.UnsupportedDtypeError, match="aiter.rmsnorm.*: weight: unsupported dtype"):
+    with pytest.raises(ValueError, match="aiter.rmsnorm.*: weight: unsupported dtype"):
         torch.ops.aiter.rmsnorm(x, w.to(torch.complex64))

@@ -1,0 +1,225 @@
+"""libaiter_torch.so: the CPU and CUDA kernels of ``torch.ops.aiter`` in C++.
+
+A ``torch.ops.aiter`` call whose kernel is in Python pays the dispatcher's
+boxed call into Python and the Python body (about 5-10 us a call on an H100
+host, benchmarks/bench_overhead.py); libaiter_torch.so, built against
+PyTorch's stable ABI, registers C++ kernels for the same schemas instead.
+Each overload's *plan* (libaiter/torch/plan.hpp), written here from the op
+table, tells the C++ kernel which schema argument goes to which C parameter
+and how to allocate the outputs, so the table stays the one description.
+Ops or overloads the library cannot serve (a params struct, an output shape
+rule it lacks) keep their Python kernels.
+
+Where the library comes from, first match wins:
+  1. $AITER_TORCH_LIBRARY, a path to libaiter_torch.so (``0`` or empty: none);
+  2. beside the libaiter.so.0 that aiter loaded (wheels, system installs in
+     libdir), or in libaiter/torch/ below it (a meson build tree).
+It is built only where torch (>= 2.10) was importable at build time; when it
+is absent or fails to load, this says so once at debug level.
+"""
+import ctypes
+import logging
+import os
+
+import torch
+
+from .._lib import library_path
+from ..spec import table
+from ..spec import moe as _moe
+from ..spec.types import MUTATED
+
+_NAME = "libaiter_torch.so"
+_log = logging.getLogger("aiter.torch")
+
+# c10::ScalarType codes (libaiter/torch/call.cpp has the same table).
+SCALAR_TYPE_CODES = {"uint8": 0, "int8": 1, "int32": 3, "int64": 4, "float16": 5, "float32": 6, "float64": 7,
+                     "bfloat16": 15, "float8_e5m2": 23, "float8_e4m3fn": 24, "float8_e4m3fnuz": 26}
+_KINDS = {"float": "f", "int": "i", "bool": "b", "str": "s"}
+
+
+def _candidates():
+    env = os.environ.get("AITER_TORCH_LIBRARY")
+    if env is not None:
+        return [env] if env not in ("", "0") else []
+    if os.sep not in library_path:
+        return [_NAME]
+    folder = os.path.dirname(os.path.abspath(library_path))
+    return [os.path.join(folder, _NAME), os.path.join(folder, "libaiter", "torch", _NAME)]
+
+
+def _load():
+    """The loaded library, or None (said once at debug level)."""
+    errors = []
+    for candidate in _candidates():
+        if os.sep in candidate and not os.path.exists(candidate):
+            errors.append(f"{candidate}: no such file")
+            continue
+        try:
+            native = ctypes.CDLL(candidate)
+            native.aiter_torch_register.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_int]
+            native.aiter_torch_last_error.restype = ctypes.c_char_p
+        except (OSError, AttributeError) as e:  # AttributeError: not the library this package expects
+            errors.append(f"{candidate}: {e}")
+            continue
+        return native
+    _log.debug("aiter.torch: libaiter_torch.so not loaded (%s); torch.ops.aiter uses its Python kernels",
+               "; ".join(errors) or "AITER_TORCH_LIBRARY is empty")
+    return None
+
+
+# --- plans --------------------------------------------------------------------------
+
+
+class _Probe:
+    """A stand-in argument for evaluating the table's dtype rules."""
+    def __init__(self, name):
+        self.name = name
+
+
+def _closure(fn):
+    """A function's free variables by name (empty for a builtin such as int)."""
+    code, cells = getattr(fn, "__code__", None), getattr(fn, "__closure__", None) or ()
+    return dict(zip(code.co_freevars, (c.cell_contents for c in cells))) if code else {}
+
+
+_SAME_CODE = table._same("x").__code__
+_SHAPE_RULES = {table._half.__code__: ("half", "x"), table._rows.__code__: ("rows", "x"),
+                table._gemm.__code__: ("gemm", "a", "w"), table._batched_gemm.__code__: ("bgemm", "a", "w"),
+                _moe._topk_shape.__code__: ("topk", "gating", "k")}
+
+
+def _shape_rule(out, index):
+    """The plan's shape rule for one of the table's shape functions, or None."""
+    if out.like is not None:
+        return f"like:{index[out.like]}"
+    code = getattr(out.shape, "__code__", None)
+    if code is _SAME_CODE:
+        return f"like:{index[_closure(out.shape)['name']]}"
+    if code in _SHAPE_RULES:
+        name, *refs = _SHAPE_RULES[code]
+        return f"{name}:{','.join(str(index[r]) for r in refs)}"
+    try:
+        if tuple(out.shape({})) == (1,):  # a constant shape reads no argument
+            return "one"
+    except (KeyError, TypeError, AttributeError):
+        pass
+    return None
+
+
+def _fixed_or_of(value, index):
+    if isinstance(value, _Probe) and value.name in index:
+        return f"of:{index[value.name]}"
+    if isinstance(value, str) and value in SCALAR_TYPE_CODES:
+        return f"code:{SCALAR_TYPE_CODES[value]}"
+    return None
+
+
+def _dtype_rule(op, out, index):
+    """The plan's dtype rule, found by evaluating the table's rule on probes."""
+    probes = {a.name: (None if a.kind == "dtype" else _Probe(a.name)) for a in op.args}
+    try:
+        base = _fixed_or_of(out.dtype(probes), index)
+        for arg in (a for a in op.args if a.kind == "dtype"):
+            marker = _Probe(arg.name)
+            if out.dtype({**probes, arg.name: marker}) is marker and base is not None:
+                return f"arg:{index[arg.name]}:{base}"
+    except (KeyError, TypeError, AttributeError):
+        return None
+    return base
+
+
+def _param(op, name, index, outputs, functional):
+    """The plan token of one C parameter, or None where the plan cannot say it."""
+    out_names = [o.name for o in op.outs]
+    if name in out_names:
+        k = out_names.index(name)
+        return f"@{k}" if functional else str(len(op.args) + k)
+    arg = next(a for a in op.args if a.name == name)
+    if arg.kind != "str":
+        return str(index[name])
+    enum = _closure(arg.to_c).get("table") if arg.to_c else None
+    if not isinstance(enum, dict):
+        return None
+    return f"{index[name]}=" + ",".join(f"{k}:{int(v)}" for k, v in enum.items())
+
+
+def _stack(op, functional):
+    """The names and kind letters of the schema's arguments, or None."""
+    names, kinds = [], ""
+    for arg in op.args:
+        if arg.same_as:
+            return None
+        if arg.is_tensor:
+            kinds += "T" if arg.optional else "t"
+        elif arg.kind == "dtype":
+            if not arg.optional:
+                return None
+            kinds += "d"
+        else:
+            kinds += _KINDS[arg.kind]
+        names.append(arg.name)
+    if not functional:
+        names += [o.name for o in op.outs]
+        kinds += "t" * len(op.outs)
+    return names, kinds
+
+
+def plan(op, functional):
+    """The plan text of one overload (libaiter/torch/plan.hpp), or None when the
+    op needs something the C++ kernels lack (then its Python kernel serves)."""
+    if op.params is not None or "@params" in op.c_order:
+        return None
+    stack = _stack(op, functional)
+    if stack is None:
+        return None
+    names, kinds = stack
+    index = {n: i for i, n in enumerate(names)}
+    outputs = []
+    if functional:
+        for out in op.outs:
+            shape, dtype = _shape_rule(out, index), _dtype_rule(op, out, index)
+            if shape is None or dtype is None:
+                return None
+            outputs.append(f"{shape}/{dtype}")
+    params = [_param(op, name, index, outputs, functional) for name in op.c_order]
+    if any(p is None for p in params):
+        return None
+    return "|".join([" ".join(names), kinds, " ".join(params), " ".join(outputs)])
+
+
+# --- registration ------------------------------------------------------------------------
+
+_native = None
+_cuda = False
+native_overloads = set()  # the qualnames ("rmsnorm", "rmsnorm.out") served by C++ kernels
+
+
+def load(library):
+    """Loads libaiter_torch.so (once) and defines the helper op its kernels call;
+    ``library`` is aiter.torch's torch.library.Library.  Returns whether loaded."""
+    global _native, _cuda
+    if _native is None:
+        _native = _load() or False
+        if _native:
+            _cuda = bool(_native.aiter_torch_init(1 if torch.version.hip else 0))
+            # The stable ABI has no requires_grad getter: the C++ kernels ask this op
+            # when grad mode is on (never under no_grad / inference_mode).
+            library.define("_requires_grad(Tensor t) -> bool")
+            library.impl("_requires_grad", lambda t: t.requires_grad, "CompositeExplicitAutograd")
+    return bool(_native)
+
+
+def register(op, qualname, functional):
+    """Registers the C++ kernel of one overload for CPU (and CUDA where torch has
+    it); returns the keys still needing a kernel from the caller."""
+    text = plan(op, functional) if _native else None
+    if text is None:
+        return ("CPU", "CUDA")
+    status = _native.aiter_torch_register(qualname.encode(), op.symbol.encode(), text.encode(), int(_cuda))
+    if status < 0:
+        _log.debug("aiter.torch: %s: C++ kernel not registered: %s", qualname,
+                   _native.aiter_torch_last_error().decode(errors="replace"))
+    if status != 0:
+        return ("CPU", "CUDA")
+    native_overloads.add(qualname)
+    return () if _cuda else ("CUDA",)
