@@ -81,11 +81,15 @@ def decode_kernel(q, k_cache, v_cache, out, partial_out, partial_lse, block_tabl
     lo, hi = _row_bounds(rows, length, q_tokens, group, window_left)
     # The union of the rows' ranges, cut to this split's positions.
     has = lo < hi
-    # The launcher keeps capacity + BN within int32 (no overflow of a tile's keys).
+    # The launcher keeps capacity + 4 BN within int32 (no overflow of a tile's
+    # keys, nor of those the pipeliner computes ahead).
     split_lo = tl.minimum(split.to(tl.int64) * split_keys, capacity).to(tl.int32)
     split_hi = tl.minimum(split_lo.to(tl.int64) + split_keys, capacity).to(tl.int32)
-    first = tl.maximum(tl.min(tl.where(has, lo, 2147483647)), split_lo)
     end = tl.minimum(tl.max(tl.where(has, hi, 0)), split_hi)
+    # An empty range starts at its end, never at 2^31 - 1: the software
+    # pipeliner computes the first iterations' keys (first + BN, first + 2 BN)
+    # before it tests them, and those must not wrap around to negative keys.
+    first = tl.minimum(tl.maximum(tl.min(tl.where(has, lo, 2147483647)), split_lo), end)
 
     used = rows < q_tokens * group
     q_at = q + b.to(tl.int64) * q_seq_stride + (rows // group).to(tl.int64) * q_token_stride \

@@ -47,7 +47,8 @@ def mla_decode_kernel(q, kv_cache, out, lse, partial_out, partial_lse, block_tab
     used = n < rows
     length = tl.minimum(tl.maximum(tl.load(context_lens + b), 0), capacity)
     hi = tl.where(used, length - q_tokens + n // q_heads + 1, 0)  # row n sees positions [0, hi)
-    # The launcher keeps capacity + BN within int32 (no overflow of a tile's positions).
+    # The launcher keeps capacity + 4 BN within int32 (no overflow of a tile's
+    # positions, nor of those the software pipeliner computes ahead).
     first = tl.minimum(split.to(tl.int64) * split_keys, capacity).to(tl.int32)
     end = tl.minimum(tl.minimum(first.to(tl.int64) + split_keys, length).to(tl.int32), tl.max(hi))
 

@@ -40,7 +40,7 @@ bool fits(const DecodeArgs &a) {
   const int64_t capacity = a.max_blocks * a.cache.page_size;  // validated: both below 2^31
   return (a.dtype == DType::bf16 || a.dtype == DType::f16) && (a.cache.dtype == a.dtype || is_fp8(a.cache.dtype)) &&
          sh.head_dim == sh.v_head_dim && (sh.head_dim == 64 || sh.head_dim == 128) && aligned16(a.cache.k) &&
-         aligned16(a.cache.v) && capacity <= INT_MAX - kDecodeTritonKeys;
+         aligned16(a.cache.v) && capacity <= INT_MAX - 4 * kDecodeTritonKeys;
 }
 
 }  // namespace

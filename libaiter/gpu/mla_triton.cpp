@@ -37,7 +37,7 @@ std::string variant_name(DType q, DType cache) {
 
 bool fits(const MlaDecodeArgs &a) {
   return a.dtype == DType::bf16 && aligned16(a.q) && aligned16(a.kv_cache) && aligned16(a.out) &&
-         aligned16(a.workspace) && a.max_blocks * a.page_size <= INT_MAX - kTileKeys;
+         aligned16(a.workspace) && a.max_blocks * a.page_size <= INT_MAX - 4 * kTileKeys;
 }
 
 }  // namespace
