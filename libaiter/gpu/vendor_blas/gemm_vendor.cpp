@@ -159,9 +159,9 @@ bool set_pointer(const BlasLtApi &api, const Plan &p, int attribute, T *pointer)
 }
 
 // The 1 x 128 scales of A, transposed into the workspace ([K / 128, M]).  No
-// B operand (beta 0): cuBLASLt 13.1 rejects B pointing at A ("Matrix pointers
-// A and B cannot point to the same matrix", H100, 2026-11-27), as this call did
-// before.
+// B operand (beta 0): cuBLASLt 13.1 rejected this call when it passed A as B
+// too ("Matrix pointers A and B cannot point to the same matrix", H100,
+// 2026-11-27).
 blas::Status transpose_a_scales(const BlasLtApi &api, const Plan &p, void *handle, const GemmArgs &g, float *dst,
                                 void *stream) {
   const float one = 1.0f, zero = 0.0f;
@@ -175,10 +175,10 @@ aiter_status run_vendor(const VendorKernel &k, const GemmArgs &g, const GpuCall 
   if (api == nullptr) return fail(AITER_ERR_NO_KERNEL, "%s", blas::unavailable_reason(*k.vendor));
   const Vendor &v = *k.vendor;
   return with_plan(k, *api, g, call, [&](const Plan &p, void *handle, const blas::Workspace &ws) {
-    bool ok = handle != nullptr;
-    if (ok && g.bias) ok = set_pointer(*api, p, v.desc.bias_pointer, g.bias);
     if (k.rank >= p.algo_count)
       return fail(AITER_ERR_UNSUPPORTED_SHAPE, "%s offered %d algorithms here", v.name, p.algo_count);
+    bool ok = handle != nullptr;
+    if (ok && g.bias) ok = set_pointer(*api, p, v.desc.bias_pointer, g.bias);
     const float *a_scale = g.a_scale;
     if (ok && k.kind == Kind::blockscale && g.m > 1) {  // one row of scales reads the same either way
       ok = transpose_a_scales(*api, p, handle, g, ws.scales, call.stream) == 0;
