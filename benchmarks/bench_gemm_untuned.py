@@ -192,12 +192,30 @@ def summary(rows, sides):
             lines.append(f"{kind} {side}: peer time / {side}, geometric mean {geomean([x for x, _ in pairs]):.3f}x "
                          f"over {len(pairs)} shapes; worst {worst:.2f}x ({w['label']}, N {w['n']} K {w['k']} "
                          f"M {w['m']}, {w.get(side + '_variant', '')}); {below} below 0.95x")
+        if "ours" in sides and "vendor" in sides:
+            lines.append(best_of_sides(kind, [r for r in rows if r["kind"] == kind]))
+
         def per_m(m, side):
             return geomean([ratio(r, side) for r in rows if r["kind"] == kind and r["m"] == m and ratio(r, side)])
         ms = sorted({r["m"] for r in rows if r["kind"] == kind})
         lines.append(f"{kind} per M (geometric mean of peer / side): " + "; ".join(
             f"M {m}: " + ", ".join(f"{s} {per_m(m, s):.2f}" for s in sides) for m in ms))
     return lines
+
+
+def best_of_sides(kind, rows):
+    """What a selection taking the faster of "ours" and "vendor" per shape would
+    read (the bound for a rule between them), and where the vendor was faster."""
+    best, vendor_won = [], []
+    for r in rows:
+        ours_x, vendor_x = ratio(r, "ours"), ratio(r, "vendor")
+        if ours_x or vendor_x:
+            best.append(max(ours_x or 0, vendor_x or 0))
+        if ours_x and vendor_x and vendor_x > ours_x * 1.02:
+            vendor_won.append(f"N {r['n']} K {r['k']} M {r['m']} {ours_x:.2f}->{vendor_x:.2f}")
+    return (f"{kind} best of ours / vendor per shape: geometric mean {geomean(best):.3f}x over {len(best)} shapes, "
+            f"{sum(1 for x in best if x < 0.95)} below 0.95x; vendor faster by > 2% at {len(vendor_won)}: "
+            + "; ".join(vendor_won))
 
 
 def _probe(label, op, variant, call, ref, out):
