@@ -1,0 +1,413 @@
+// Prefill attention on Hopper (sm_90a): wgmma products fed by TMA, warp-
+// specialized in FlashAttention-3's manner.  A block of 3 warpgroups takes 128
+// query tokens of one query head: warpgroup 0 copies (one thread issues TMA: Q
+// once, then K and V tiles of 128 keys into a ring of stages with a full and an
+// empty barrier each), warpgroups 1 and 2 each own 64 of the rows.
+//
+// A consumer's step for key tile i: issue S_i = Q K_i^T (both operands in
+// shared memory), issue O += P_{i-1} V_{i-1} (P in registers, V read MN-major
+// as TMA laid its rows down), wait for S_i only, run S_i's online softmax in
+// place while P V is still on the tensor cores, then wait for P V, pack S_i as
+// the next P and rescale O.  P is packed only after that wait: its registers are
+// what the P V in flight reads.  The two consumers take turns issuing their
+// products (two named barriers), so one's softmax runs under the other's
+// products.
+//
+// Rows are numbered over the packed batch (prefill_wgmma_rows.h): each row's
+// visible keys are a range of global key rows, the block walks the union of its
+// rows' ranges, and only tiles that some row sees in part are masked (a
+// separate code path: the inner tiles carry no per-score test).  TMA fills rows
+// past the tensors with zeros; rows of another sequence are masked like any key
+// a row does not see.  The launcher (libaiter/gpu/attention_prefill_wgmma.cpp)
+// builds the three tensor maps: [heads][tokens][D] boxes of 64 elements (128
+// bytes, the swizzle span) by 128 rows, and takes only softmax scales > 0 (the
+// row maxima are taken over the raw scores).
+#include "../gemm/tma.h"
+#include "../gemm/wgmma_tile.h"
+#include "prefill_wgmma_params.h"
+#include "prefill_wgmma_rows.h"
+#include "prefill_wgmma_rs.h"
+
+#if defined(AITER_NVIDIA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 900)
+
+namespace {
+
+constexpr int kRows = 128, kKeys = 128, kStages = 3, kThreads = 384;
+constexpr float kNegInf = -__builtin_huge_valf();
+constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+
+__device__ __forceinline__ float exp2_approx(float x) {  // 2^x; 2^-inf = 0
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+// tanh(x) = 1 - 2 / (e^2x + 1), through ex2 (relative error ~2^-22; the
+// hardware's tanh.approx is ~2^-11, too coarse for the LSE output).  Saturates
+// to +-1 where e^2x overflows or vanishes.
+__device__ __forceinline__ float tanh_exp2(float x) {
+  return 1.0f - __fdividef(2.0f, exp2_approx(2.0f * kLog2e * x) + 1.0f);
+}
+
+// Shared memory from a 1024-byte aligned base: Q (D / 64 blocks of [128 rows][128 B]),
+// then per stage K and V alike, then the barriers.
+template <int D>
+struct Smem {
+  static constexpr int kBlocks = D / 64;
+  static constexpr int kBlockBytes = 128 * 128;  // one 64-column block of 128 rows
+  static constexpr int kQ = kBlocks * kBlockBytes;
+  static constexpr int kStage = 2 * kBlocks * kBlockBytes;  // K, then V
+  static constexpr int kBarriers = kQ + kStages * kStage;
+  static constexpr int kPins = kBarriers + 8 * (1 + 2 * kStages);  // a byte per consumer thread (pin_before_wait)
+  static constexpr int kBytes = kPins + 256 + 1024;                // + the alignment slack
+  uint32_t base;
+  __device__ uint32_t q(int block) const { return base + block * kBlockBytes; }
+  __device__ uint32_t k(int s, int block) const { return base + kQ + s * kStage + block * kBlockBytes; }
+  __device__ uint32_t v(int s, int block) const { return k(s, kBlocks + block); }
+  __device__ uint32_t q_full() const { return base + kBarriers; }
+  __device__ uint32_t full(int s) const { return base + kBarriers + 8 * (1 + s); }
+  __device__ uint32_t empty(int s) const { return base + kBarriers + 8 * (1 + kStages + s); }
+  __device__ uint32_t pin() const { return base + kPins + threadIdx.x - 128; }
+};
+
+// A descriptor of V's 64-column block read MN-major (B of P V): 8-key groups of
+// 128-byte rows, 1024 bytes apart; one block spans the product's 64 columns,
+// so the leading offset is unused.  16 keys further is 2048 bytes on.
+__device__ __forceinline__ uint64_t mn_major_descriptor(uint32_t address) {
+  return uint64_t((address & 0x3FFFF) >> 4) | uint64_t(1) << 16 | uint64_t(1024 >> 4) << 32 | uint64_t(1) << 62;
+}
+
+template <class T> struct Pv;
+template <> struct Pv<bf16_t> {
+  static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
+    wgmma_rs_bf16_n64_tb(d, a, b, 1);
+  }
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+  }
+};
+template <> struct Pv<half_t> {
+  static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
+    wgmma_rs_f16_n64_tb(d, a, b, 1);
+  }
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+    uint32_t r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+  }
+};
+
+template <bool B>
+struct BoolTag {
+  static constexpr bool value = B;
+};
+
+// Keeps the compiler from moving reads or writes of these registers across
+// this point (FlashAttention-3 fences a product's accumulators likewise).
+template <int N>
+__device__ __forceinline__ void fence_registers(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+// The block's key range: the union of its rows' ranges [start, stop), and the
+// part every row sees whole [inner_lo, inner_hi) (empty where a row sees nothing).
+struct KeyRange {
+  int start, stop, inner_lo, inner_hi;
+};
+
+__device__ __forceinline__ KeyRange block_keys(const PrefillParams &p, int row0, int (&lo)[2], int (&hi)[2]) {
+  __shared__ int range[5];  // min lo, max hi, max lo, min hi, a row of the tensor seeing nothing
+  if (threadIdx.x == 0) range[0] = 0x7fffffff, range[1] = 0, range[2] = 0, range[3] = 0x7fffffff, range[4] = 0;
+  __syncthreads();
+  if (threadIdx.x >= 128) {
+    const int wg = int(threadIdx.x) / 128 - 1, warp = int(threadIdx.x) % 128 / 32, g = int(threadIdx.x) % 32 / 4;
+    for (int r = 0; r < 2; ++r) {
+      const int t = row0 + wg * 64 + warp * 16 + g + 8 * r;
+      wgmma_row_range(p, t, &lo[r], &hi[r]);
+      if (lo[r] < hi[r]) {
+        atomicMin(&range[0], lo[r]), atomicMax(&range[1], hi[r]);
+        atomicMax(&range[2], lo[r]), atomicMin(&range[3], hi[r]);
+      } else if (t < p.total_q) {
+        range[4] = 1;
+      }
+    }
+  }
+  __syncthreads();
+  KeyRange k{range[0], range[1] > range[0] ? range[1] : range[0], range[2], range[3]};
+  if (range[4] || k.start >= k.stop) k.inner_lo = k.inner_hi = k.start;
+  return k;
+}
+
+template <int D>
+__device__ void produce(const PrefillTmaParams &q, const Smem<D> &sm, const KeyRange &keys, int row0, int head,
+                        int kvh) {
+  barrier_arrive_expect(sm.q_full(), Smem<D>::kQ);
+  for (int b = 0; b < Smem<D>::kBlocks; ++b) tma_copy_3d(sm.q(b), &q.q_map, sm.q_full(), b * 64, row0, head);
+  int i = 0;
+  for (int k0 = keys.start; k0 < keys.stop; k0 += kKeys, ++i) {
+    const int s = i % kStages;
+    barrier_wait(sm.empty(s), ((i / kStages) & 1) ^ 1);
+    barrier_arrive_expect(sm.full(s), Smem<D>::kStage);
+    for (int b = 0; b < Smem<D>::kBlocks; ++b) {
+      tma_copy_3d(sm.k(s, b), &q.k_map, sm.full(s), b * 64, k0, kvh);
+      tma_copy_3d(sm.v(s, b), &q.v_map, sm.full(s), b * 64, k0, kvh);
+    }
+  }
+}
+
+// One consumer warpgroup's state: O (per 64-column block), the tile's scores
+// (then its probabilities), P packed for the next P V, and each of a thread's
+// two rows' running maximum (of raw scores, or of soft-capped log2 logits) and sum.
+template <int D>
+struct RowState {
+  float o[D / 64][32];
+  float s[64];
+  uint32_t p[8][4];
+  float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
+};
+
+// What turns a score into a log2-domain logit: `mul` times the (soft-capped)
+// score; the soft-capped logits carry the factor already.
+struct Logits {
+  float mul, scale, cap;
+};
+
+// The online softmax of one tile's scores, in place: masking (MASKED tiles
+// only), soft-cap, the new maxima and sums, probabilities 2^(mul s - mul m) in
+// s, and each row's factor for O in corr (applied once P V of the tile before
+// has landed).
+template <bool MASKED, bool SOFTCAP, int D>
+__device__ __forceinline__ void softmax(RowState<D> &st, const Logits &lg, int k0, const int (&lo)[2],
+                                        const int (&hi)[2], float (&corr)[2]) {
+  const int tq = int(threadIdx.x) % 4;
+#pragma unroll
+  for (int i = 0; i < 64; ++i) {
+    if constexpr (SOFTCAP) st.s[i] = lg.cap * tanh_exp2(st.s[i] * lg.scale);
+    if constexpr (MASKED) {
+      const int key = k0 + i / 4 * 8 + tq * 2 + i % 2, r = i % 4 / 2;
+      st.s[i] = lo[r] <= key && key < hi[r] ? st.s[i] : kNegInf;
+    }
+  }
+  float top[2] = {st.m[0], st.m[1]};
+#pragma unroll
+  for (int i = 0; i < 64; ++i) top[i % 4 / 2] = fmaxf(top[i % 4 / 2], st.s[i]);
+  float base[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    top[r] = fmaxf(top[r], shfl_xor(top[r], 1));
+    top[r] = fmaxf(top[r], shfl_xor(top[r], 2));
+    base[r] = top[r] == kNegInf ? 0.0f : top[r] * lg.mul;  // a row with no key yet: p = 0, not NaN
+    corr[r] = exp2_approx(st.m[r] * lg.mul - base[r]);
+    st.m[r] = top[r];
+    st.l[r] *= corr[r];
+  }
+#pragma unroll
+  for (int i = 0; i < 64; ++i) {
+    st.s[i] = exp2_approx(fmaf(st.s[i], lg.mul, -base[i % 4 / 2]));
+    st.l[i % 4 / 2] += st.s[i];
+  }
+}
+
+// P's A fragments (k-step j: keys 16j..16j+15) from the probabilities.
+template <class T, int D>
+__device__ __forceinline__ void pack_p(RowState<D> &st) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 4; ++h) st.p[j][h] = Pv<T>::pack(st.s[8 * j + 2 * h], st.s[8 * j + 2 * h + 1]);
+}
+
+template <int D>
+__device__ __forceinline__ void rescale(RowState<D> &st, const float (&corr)[2]) {
+#pragma unroll
+  for (int b = 0; b < D / 64; ++b)
+#pragma unroll
+    for (int i = 0; i < 32; ++i) st.o[b][i] *= corr[i % 4 / 2];
+}
+
+// S = Q K^T of this warpgroup's 64 rows against stage s's keys, as one wgmma group.
+template <class T, int D>
+__device__ __forceinline__ void issue_scores(const Smem<D> &sm, int s, int wg, RowState<D> &st) {
+  fence_registers(st.s);
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+  for (int b = 0; b < D / 64; ++b) {
+    const uint64_t qd = smem_descriptor(sm.q(b) + wg * 64 * 128), kd = smem_descriptor(sm.k(s, b));
+#pragma unroll
+    for (int step = 0; step < 4; ++step)
+      WgmmaInstruction<T, 128>::run(st.s, qd + 2 * step, kd + 2 * step, b > 0 || step > 0);
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  fence_registers(st.s);
+}
+
+// O += P V over stage s's values, as one wgmma group.
+template <class T, int D>
+__device__ __forceinline__ void issue_pv(const Smem<D> &sm, int s, RowState<D> &st) {
+#pragma unroll
+  for (int b = 0; b < D / 64; ++b) fence_registers(st.o[b]);
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int b = 0; b < D / 64; ++b) Pv<T>::run(st.o[b], st.p[j], mn_major_descriptor(sm.v(s, b) + j * 2048));
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#pragma unroll
+  for (int b = 0; b < D / 64; ++b) fence_registers(st.o[b]);
+}
+
+// Stores a byte of the tile's row sums, the softmax's last result, to this
+// thread's own byte of shared memory (never read; a byte, as 1 KiB more would
+// pass the 227 KiB a block may have at D128).  ptxas does not move the wait for P V
+// above a shared-memory store, so the softmax stays before that wait, under
+// the P V in flight; without the store ptxas hoisted the wait above nearly all
+// of the softmax (WARPGROUP.DEPBAR.LE 0 some 30 instructions after the wait
+// for the scores in the SASS), and nothing overlapped.
+template <int D>
+__device__ __forceinline__ void pin_before_wait(const Smem<D> &sm, const float (&l)[2]) {
+  asm volatile("st.shared.b8 [%0], %1;" ::"r"(sm.pin()), "r"(__float_as_uint(l[0] + l[1])) : "memory");
+}
+
+// The two consumers' turns at the tensor cores: named barriers 1 and 2, each
+// completed by one warpgroup waiting (128 threads) and the other arriving (128).
+__device__ __forceinline__ void wait_turn(int wg) {
+  asm volatile("bar.sync %0, 256;" ::"r"(1 + wg) : "memory");
+}
+__device__ __forceinline__ void pass_turn(int wg) {
+  asm volatile("bar.arrive %0, 256;" ::"r"(2 - wg) : "memory");
+}
+
+template <class T, int D, bool SOFTCAP>
+__device__ void consume(const PrefillParams &p, const Smem<D> &sm, const KeyRange &keys, int row0, int head,
+                        const int (&lo)[2], const int (&hi)[2]) {
+  const int wg = int(threadIdx.x) / 128 - 1;
+  RowState<D> st;
+#pragma unroll
+  for (int b = 0; b < D / 64; ++b)
+#pragma unroll
+    for (int i = 0; i < 32; ++i) st.o[b][i] = 0.0f;
+  const Logits lg{SOFTCAP ? kLog2e : p.sm.scale * kLog2e, SOFTCAP ? p.sm.scale / p.sm.softcap : 0.0f, p.sm.softcap};
+  const int tiles = keys.stop > keys.start ? (keys.stop - keys.start + kKeys - 1) / kKeys : 0;
+  // Tile i: its stage, its full barrier's phase, its first key, whether masked.
+  auto stage = [](int i) { return i % kStages; };
+  auto phase = [](int i) { return unsigned(i / kStages) & 1u; };
+  auto first_key = [&](int i) { return keys.start + i * kKeys; };
+  auto masked = [&](int i) { return first_key(i) < keys.inner_lo || first_key(i) + kKeys > keys.inner_hi; };
+  float corr[2];
+  barrier_wait(sm.q_full(), 0);
+  if (tiles > 0) {
+    barrier_wait(sm.full(stage(0)), phase(0));
+    issue_scores<T, D>(sm, stage(0), wg, st);
+    wgmma_wait<0>();
+    fence_registers(st.s);
+    if (masked(0))
+      softmax<true, SOFTCAP, D>(st, lg, first_key(0), lo, hi, corr);
+    else
+      softmax<false, SOFTCAP, D>(st, lg, first_key(0), lo, hi, corr);
+    pack_p<T, D>(st);
+  }
+  if (wg == 1 && tiles > 1) pass_turn(wg);  // the second consumer lets the first issue first
+  auto step = [&](int i, auto masked_tag) {
+    constexpr bool kMasked = decltype(masked_tag)::value;
+    barrier_wait(sm.full(stage(i)), phase(i));
+    wait_turn(wg);
+    issue_scores<T, D>(sm, stage(i), wg, st);
+    issue_pv<T, D>(sm, stage(i - 1), st);
+    if (wg == 0 || i + 1 < tiles) pass_turn(wg);  // (the last turn is not passed: the barriers end balanced)
+    wgmma_wait<1>();  // the scores (the older group) are done; P V may run on
+    fence_registers(st.s);
+    softmax<kMasked, SOFTCAP, D>(st, lg, first_key(i), lo, hi, corr);
+    pin_before_wait(sm, st.l);
+    wgmma_wait<0>();  // P V of tile i - 1 is done: P may be rewritten, O rescaled
+#pragma unroll
+    for (int b = 0; b < D / 64; ++b) fence_registers(st.o[b]);
+    if (threadIdx.x % 128 == 0) barrier_arrive(sm.empty(stage(i - 1)));
+    pack_p<T, D>(st);
+    rescale<D>(st, corr);
+  };
+#pragma unroll 1
+  for (int i = 1; i < tiles; ++i) {
+    if (masked(i))
+      step(i, BoolTag<true>{});
+    else
+      step(i, BoolTag<false>{});
+  }
+  if (tiles > 0) {
+    issue_pv<T, D>(sm, stage(tiles - 1), st);
+    wgmma_wait<0>();
+#pragma unroll
+    for (int b = 0; b < D / 64; ++b) fence_registers(st.o[b]);
+    if (threadIdx.x % 128 == 0) barrier_arrive(sm.empty(stage(tiles - 1)));
+  }
+  const int warp = int(threadIdx.x) % 128 / 32, g = int(threadIdx.x) % 32 / 4, tq = int(threadIdx.x) % 4;
+  // Rows' sums over the quad, then out (and lse) for the rows that exist.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    st.l[r] += shfl_xor(st.l[r], 1);
+    st.l[r] += shfl_xor(st.l[r], 2);
+    const int token = row0 + wg * 64 + warp * 16 + g + 8 * r;
+    if (token >= p.total_q) continue;
+    const float inv = st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f;
+    T *dst = static_cast<T *>(p.out) + (long long)token * p.out_token_stride + (long long)head * p.out_head_stride;
+#pragma unroll
+    for (int b = 0; b < D / 64; ++b)
+#pragma unroll
+      for (int n = 0; n < 8; ++n) {
+        const int i = 4 * n + 2 * r;
+        *reinterpret_cast<uint32_t *>(dst + b * 64 + n * 8 + tq * 2) =
+            Pv<T>::pack(st.o[b][i] * inv, st.o[b][i + 1] * inv);
+      }
+    if (p.lse != nullptr && tq == 0)
+      p.lse[(long long)token * p.q_heads + head] =
+          st.l[r] > 0.0f ? st.m[r] * lg.mul * kLn2 + logf(st.l[r]) : kNegInf;
+  }
+}
+
+// Grid: x = query heads, y = tiles of 128 query tokens, the last first (the
+// longest causal ranges start first).
+template <class T, int D>
+__device__ void prefill_wgmma(const PrefillTmaParams &q) {
+  enter_stream_order();
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const Smem<D> sm{(smem_address(smem) + 1023u) & ~1023u};  // the manifest asks 1 KiB extra
+  const PrefillParams &p = q.p;
+  const int head = int(blockIdx.x), row0 = int(gridDim.y - 1 - blockIdx.y) * kRows;
+  const int kvh = head / (p.q_heads / p.kv_heads);
+  if (threadIdx.x == 0) {
+    barrier_init(sm.q_full(), 1);
+    for (int s = 0; s < kStages; ++s) barrier_init(sm.full(s), 1), barrier_init(sm.empty(s), 2);
+    barrier_init_fence();
+  }
+  int lo[2] = {0, 0}, hi[2] = {0, 0};
+  const KeyRange keys = block_keys(p, row0, lo, hi);  // (its barriers also publish the initialized ones)
+  if (threadIdx.x < 128) {
+    registers_shrink<24>();
+    if (threadIdx.x == 0) produce<D>(q, sm, keys, row0, head, kvh);
+  } else {
+    registers_grow<240>();
+    if (p.sm.softcap > 0.0f)  // chosen once: a per-score test branched around every score
+      consume<T, D, true>(p, sm, keys, row0, head, lo, hi);
+    else
+      consume<T, D, false>(p, sm, keys, row0, head, lo, hi);
+  }
+}
+
+}  // namespace
+
+#define AITER_PREFILL_WGMMA(name, T, D)                                                                         \
+  extern "C" __global__ void __launch_bounds__(kThreads, 1) name(const __grid_constant__ PrefillTmaParams q) { \
+    prefill_wgmma<T, D>(q);                                                                                     \
+  }
+
+// smem = Smem<D>::kBytes: Q + 3 stages of K and V + barriers + pins + 1 KiB of alignment slack
+// (with the 1 KiB of static shared memory ptxas reports, at most the 227 KiB a block may have).
+// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block=384 smem={smem} dt=f16@90,bf16@90 shape=d64:d64:116024,d128:d128:230712
+AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d64, half_t, 64)
+AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d128, half_t, 128)
+AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d64, bf16_t, 64)
+AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d128, bf16_t, 128)
+static_assert(Smem<64>::kBytes == 116024 && Smem<128>::kBytes == 230712, "update smem above");
+
+#endif
