@@ -100,8 +100,8 @@ def main():
     print(f"device {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}), "
           f"torch {torch.__version__}, aiter {aiter.__version__}, {args.calls} calls x {args.loops} loops, "
           "median us per call")
-    native = "C++ (libaiter_torch.so)" if "rmsnorm" in _native.native_overloads else "Python (no libaiter_torch.so)"
-    print(f"torch.ops.aiter kernels: {native}")
+    print("torch.ops.aiter kernels on this device: " +
+          ", ".join(f"{q} {_native.kernel_of(q, device.type)}" for q in ("rmsnorm", "rmsnorm.out", "gemm_a16w16")))
     gemm_out = torch.empty(1, n, dtype=dtype, device=device)
     with torch.inference_mode():
         for title, rows in ((f"rmsnorm [1, {args.hidden}] {args.dtype}", rmsnorm_rows(x, w, torch.empty_like(x))),

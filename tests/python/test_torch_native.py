@@ -40,6 +40,22 @@ def test_every_planned_overload_is_served_by_the_library():
 
 
 @needs_native
+@pytest.mark.gpu
+def test_cuda_kernels_are_the_cpp_ones_too():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    assert _native._cuda, "torch's current-stream function was not found in libtorch_cuda.so"
+    assert _native.kernel_of("rmsnorm", "cuda") == "C++"
+    x, w = torch.randn(3, 40, device="cuda"), torch.randn(40, device="cuda")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())  # x and w were made on the default stream
+    with torch.cuda.stream(stream):  # the kernel runs on the caller's current stream
+        out = torch.ops.aiter.rmsnorm(x, w, 1e-6)
+    stream.synchronize()
+    assert_close(out.cpu(), rms_ref(f64(x.cpu()), f64(w.cpu()), 1e-6), "float32")
+
+
+@needs_native
 def test_enum_and_int32_arguments_are_checked_in_cpp(gen):
     q, pos, cache = torch.randn(3, 2, 8), torch.zeros(3, dtype=torch.int64), torch.randn(4, 8)
     with pytest.raises(ValueError, match="aiter.rope: style: expected one of 'neox', 'gptj', got 'x'"):

@@ -194,6 +194,12 @@ _cuda = False
 native_overloads = set()  # the qualnames ("rmsnorm", "rmsnorm.out") served by C++ kernels
 
 
+def kernel_of(qualname, device_type):
+    """"C++" or "Python": which kernel serves overload ``qualname`` on ``device_type`` ("cpu", "cuda")."""
+    native = qualname in native_overloads and (device_type == "cpu" or _cuda)
+    return "C++" if native else "Python"
+
+
 def load(library):
     """Loads libaiter_torch.so (once) and defines the helper op its kernels call;
     ``library`` is aiter.torch's torch.library.Library.  Returns whether loaded."""
