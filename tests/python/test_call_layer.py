@@ -84,3 +84,15 @@ def test_op_functions_are_resolved_at_import():
     code = "import aiter, aiter._call as c; print('aiter_rmsnorm' in c._FUNCTIONS, 'aiter_gemm_a16w16' in c._FUNCTIONS)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True", "True"]
+
+
+def test_argument_types_come_from_the_declarations():
+    """arg_type gives the type ffi.typeof would parse, from a function's
+    declaration (and parses the string where the function lacks it)."""
+    from aiter._lib import ffi
+    for symbol, cname in [("aiter_attention_params_init", "aiter_attention_params *"),
+                          ("aiter_rmsnorm", "DLTensor *"),
+                          ("aiter_paged_decode_attention_workspace_size", "size_t *"),
+                          ("aiter_rmsnorm", "aiter_mla_params *"),  # not its argument
+                          ("aiter_no_such_function", "int64_t *")]:
+        assert _call.arg_type(symbol, cname) == ffi.typeof(cname)

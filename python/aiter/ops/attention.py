@@ -9,10 +9,13 @@ head strides free, so views into a fused QKV buffer work); caches
 The wrappers come from the op table (``aiter.spec``); paged_decode_attention
 adds the choice of the split-KV op and the allocation of its workspace.
 """
-from .._call import Call
+from .._call import Call, arg_type
 from .._lib import check, ffi, lib
 from .._route import via_torch
 from ._from_spec import table_op
+
+# The params struct's type and init function, at import (spec/attention.py's _params).
+arg_type("aiter_attention_params_init", "aiter_attention_params *")
 
 prefill_attention = table_op("prefill_attention", """
     Attention of packed sequences: sequence ``b`` owns query rows
@@ -35,7 +38,7 @@ def paged_decode_workspace_size(q, k_cache, block_table):
     arrays of these shapes (their contents are not read)."""
     c = Call("aiter_paged_decode_attention_workspace_size", like=q)
     q_, kc, table = c.input(q, "q"), c.input(k_cache, "k_cache"), c.input(block_table, "block_table")
-    size = ffi.new("size_t *")
+    size = ffi.new(arg_type("aiter_paged_decode_attention_workspace_size", "size_t *"))
     check(lib.aiter_paged_decode_attention_workspace_size(size, q_.c, kc.c, table.c))
     return int(size[0])
 

@@ -8,17 +8,7 @@ given, its dtype is the output dtype and ``out_dtype`` is not used.  Each op
 has several kernel variants; the library picks one per shape (tuned tables,
 else a heuristic).  The wrappers come from the op table (``aiter.spec``).
 """
-from .._lib import lib as _lib
 from ._from_spec import table_op
-
-# The tuned tables are read here, at import, rather than inside the first GEMM
-# call (0.5 ms for the tables shipped today, on the 2-core development machine:
-# most of that call's own time at a decode shape).  configs/README.md: their
-# variables are read at load and at aiter.tuning.reload().
-try:
-    _lib.aiter_tuned_config_sources()
-except AttributeError:  # a library older than the tuned tables
-    pass
 
 gemm_a16w16 = table_op("gemm_a16w16", """
     ``a @ w.T + bias`` with fp32 accumulation, rounded once to ``out_dtype``.

@@ -8,9 +8,12 @@ page_size, 576]`` in q's dtype (fp16/bf16) or fp8 (e4m3fn, e4m3fnuz) with a
 per-tensor scale.  The wrappers come from the op table (``aiter.spec``);
 mla_decode adds the allocation of its workspace.
 """
-from .._call import Call
+from .._call import Call, arg_type
 from .._lib import check, ffi, lib
 from ._from_spec import table_op
+
+# The params struct's type and init function, at import (spec/mla.py's _params).
+arg_type("aiter_mla_params_init", "aiter_mla_params *")
 
 
 def mla_decode_workspace_size(q, kv_cache, block_table, num_splits=0):
@@ -18,7 +21,7 @@ def mla_decode_workspace_size(q, kv_cache, block_table, num_splits=0):
     contents are not read) and ``num_splits`` (0: automatic)."""
     c = Call("aiter_mla_decode_workspace_size", like=q)
     q_, kc, table = c.input(q, "q"), c.input(kv_cache, "kv_cache"), c.input(block_table, "block_table")
-    size = ffi.new("size_t *")
+    size = ffi.new(arg_type("aiter_mla_decode_workspace_size", "size_t *"))
     check(lib.aiter_mla_decode_workspace_size(size, q_.c, kc.c, table.c, int(num_splits)))
     return int(size[0])
 

@@ -2,12 +2,15 @@
 token-expert pairs by expert, and the fused expert MLPs.  The wrappers come
 from the op table (``aiter.spec``); moe_sorting and fused_moe add the
 conversion of a boolean expert mask and the allocation of the workspace."""
-from .._call import Call
+from .._call import _SIZE_T, Call, arg_type
 from .._lib import ffi, lib
 from ..errors import InvalidArgumentError
 from ..spec.moe import ACTIVATIONS, mask_bytes, workspace_bytes
 from ..spec.types import enum_to_c
 from ._from_spec import table_op
+
+# The params struct's type and init function, at import (spec/moe.py's _params).
+arg_type("aiter_fused_moe_params_init", "aiter_fused_moe_params *")
 
 topk_softmax = table_op("topk_softmax", """
     Softmax of ``gating`` [T, E] over the experts (in fp32), then the ``k``
@@ -69,7 +72,7 @@ def moe_sorting(topk_ids, num_experts, block_size, *, expert_mask=None, sorted_i
 def fused_moe_workspace_size(tokens, k, num_experts, hidden, inter, *, elem_bytes=2, activation="silu",
                              weights_on_input=False, block_size=0):
     """Bytes of workspace :func:`fused_moe` needs for these sizes."""
-    p = ffi.new("aiter_fused_moe_params *")
+    p = ffi.new(arg_type("aiter_fused_moe_params_init", "aiter_fused_moe_params *"))
     lib.aiter_fused_moe_params_init(p)
     p.activation = enum_to_c(ACTIVATIONS, "activation")(activation)
     p.weights_on_input = 1 if weights_on_input else 0
@@ -85,7 +88,7 @@ def _new_workspace(x, elem_bytes, arguments):
                  else c.input(value, name) for name, value in arguments.items()}
     size = workspace_bytes(described, elem_bytes)
     raw = c.adapter.empty((size + 256,), "uint8", x)
-    start = -int(ffi.cast("uintptr_t", c.input(raw, "workspace").c.data)) % 256
+    start = -int(ffi.cast(_SIZE_T, c.input(raw, "workspace").c.data)) % 256
     return raw[start:start + size]
 
 

@@ -6,8 +6,9 @@ from .types import MUTATED, Arg, Op, Out
 def _params(a, outs, dl):
     """The params struct of one call: ``a`` the arguments, ``outs`` the outputs,
     ``dl`` a tensor's DLTensor pointer.  Returned with what it points to."""
+    from .._call import arg_type
     from .._lib import ffi, lib
-    p = ffi.new("aiter_attention_params *")
+    p = ffi.new(arg_type("aiter_attention_params_init", "aiter_attention_params *"))  # no parse of the type string
     lib.aiter_attention_params_init(p)
     scale = a.get("softmax_scale")
     p.softmax_scale = 0.0 if scale is None else float(scale)

@@ -4,8 +4,9 @@ from .types import MUTATED, Arg, Op, Out
 
 
 def _params(a, outs, dl):
+    from .._call import arg_type
     from .._lib import ffi, lib
-    p = ffi.new("aiter_mla_params *")
+    p = ffi.new(arg_type("aiter_mla_params_init", "aiter_mla_params *"))  # no parse of the type string
     lib.aiter_mla_params_init(p)
     p.softmax_scale = float(a["softmax_scale"])
     p.kv_scale = float(a.get("kv_scale", 1.0))

@@ -13,8 +13,9 @@ VARIANTS = {"auto": 0, "portable": 1, "mma": 2}
 
 
 def _params(a, outs, dl):
+    from .._call import arg_type
     from .._lib import ffi, lib
-    p = ffi.new("aiter_fused_moe_params *")
+    p = ffi.new(arg_type("aiter_fused_moe_params_init", "aiter_fused_moe_params *"))  # no parse of the type string
     lib.aiter_fused_moe_params_init(p)
     p.activation = _enum(ACTIVATIONS, "activation")(a.get("activation", "silu"))
     p.weights_on_input = 1 if a.get("weights_on_input", False) else 0
@@ -83,11 +84,12 @@ def topk_op(name, symbol):
 def workspace_bytes(a, elem_bytes):
     """fused_moe's workspace for these arguments (``a``: by name, tensors with
     ``.shape``); 0 for a malformed one, which the library then names."""
+    from .._call import arg_type
     from .._lib import ffi, lib
     x, w1, ids, mask = (a.get(n) for n in ("x", "w1", "topk_ids", "expert_mask"))
     if len(x.shape) != 2 or len(w1.shape) != 3 or len(ids.shape) != 2:
         return 0
-    p = ffi.new("aiter_fused_moe_params *")
+    p = ffi.new(arg_type("aiter_fused_moe_params_init", "aiter_fused_moe_params *"))  # no parse of the type string
     lib.aiter_fused_moe_params_init(p)
     p.activation = _enum(ACTIVATIONS, "activation")(a.get("activation", "silu"))
     p.weights_on_input = 1 if a.get("weights_on_input", False) else 0
