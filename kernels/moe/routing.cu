@@ -224,9 +224,17 @@ __device__ __forceinline__ bool is_local(const SortingParams &p, int e) {
                            : static_cast<const unsigned char *>(p.mask)[e] != 0;
 }
 
-// The expert of pair q, or -1 where it is out of range or not local.
+// The expert of pair q, or -1 where it is out of range or not local.  32-bit
+// division where the pairs fit (a 64-bit one is several times as many
+// instructions, and the sort's one block divides every pair twice).
 __device__ __forceinline__ int pair_expert(const SortingParams &p, long long q) {
-  const long long t = q / p.topk, j = q % p.topk;
+  long long t, j;
+  if (p.tokens * p.topk <= 0x7fffffffLL) {
+    const int qi = int(q);
+    t = qi / p.topk, j = qi - int(t) * p.topk;
+  } else {
+    t = q / p.topk, j = q % p.topk;
+  }
   const int e = p.ids[t * p.ids_stride + j];
   return e >= 0 && e < p.experts && is_local(p, e) ? e : -1;
 }

@@ -195,7 +195,8 @@ aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
     s = run_stages(a, p, portable_plan(a, prefix), call);
   }
   if (s != AITER_OK) return s;
-  return launch(call, "moe_combine", dt, Dim3{unsigned(a.tokens), unsigned(ceil_div(a.hidden, kRowThreads)), 1},
+  // The combine: 8 columns a thread (kernels/moe/fused_moe.cu's kCombineCols).
+  return launch(call, "moe_combine", dt, Dim3{unsigned(a.tokens), unsigned(ceil_div(a.hidden, kRowThreads * 8)), 1},
                 unsigned(kRowThreads), p);
 }
 
