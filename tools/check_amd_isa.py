@@ -29,7 +29,7 @@ KNOWN_GAPS = {
     "gemm_generic": "portable GEMM (clang-built, no MFMA/WMMA builtins yet); the Triton variants are AMD's matrix-core GEMMs",
     "attention_prefill": "portable prefill attention, for what the Triton kernels (triton_attention: MFMA / WMMA) do not take",
     "attention_decode": "portable paged decode attention, for what the Triton kernels (triton_decode: MFMA / WMMA) do not take",
-    "attention_paged_prefill": "portable prefill over a paged cache: no matrix-core AMD kernel yet (NVIDIA: attention_paged_prefill_mma)",
+    "attention_paged_prefill": "portable prefill over a paged cache, for what the Triton kernels (triton_paged_prefill: MFMA / WMMA) do not take",
     "mla": "portable MLA decode, for what the Triton kernels (triton_mla: MFMA, CDNA only, bf16) do not take",
     "moe_fused": "portable fused-MoE expert GEMMs (stages 1 and 2), for what the Triton stages (triton_moe: MFMA / WMMA) do not take",
 }

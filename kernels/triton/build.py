@@ -26,7 +26,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from aot import MAX_SHARED, TARGETS  # noqa: E402
 
-FAMILIES = ("gemm", "attention", "moe", "decode", "mla")
+FAMILIES = ("gemm", "attention", "moe", "decode", "mla", "paged_prefill")
 
 
 def kernels_for(target, families=FAMILIES):

@@ -1,7 +1,9 @@
 // GPU launcher of prefill over a paged cache (aiter_paged_prefill_attention).
 // On NVIDIA, 16-bit q with a cache of q's dtype and head dim 64 or 128: the
 // tensor-core kernel (kernels/attention/paged_prefill_mma.cu: tiles of 64 new
-// tokens of one query head); otherwise (fp32 q, fp8 caches, AMD) the portable
+// tokens of one query head); on AMD, the Triton one where built
+// (attention_paged_prefill_triton.cpp: MFMA / WMMA; AITER_PAGED_PREFILL_KERNEL=triton
+// forces it on NVIDIA); otherwise (fp32 q, fp8 caches) the portable
 // one (paged_prefill.cu: tiles of 16 rows (token, query head) of one kv head).
 // Neither reads cu_seqlens_q, the block table or the lengths on the host: the
 // grid is sized from the shapes (paged_rows.h), so a call can be captured into a
@@ -12,6 +14,7 @@
 #include <string>
 
 #include "gpu/attention_common.hpp"
+#include "gpu/attention_paged_prefill_triton.hpp"
 #include "gpu/launch.hpp"
 #include "kernels/attention/paged_prefill_params.h"
 
@@ -81,6 +84,9 @@ aiter_status paged_prefill_attention(const DecodeArgs &a, const GpuCall &call) {
   if (a.cache.page_size > INT_MAX)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE, "aiter_paged_prefill_attention: k_cache: a page of %lld positions "
                 "is more than a kernel addresses", (long long)a.cache.page_size);
+  bool taken = false;
+  const aiter_status st = portable_forced() ? AITER_OK : paged_prefill_triton(a, call, &taken);
+  if (taken) return st;
   const bool mma = use_mma(a, call);
   const int64_t group = sh.q_heads / sh.kv_heads;
   // Tiles (paged_rows.h): the packed rows cut into tiles, plus one partial tile a sequence.
