@@ -1,10 +1,13 @@
 // CPU rotary embedding: the (token, head) rows of q and k are spread over the
 // worker threads; each row's rotated pairs are gathered into fp32 scratch, so
-// the rotation itself is one contiguous loop gcc can vectorize.
+// the rotation itself is one contiguous loop gcc can vectorize.  NeoX rows
+// (two contiguous halves) rotate on AVX-512 where the CPU has it.
 #include <algorithm>
 #include <vector>
 
 #include "core/parallel.hpp"
+#include "cpu/isa.hpp"
+#include "cpu/vec512.hpp"
 #include "ops/rope.hpp"
 
 namespace aiter {
@@ -49,6 +52,32 @@ void rotate_row(T *x, int64_t half, const float *__restrict cos, const float *__
   }
 }
 
+#ifdef AITER_VEC512
+// NeoX on AVX-512: 16 pairs a step straight from the two halves, the same fp32
+// products as rotate_row and one rounding to T.  Each step loads both halves
+// before it stores either, so the row is rotated in place.
+template <class T>
+__attribute__((target(AITER_TARGET_VEC512))) void rotate_neox_avx512(T *x, int64_t half, const float *cos,
+                                                                     const float *sin) {
+  for (int64_t i = 0; i < half; i += 16) {
+    const int64_t n = half - i;
+    const __m512 a = vec512::load(x + i, n), b = vec512::load(x + half + i, n);
+    const __m512 c = vec512::load(cos + i, n), s = vec512::load(sin + i, n);
+    vec512::store(x + i, _mm512_fmsub_ps(a, c, _mm512_mul_ps(b, s)), n);
+    vec512::store(x + half + i, _mm512_fmadd_ps(b, c, _mm512_mul_ps(a, s)), n);
+  }
+}
+#endif
+
+template <class T, int Step>
+void rotate(T *x, int64_t half, const float *cos, const float *sin, float *x1, float *x2, bool vector) {
+#ifdef AITER_VEC512
+  if (Step == 1 && vector) return rotate_neox_avx512(x, half, cos, sin);
+#endif
+  (void)vector;
+  rotate_row<T, Step>(x, half, cos, sin, x1, x2);
+}
+
 // The row of flat index `item`: the q heads of a token come first, then its k heads.
 template <class T>
 T *row_at(const RopeArgs &a, int64_t item, int64_t *token) {
@@ -65,6 +94,7 @@ void rope_rows(const RopeArgs &a, CacheRowLoader load) {
   const int64_t half = a.rotary_dim / 2;
   const int64_t items = a.tokens * (a.q.heads + a.k.heads);
   const int64_t grain = std::max<int64_t>(1, 16384 / a.rotary_dim);
+  const bool vector = isa_at_least(Isa::avx512);
   parallel_for(items, grain, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch(size_t(4 * half));
     float *cos = scratch.data(), *sin = cos + half, *x1 = sin + half, *x2 = x1 + half;
@@ -76,7 +106,7 @@ void rope_rows(const RopeArgs &a, CacheRowLoader load) {
         load(a.cache, position_at(a, token), a.rotary_dim, cos, sin);
         loaded = token;
       }
-      rotate_row<T, Step>(x, half, cos, sin, x1, x2);
+      rotate<T, Step>(x, half, cos, sin, x1, x2, vector);
     }
   });
 }

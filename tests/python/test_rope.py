@@ -221,3 +221,42 @@ def test_rope_rejects_bad_arguments(rng):
         with pytest.raises(error, match=message):
             aiter.rope(**args)
     assert np.array_equal(q, q0)
+
+
+# ---- every instruction-set level of the CPU kernels -----------------------------------
+# AITER_CPU_ISA is read once per process, so each level runs in its own: the
+# loops (portable, avx2) and the AVX-512 NeoX rows (avx512 and up; GPT-J stays
+# on the loops) on the cases above: vector tails, partial rotary, strided views.
+ISA_SCRIPT = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import aiter
+import test_rope as t
+assert aiter.library_info()["cpu_isa"].split()[0] == sys.argv[2]
+rng = np.random.default_rng(int(sys.argv[4]))
+for dtype in sys.argv[3].split(","):
+    for style in t.STYLES:
+        for shape in t.SHAPES:
+            t.test_rope(rng, "cpu", dtype, style, shape, "int64")
+        t.test_rope_fused_qkv_views(rng, "cpu", dtype, style, 1)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("level", ["portable", "avx2", "avx512", "avx512_bf16"])
+def test_every_isa_level(level):
+    import os
+    import subprocess
+    import sys
+    import harness
+    from gemm_helpers import ISA_LEVELS, cpu_isa
+    if ISA_LEVELS.index(level) > ISA_LEVELS.index(cpu_isa()):
+        pytest.skip(f"the CPU kernels here stop at {cpu_isa()}")
+    env = dict(os.environ, AITER_CPU_ISA=level)
+    # bfloat16 arrays need ml_dtypes, which some distributions (Debian) lack.
+    dtypes = FLOAT_DTYPES if harness.ml_dtypes is not None else ["float32", "float16"]
+    seed = int.from_bytes(os.urandom(4), "little")
+    done = subprocess.run([sys.executable, "-c", ISA_SCRIPT, os.path.dirname(__file__), level, ",".join(dtypes),
+                           str(seed)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", f"seed {seed}: {done.stderr}"
