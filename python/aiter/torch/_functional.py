@@ -7,6 +7,8 @@ import torch
 
 from ..dtypes import canonical
 from ..spec import OPS
+from . import _native
+from ._eager import native_eager
 from ._kernels import direct_kernel, torch_dtype
 
 
@@ -114,7 +116,16 @@ FUNCTIONS.update({"prefill_attention": _with_optional_lse("prefill_attention"),
                   "paged_prefill_attention": _with_optional_lse("paged_prefill_attention"),
                   "paged_decode_attention": _paged_decode})
 
-# Eager calls of the ops whose wrapper is the table form skip the dispatcher
-# (about half of a small op's host time), unless the registered op must see them.
-EAGER = {op.name: direct_kernel(op, returns=True, eager=True) for op in OPS
-         if FUNCTIONS[op.name] is TABLE_FORMS[op.name]}
+
+
+def _eager(op):
+    """The eager shortcut of an op whose wrapper is the table form: straight to
+    the registered op where its kernels are C++ (the dispatcher then costs
+    little), else past the dispatcher to the Python kernel's body (about half
+    of a small op's host time), unless the registered op must see the call."""
+    if _native.serves_every_device(op):
+        return native_eager(op, getattr(torch.ops.aiter, op.name))
+    return direct_kernel(op, returns=True, eager=True)
+
+
+EAGER = {op.name: _eager(op) for op in OPS if FUNCTIONS[op.name] is TABLE_FORMS[op.name]}

@@ -200,6 +200,14 @@ def kernel_of(qualname, device_type):
     return "C++" if native else "Python"
 
 
+def serves_every_device(op):
+    """Whether C++ kernels serve every overload of ``op`` on the CPU and, in a
+    GPU build of torch, on the GPU."""
+    names = {op.name} | ({f"{op.name}.out"} if op.outs else set())
+    gpu_torch = bool(torch.version.cuda or torch.version.hip)
+    return names <= native_overloads and (_cuda or not gpu_torch)
+
+
 def load(library):
     """Loads libaiter_torch.so (once) and defines the helper op its kernels call;
     ``library`` is aiter.torch's torch.library.Library.  Returns whether loaded."""

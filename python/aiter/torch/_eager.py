@@ -1,0 +1,50 @@
+"""The functional API's eager shortcut for the ops whose kernels are C++
+(libaiter_torch.so): ``aiter.rmsnorm(t, w)`` calls the registered op's
+overload directly, with no generic binding, and the dispatcher takes it
+straight to the C++ kernel.  (For ops served by Python kernels the shortcut is
+_kernels.direct_kernel, which skips the dispatcher instead.)  Calling the op
+is right in every mode (compile, tracing, meta tensors), so the only call
+returned as NotImplemented is one with an array that is not a torch tensor,
+or with some outputs given and others not (the generic torch form allocates
+the rest)."""
+import torch
+
+from ..spec.types import MUTATED
+from ._kernels import _MISSING, _signature, torch_dtype
+
+
+def _source(op):
+    signature, lines = _signature(op)
+    tensors = [a for a in op.args if a.is_tensor]
+    checks = [f"({a.name} is None or isinstance({a.name}, _Tensor))" if a.optional else f"isinstance({a.name}, _Tensor)"
+              for a in tensors]
+    lines.append(f"    if not ({' and '.join(checks)}): return NotImplemented")
+    for arg in op.args:
+        if arg.kind == "dtype":
+            lines.append(f"    if {arg.name} is not None and not isinstance({arg.name}, _dtype): "
+                         f"{arg.name} = _torch_dtype({arg.name})")
+    values = ", ".join(a.name for a in op.args)
+    outs = [o.name for o in op.outs]
+    if not outs:
+        mutated = [a.name for a in op.args if a.kind == MUTATED]
+        lines.append(f"    _default({values})")
+        lines.append(f"    return {mutated[0]}" if len(mutated) == 1 else f"    return ({', '.join(mutated)},)")
+    else:
+        given = " and ".join(f"{o} is not None" for o in outs)
+        none = " and ".join(f"{o} is None" for o in outs)
+        returned = outs[0] if len(outs) == 1 else f"({', '.join(outs)},)"
+        lines += [f"    if {none}: return _default({values})",
+                  f"    if not ({given}): return NotImplemented",
+                  f"    _out({values}, {', '.join(f'{o}={o}' for o in outs)})",
+                  f"    return {returned}"]
+    return f"def {op.name}({signature}):\n" + "\n".join(lines) + "\n"
+
+
+def native_eager(op, packet):
+    """The eager shortcut of table op ``op`` calling ``packet``'s overloads."""
+    scope = {"_Tensor": torch.Tensor, "_dtype": torch.dtype, "_torch_dtype": torch_dtype, "_MISSING": _MISSING,
+             "_default": packet.default, "_out": getattr(packet, "out", None)}
+    for arg in op.args:
+        scope[f"_default_{arg.name}"] = None if arg.optional else arg.default
+    exec(compile(_source(op), f"<aiter.torch eager {op.name}>", "exec"), scope)  # noqa: S102
+    return scope[op.name]
