@@ -226,7 +226,8 @@ void Call::allocate_outputs() {
     shim(aoti_torch_empty_strided(ndim, shape, strides, dtype, device_type_, device_index_, &outs_[k]),
          "empty_strided");
     DLTensor &dl = out_dl_[k];
-    dl.dtype = dl_dtype(dtype, plan_, rule.a >= 0 ? rule.a : first_tensor_);
+    bool from_arg = rule.dtype_arg >= 0 && dtype_[rule.dtype_arg] >= 0;  // name what set the dtype
+    dl.dtype = dl_dtype(dtype, plan_, from_arg ? rule.dtype_arg : rule.dtype_of >= 0 ? rule.dtype_of : first_tensor_);
     shim(aoti_torch_get_data_ptr(outs_[k], &dl.data), "get_data_ptr");
     shim(aoti_torch_get_sizes(outs_[k], &dl.shape), "get_sizes");
     shim(aoti_torch_get_strides(outs_[k], &dl.strides), "get_strides");
