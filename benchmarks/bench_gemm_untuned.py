@@ -18,7 +18,9 @@ Llama-3-8B's, which the shipped tables cover (such rows say "tuned").
 Sides: "ours" is libaiter's selection (a tuned row, else the heuristic with the
 vendor BLAS among its choices); "own" the same with AITER_VENDOR_BLAS=0 (its own
 kernels only, the selection before the vendor variants); "vendor" the cuBLASLt
-variant forced.  Timing as benchmarks/bench_gemm.py: each side captured in a
+variant forced; "vendor-col" (block-scaled only) the same with a_scale
+column-major (strides (1, M), as F.scaled_mm takes it: no transpose of the
+scales in the call; the peer's copy is made the same way, outside the graph).  Timing as benchmarks/bench_gemm.py: each side captured in a
 CUDA graph cycling through input copies past the L2, replays of all sides in
 turns, median per call.  Every graph is warmed up and captured on one side
 stream (as vLLM captures), so the vendor variant has its per-stream workspace.
@@ -108,14 +110,21 @@ def selection(side, kind):
         finally:
             del os.environ["AITER_VENDOR_BLAS"]
             aiter.tuning.reload()
-    elif side == "vendor":
+    elif side in ("vendor", "vendor-col"):
         with aiter.tuning.force_variant(*VENDOR[kind]):
             yield
     else:
         yield
 
 
+def column_major_scales(sets):
+    """The sets with a_scale as the transpose of a [groups, M] tensor."""
+    return [dict(s, a_scale=s["a_scale"].t().contiguous().t()) for s in sets]
+
+
 def capture_side(side, kind, sets, outs, row):
+    if side == "vendor-col":
+        sets = column_major_scales(sets)
     try:
         with selection(side, kind):
             calls = [ours(kind, s, o) for s, o in zip(sets, outs)]
@@ -267,7 +276,8 @@ def main():
     p.add_argument("--kinds", default="bf16,fp8")
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--m", default=",".join(str(2**i) for i in range(14)))
-    p.add_argument("--sides", default="ours", help="ours, own (no vendor BLAS), vendor (cuBLASLt forced)")
+    p.add_argument("--sides", default="ours", help="ours, own (no vendor BLAS), vendor (cuBLASLt forced), "
+                   "vendor-col (block-scaled: forced, a_scale column-major)")
     p.add_argument("--reps", type=int, default=9)
     p.add_argument("--no-small-llama", action="store_true")
     p.add_argument("--probe-fp8", action="store_true", help="only report which fp8 scalings cuBLASLt runs")

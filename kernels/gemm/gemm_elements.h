@@ -90,6 +90,6 @@ __device__ __forceinline__ void store_output_pair(const GemmParams &p, long long
 // The combined block scale of rows `row` of a and `col` of w for K group g.
 __device__ __forceinline__ float block_scale(const GemmParams &p, long long batch, long long row, long long col,
                                              int g) {
-  return p.a_scale[batch * p.a_scale_batch + row * p.kgroups + g] *
+  return p.a_scale[batch * p.a_scale_batch + row * p.a_scale_row + g * p.a_scale_group] *
          p.w_scale[batch * p.w_scale_batch + (col / 128) * p.kgroups + g];
 }

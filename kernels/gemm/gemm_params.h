@@ -22,6 +22,10 @@ struct GemmParams {
   int w_scale_step;          // 1 per channel, 0 per tensor
   int block_scaled;          // scales per 128-wide K group (and 128 rows of w)
   int kgroups;               // ceil(k / 128) when block_scaled
+  // Block-scaled a_scale[m, g] lies at m * a_scale_row + g * a_scale_group:
+  // (kgroups, 1) row-major, (1, m) column-major.  The wgmma kernels read the
+  // row-major layout only (the launcher declines them for the other).
+  long long a_scale_row, a_scale_group;
 };
 
 // A TMA tensor map (the driver's CUtensorMap): 128 opaque bytes the host

@@ -82,7 +82,8 @@ __device__ __forceinline__ void gemm_skinny(const GemmParams &p) {
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
         const long long m = j * 8 + t * 2 + c;
-        s[j][c] = ws * p.a_scale[batch * p.a_scale_batch + (m < p.m ? m : p.m - 1) * p.kgroups + group];
+        s[j][c] = ws * p.a_scale[batch * p.a_scale_batch + (m < p.m ? m : p.m - 1) * p.a_scale_row +
+                                 group * p.a_scale_group];
       }
   };
   auto multiply = [&](const uint4 (&wv)[RT][2][U], const uint4 (&av)[NT][U], long long k0) {

@@ -45,7 +45,7 @@ struct Tiled {
       for (int h = 0; h < 2; ++h) {
         long long m = m0 + warp_m * WM + i * 16 + h * 8 + g;
         m = m < p.m ? m : p.m - 1;
-        const float s = p.a_scale[batch * p.a_scale_batch + m * p.kgroups + group] * ws;
+        const float s = p.a_scale[batch * p.a_scale_batch + m * p.a_scale_row + group * p.a_scale_group] * ws;
 #pragma unroll
         for (int j = 0; j < kTilesN; ++j)
 #pragma unroll

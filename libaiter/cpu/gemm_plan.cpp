@@ -106,8 +106,9 @@ Plan make_plan(const GemmArgs &g, std::vector<float> &bias) {
   p.bias = bias.empty() ? nullptr : bias.data();
   if (g.block_scaled) {
     const int64_t groups = (g.k + kScaleBlock - 1) / kScaleBlock;
-    p.a.group_scales = g.a_scale, p.a.rows_per_scale = 1, p.a.groups = groups;
-    p.w.group_scales = g.w_scale, p.w.rows_per_scale = kScaleBlock, p.w.groups = groups;
+    p.a.group_scales = g.a_scale, p.a.rows_per_scale = 1;
+    p.a.scale_row_stride = g.a_scale_row_stride, p.a.scale_group_stride = g.a_scale_group_stride;
+    p.w.group_scales = g.w_scale, p.w.rows_per_scale = kScaleBlock, p.w.scale_row_stride = groups;
     return p;
   }
   p.a_scale = g.a_scale, p.a_scale_step = g.a_scale_per_token ? 1 : 0, p.a_scale_batch = g.a_scale_batch_stride;

@@ -35,13 +35,16 @@ struct Operand {
   DType dtype;
   RowConverter convert;  // null for fp32
   // gemm_a8w8_blockscale: element k of row r is scaled by
-  // group_scales[(r / rows_per_scale) * groups + k / kScaleBlock]; null otherwise.
+  // group_scales[(r / rows_per_scale) * scale_row_stride + (k / kScaleBlock) *
+  // scale_group_stride] (A's may be column-major); null otherwise.
   const float *group_scales = nullptr;
   int64_t rows_per_scale = 1;
-  int64_t groups = 0;
+  int64_t scale_row_stride = 0, scale_group_stride = 1;
 
   const char *row(int64_t b, int64_t r) const { return data + b * batch_bytes + r * row_bytes; }
-  float group_scale(int64_t r, int64_t group) const { return group_scales[(r / rows_per_scale) * groups + group]; }
+  float group_scale(int64_t r, int64_t group) const {
+    return group_scales[(r / rows_per_scale) * scale_row_stride + group * scale_group_stride];
+  }
 };
 
 struct Plan {

@@ -199,6 +199,8 @@ bool supports(const GemmArgs &g, const GpuCall *call) {
   const bool tiles = s.family == Family::tiled || s.family == Family::wgmma || s.family == Family::wgmma_ws;
   if (tiles && (g.block_scaled != s.block_scaled || !rows_in_16_bytes(g))) return false;
   if (tiles && tile_count(g, s) > 0x7fffffff) return false;
+  // The wgmma kernels read a_scale row-major only (a row of groups at a time).
+  if ((s.family == Family::wgmma || s.family == Family::wgmma_ws) && g.a_scale_column_major()) return false;
   if (s.family == Family::wgmma_ws && !tma_can_copy(g)) return false;
   if (s.split > 1 && k_stages(g) < s.split) return false;  // every block of a cluster takes a stage or more
   if (s.family == Family::generic && (g.m + s.bm - 1) / s.bm > 65535) return false;  // grid.y
@@ -272,6 +274,8 @@ GemmParams params_of(const GemmArgs &g) {
   p.w_scale_step = g.w_scale_per_channel ? 1 : 0;
   p.block_scaled = g.block_scaled;
   p.kgroups = int((g.k + kScaleBlock - 1) / kScaleBlock);
+  p.a_scale_row = g.block_scaled ? g.a_scale_row_stride : 0;
+  p.a_scale_group = g.a_scale_group_stride;
   return p;
 }
 

@@ -71,6 +71,7 @@ int64_t tiles(const GemmArgs &g, const TritonShape &s) { return ((g.m + s.bm - 1
 // their 32-bit sizes and the grid hold.
 bool fits(const GemmArgs &g, const TritonShape &s) {
   if (g.in_dtype != s.dtype || g.block_scaled != s.block_scaled) return false;
+  if (g.a_scale_column_major()) return false;  // the kernels index a_scale row-major
   if (reinterpret_cast<uintptr_t>(g.a.data) % 16 != 0 || reinterpret_cast<uintptr_t>(g.w.data) % 16 != 0) return false;
   if (!multiple_of_16(g.k) || !multiple_of_16(g.a.row_stride) || !multiple_of_16(g.w.row_stride) ||
       !multiple_of_16(g.a_batch_stride) || !multiple_of_16(g.w_batch_stride))

@@ -38,9 +38,13 @@ struct GemmArgs {
 
   // gemm_a8w8_blockscale: a_scale is [M, ceil(K / kScaleBlock)] (one per token
   // and K group), w_scale [ceil(N / kScaleBlock), ceil(K / kScaleBlock)] (one per
-  // 128 x 128 block of W), both contiguous; a_scale_per_token and
-  // w_scale_per_channel are unused.
+  // 128 x 128 block of W, contiguous); a_scale_per_token and
+  // w_scale_per_channel are unused.  a_scale[m, g] lies at
+  // m * a_scale_row_stride + g * a_scale_group_stride: row-major (groups, 1),
+  // or column-major (1, M), the layout F.scaled_mm and cuBLASLt take.
   bool block_scaled = false;
+  int64_t a_scale_row_stride = 0, a_scale_group_stride = 1;
+  bool a_scale_column_major() const { return block_scaled && a_scale_group_stride != 1; }
 };
 
 constexpr int64_t kScaleBlock = 128;

@@ -1,6 +1,6 @@
 """gemm_a8w8_blockscale against float64 NumPy: per K group g of 128 columns,
 (a[:, g] @ w[:, g].T) * a_scale[m, g] * w_scale[n // 128, g], summed over groups;
-on every CPU kernel variant."""
+on every CPU kernel variant, a_scale row-major or column-major."""
 import numpy as np
 import pytest
 
@@ -88,6 +88,24 @@ def test_blockscale_strided_rows(rng, variant):
     assert np.isnan(out_big[:, :7]).all()
 
 
+def column_major(scale):
+    """The same [M, groups] values with strides (1, M): the transpose of a
+    [groups, M] array, as F.scaled_mm and vLLM's column_major_scales give."""
+    return np.ascontiguousarray(scale.T).T
+
+
+@pytest.mark.parametrize("variant", CPU_VARIANTS)
+def test_blockscale_column_major_a_scale(rng, variant):
+    for m, n, k in [(1, 130, 300), (5, 20, 129), (40, 257, 700), (100, 33, 1030)]:
+        a, w, a_scale, w_scale = inputs(rng, m, n, k)
+        by_column = column_major(a_scale)
+        assert by_column.strides == (4, 4 * m) or m == 1
+        out = poisoned((m, n), "float32")
+        with forced("gemm_a8w8_blockscale", variant):
+            aiter.gemm_a8w8_blockscale(a, w, by_column, w_scale, out=out)
+        check(out, reference(a, w, a_scale, w_scale), "float32", k, magnitude(a, w, a_scale, w_scale))
+
+
 def test_blockscale_empty_and_k0(rng):
     a, w = np.zeros((3, 0), np_dtype("float8_e4m3fn")), np.zeros((2, 0), np_dtype("float8_e4m3fn"))
     got = aiter.gemm_a8w8_blockscale(a, w, np.zeros((3, 0), np.float32), np.zeros((1, 0), np.float32),
@@ -109,7 +127,11 @@ def test_blockscale_rejects_bad_arguments(rng):
         (bad, r"w_scale: expected shape \[ceil\(N / 128\), ceil\(K / 128\)\] = \[2, 3\] "
               r"\(per 128 x 128 block of w\), got \[130, 3\]", dict(w_scale=np.ones((n, 3), np.float32))),
         (bad, r"w_scale: expected shape .* = \[2, 3\]", dict(w_scale=np.ones((1, 1), np.float32))),
-        (bad, "a_scale: expected a compact", dict(a_scale=np.ones((m, 6), np.float32)[:, ::2])),
+        (bad, r"a_scale: expected strides \(3, 1\) \(row-major\) or \(1, 4\) \(column-major\), got \(6, 2\)",
+         dict(a_scale=np.ones((m, 6), np.float32)[:, ::2])),
+        (bad, r"a_scale: expected strides .* got \(1, 8\)",  # column-major, padded to 8 rows
+         dict(a_scale=np.ones((3, 8), np.float32)[:, :m].T)),
+        (bad, "w_scale: expected a compact", dict(w_scale=np.ascontiguousarray(w_scale.T).T)),
         (aiter.UnsupportedDtypeError, "w_scale: expected dtype float32, got float16",
          dict(w_scale=w_scale.astype(np.float16))),
         (aiter.UnsupportedDtypeError, "a: expected dtype float8_e4m3fn, float8_e4m3fnuz, got float8_e5m2",

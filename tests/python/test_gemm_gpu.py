@@ -151,16 +151,26 @@ def test_blockscale_variant(rng, variant):
         shapes = [(1, 200, 528), (tokens - 3, 300, 1040), (tokens, 129, 400)]
     if variant.startswith("wgmma_ws"):
         shapes.append((1500, 3000, 1040))  # more tiles than blocks
-    for m, n, k in shapes:
+    # a_scale column-major (strides (1, M), F.scaled_mm's layout) on the first
+    # three shapes: read through its strides, or declined by the wgmma kernels.
+    layouts = [(shape, by_column) for i, shape in enumerate(shapes) for by_column in [False, True][:1 + (i < 3)]]
+    for (m, n, k), by_column in layouts:
         if not variant.startswith("generic") and (k % 16):
             continue
         groups = -(-k // 128)
         a, w = quantized(rng, (m, k), dtype), quantized(rng, (n, k), dtype)
         a_scale = (rng.random((m, groups)) + 0.5).astype(np.float32) / 32
         w_scale = (rng.random((-(-n // 128), groups)) + 0.5).astype(np.float32) / 32
+        scale = to_device(np.ascontiguousarray(a_scale.T), CUDA).T if by_column else to_device(a_scale, CUDA)
         out = poisoned_on((m, n), "float32", CUDA)
         with forced("gemm_a8w8_blockscale", variant):
-            aiter.gemm_a8w8_blockscale(*(to_device(x, CUDA) for x in (a, w, a_scale, w_scale)), out=out)
+            call = lambda: aiter.gemm_a8w8_blockscale(*(to_device(x, CUDA) for x in (a, w)), scale,
+                                                      to_device(w_scale, CUDA), out=out)
+            if by_column and m > 1 and variant.startswith("wgmma"):
+                with pytest.raises(aiter.UnsupportedShapeError, match="cannot run this call"):
+                    call()
+                continue
+            call()
             ran(variant)
         ref = blockscale_reference(a, w, a_scale, w_scale)
         if variant.startswith("wgmma"):

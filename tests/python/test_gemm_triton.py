@@ -136,6 +136,11 @@ def test_blockscale(rng, variant):
         err = np.abs(f64(on_host(out)) - ref)
         assert not np.isnan(err).any(), "elements unwritten or NaN"
         assert (err <= bound).all(), f"{(err > bound).sum()} elements off; worst error / bound {(err / bound).max():.3g}"
+    # a_scale column-major (strides (1, M)): these kernels index it row-major, so they decline it
+    by_column = to_device(np.ascontiguousarray(a_scale.T), CUDA).T
+    with aiter.tuning.force_variant("gemm_a8w8_blockscale", variant):
+        with pytest.raises(aiter.UnsupportedShapeError, match="cannot run this call"):
+            aiter.gemm_a8w8_blockscale(*(to_device(x, CUDA) for x in (a, w)), by_column, to_device(w_scale, CUDA))
 
 
 @pytest.mark.parametrize("variant", of("sixteen"))

@@ -218,15 +218,20 @@ BLOCKSCALE_SHAPES = [(1, 256, 512), (4, 256, 512), (70, 300, 1024), (130, 129, 5
 
 
 @pytest.mark.parametrize("m, n, k", BLOCKSCALE_SHAPES)
+@pytest.mark.parametrize("by_column", [False, True], ids=["a_scale_rows", "a_scale_columns"])
 @on_gpu
-def test_blockscale(rng, cublaslt, m, n, k):
+def test_blockscale(rng, cublaslt, m, n, k, by_column):
     """1 x 128 scales of A, 128 x 128 of W (cuBLASLt's VEC128 on its B, BLK128x128
-    on its A after the row-major swap, as PyTorch's scaled_gemm), against float64.
-    (Not yet passed on a GPU: the run that found the heuristic accepting these
-    shapes failed them on the scale transpose, fixed since.)"""
+    on its A after the row-major swap, as PyTorch's scaled_gemm), against float64;
+    a_scale row-major (transposed into the workspace) or column-major (strides
+    (1, M), F.scaled_mm's layout: passed straight through)."""
     args, magnitude = blockscale_case(rng, m, n, k)
+    a, w, a_scale, w_scale = dev(*args)
+    if by_column:
+        a_scale = to_device(np.ascontiguousarray(args[2].T), CUDA).T
+        assert a_scale.stride() == (1, m) or m == 1
     out = poisoned_on((m, n), "bfloat16", CUDA)
-    if refuses(lambda: forced_run("gemm_a8w8_blockscale", "cublaslt.e4m3fn.bs", *dev(*args), out=out)):
+    if refuses(lambda: forced_run("gemm_a8w8_blockscale", "cublaslt.e4m3fn.bs", a, w, a_scale, w_scale, out=out)):
         assert m % 4 != 0 or n % 16 != 0, f"declined the aligned shape {(m, n, k)}"
         return
     check(on_host(out), blockscale_reference(*args), "bfloat16", k, magnitude)
@@ -321,6 +326,22 @@ def test_heuristic_takes_the_library_where_it_wins(rng, cublaslt, monkeypatch):
     finally:
         monkeypatch.delenv("AITER_VENDOR_BLAS")
         aiter.tuning.reload()
+
+
+@on_gpu
+def test_heuristic_takes_the_library_for_block_scales_at_large_m(rng, cublaslt):
+    """Untuned block-scaled calls of 256 rows or more go to cuBLASLt (either
+    a_scale layout); fewer rows stay on libaiter's kernels."""
+    n, k = 640, 1024  # no tuned row has this shape
+    w = to_device(quantized(rng, (n, k)), CUDA)
+    w_scale = to_device((rng.random((n // 128, k // 128)) + 0.5).astype(np.float32), CUDA)
+    for m, by_column, vendor in [(64, False, False), (1024, False, True), (1024, True, True)]:
+        a = to_device(quantized(rng, (m, k)), CUDA)
+        a_scale = (rng.random((m, k // 128)) + 0.5).astype(np.float32)
+        scale = to_device(np.ascontiguousarray(a_scale.T), CUDA).T if by_column else to_device(a_scale, CUDA)
+        aiter.gemm_a8w8_blockscale(a, w, scale, w_scale)
+        _, name, how = aiter.tuning.last_variant()
+        assert how == 0 and name.startswith("cublaslt.") == vendor, (m, by_column, name)
 
 
 @on_gpu

@@ -82,13 +82,18 @@ bool fits_int32(const GemmArgs &g) {
   return true;
 }
 
+// The library reads A's 1 x 128 scales M-contiguous ([K / 128, M], PyTorch's
+// "strides (1, M)"): a column-major a_scale goes straight in, as does a single
+// row; a row-major one is transposed into the workspace first.
+bool a_scales_transposed(const GemmArgs &g) { return g.m > 1 && !g.a_scale_column_major(); }
+
 // cuBLASLt's block scales: whole 128-wide K groups, rows of four groups (16
-// bytes, as PyTorch requires of them), the transposed A scales within the
-// workspace, 16-byte aligned scale pointers.
+// bytes, as PyTorch requires of them), the transposed A scales (where they
+// need it) within the workspace, 16-byte aligned scale pointers.
 bool block_scales_fit(const GemmArgs &g) {
   const int64_t groups = g.k / 128;
-  return g.batch == 1 && g.k % 128 == 0 && groups % 4 == 0 &&
-         uint64_t(g.m) * uint64_t(groups) * 4 <= blas::kScaleBytes && alignment(g.a_scale, {}) >= 16 &&
+  const bool room = !a_scales_transposed(g) || uint64_t(g.m) * uint64_t(groups) * 4 <= blas::kScaleBytes;
+  return g.batch == 1 && g.k % 128 == 0 && groups % 4 == 0 && room && alignment(g.a_scale, {}) >= 16 &&
          alignment(g.w_scale, {}) >= 16;
 }
 
@@ -109,7 +114,7 @@ MatmulShape shape_of(const VendorKernel &k, const GemmArgs &g, const blas::Works
   s.align_o = alignment(g.out, {s.ldo * out_size, s.o_batch * out_size});
   s.workspace_bytes = ws.blas ? blas::kBlasWorkspaceBytes : 0;
   s.w_scale_ptr = g.w_scale;
-  s.a_scale_ptr = k.kind == Kind::blockscale && g.m > 1 ? static_cast<const void *>(ws.scales) : g.a_scale;
+  s.a_scale_ptr = k.kind == Kind::blockscale && a_scales_transposed(g) ? static_cast<const void *>(ws.scales) : g.a_scale;
   return s;
 }
 
@@ -122,7 +127,7 @@ aiter_status with_plan(const VendorKernel &k, const BlasLtApi &api, const GemmAr
   if (scope.status() != AITER_OK) return scope.status();
   const int slot = device_slot(call.device);
   const blas::Workspace ws = blas::workspace_for(api, slot, call.stream);
-  if (k.kind == Kind::blockscale && ws.scales == nullptr)
+  if (k.kind == Kind::blockscale && a_scales_transposed(g) && ws.scales == nullptr)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE, "%s: no workspace on this stream (first used while being captured)",
                 k.vendor->name);
   std::unique_lock<std::mutex> lock;
@@ -180,7 +185,7 @@ aiter_status run_vendor(const VendorKernel &k, const GemmArgs &g, const GpuCall 
     bool ok = handle != nullptr;
     if (ok && g.bias) ok = set_pointer(*api, p, v.desc.bias_pointer, g.bias);
     const float *a_scale = g.a_scale;
-    if (ok && k.kind == Kind::blockscale && g.m > 1) {  // one row of scales reads the same either way
+    if (ok && k.kind == Kind::blockscale && a_scales_transposed(g)) {
       ok = transpose_a_scales(*api, p, handle, g, ws.scales, call.stream) == 0;
       a_scale = ws.scales;
     }
@@ -202,12 +207,16 @@ aiter_status run_vendor(const VendorKernel &k, const GemmArgs &g, const GpuCall 
 // untuned on the H100 (docs/performance_gemm.md, "Vendor BLAS variants": at
 // 9-16 rows the skinny kernels ran 0.79-1.26x of cuBLAS, at 17-1024 rows the
 // tiles 0.46-1.02x, cuBLASLt itself 0.96-1.01x everywhere); fp32 inputs always
-// (no tensor-core kernel of ours).  fp8: never yet, as the vendor's fp8 was not
-// timed against ours (the tuner still weighs it).  AMD: always, as libaiter
-// has no matrix-core GEMM there yet (not measured: no AMD GPU at hand).
+// (no tensor-core kernel of ours).  Block-scaled fp8 from kBlockScaledRows rows:
+// libaiter's tiles ran 0.83x of F.scaled_mm untuned at M = 256-512 and 0.78x
+// from 1024 (H100, 2026-11-23), cuBLASLt runs F.scaled_mm's own algorithm.
+// Per-token x per-channel fp8: never (the tuner still weighs it).  AMD: always, as libaiter has no matrix-core GEMM there
+// yet (not measured: no AMD GPU at hand).
+constexpr int64_t kBlockScaledRows = 256;
 bool preferred(const VendorKernel &k, const GemmArgs &g) {
   if (k.rank > 0) return false;  // for the tuner only
   if (k.vendor->device_type == kDLROCM) return true;
+  if (k.kind == Kind::blockscale) return g.m >= kBlockScaledRows;
   return k.kind == Kind::a16w16 && (g.in_dtype == DType::f32 || g.m > 8);
 }
 
