@@ -3,7 +3,8 @@ Triton's CPU interpreter against float64 NumPy, without a GPU: GQA groups and
 several new tokens a sequence in one row block, page sizes 1 and 16, windows,
 soft-cap, empty and clamped context lengths, block ids outside the cache
 (masked), and split-KV partial results (each split's output and log-sum-exp in
-decode.cu's workspace layout, checked split by split).  Needs triton and torch
+decode.cu's workspace layout, checked split by split), fp8 e4m3fn caches with
+dequantization scales.  Needs triton and torch
 (skips without them: CI and Debian have neither); the compiled code objects are
 tested on the GPU by test_attention*.py with AITER_DECODE_KERNEL=triton
 (test_decode_triton.py).  fp16 stands for both 16-bit types (the interpreter
@@ -56,7 +57,7 @@ def reference(q, k_cache, v_cache, table, lens, scale, window_left, softcap, key
 
 
 def run(decode, batch=2, tokens=1, heads=(4, 1), d=16, page=16, lens=(5, 40), max_blocks=4, window_left=-1,
-        softcap=0.0, splits=1, split_keys=None, bad_blocks=False, tiles=(16, 16), seed=0):
+        softcap=0.0, splits=1, split_keys=None, bad_blocks=False, tiles=(16, 16), fp8=False, seed=0):
     """Launches the kernel as libaiter/gpu/attention_decode_triton.cpp does; checks
     every row (one split: the output; several: each split's partial results)."""
     g = torch.Generator().manual_seed(seed)
@@ -67,6 +68,11 @@ def run(decode, batch=2, tokens=1, heads=(4, 1), d=16, page=16, lens=(5, 40), ma
     q = torch.randn(batch, tokens, hq, d, generator=g).half()
     k_cache = torch.randn(num_blocks, page, hkv, d, generator=g).half()
     v_cache = torch.randn(num_blocks, page, hkv, d, generator=g).half()
+    k_scale, v_scale = 1.0, 1.0
+    if fp8:  # e4m3fn caches holding x / scale; the reference reads the codes times the scales
+        k_scale, v_scale = 0.01, 0.02
+        k_cache = (k_cache.float() / k_scale).to(torch.float8_e4m3fn)
+        v_cache = (v_cache.float() / v_scale).to(torch.float8_e4m3fn)
     table = torch.randperm(num_blocks, generator=g)[:batch * max_blocks].reshape(batch, max_blocks).int()
     if bad_blocks:
         table[0, 1], table[-1, 0] = -3, num_blocks  # outside the cache: those keys are masked
@@ -83,8 +89,9 @@ def run(decode, batch=2, tokens=1, heads=(4, 1), d=16, page=16, lens=(5, 40), ma
         q, k_cache, v_cache, out, partial_out, partial_lse, table, lens_t,
         q.stride(0), q.stride(1), q.stride(2), out.stride(0), out.stride(1), out.stride(2),
         table.stride(0), num_blocks, capacity, page, tokens, hq, hkv, row_blocks, splits, split_keys,
-        window_left, scale, softcap, 1.0, 1.0, BM=bm, BN=bn, D=d)
+        window_left, scale, softcap, k_scale, v_scale, BM=bm, BN=bn, D=d)
     table_np = table.numpy()
+    k_cache, v_cache = k_cache.double() * k_scale, v_cache.double() * v_scale
     if splits == 1:
         ref, _ = reference(q, k_cache, v_cache, table_np, lens, scale, window_left, softcap, 0, capacity)
         got = out.double().numpy()
@@ -113,11 +120,13 @@ def cases():
         "bad block ids masked": lambda a: run(a, lens=(60, 33), bad_blocks=True),
         "split-KV partials": lambda a: run(a, lens=(64, 20), splits=3, split_keys=24, tokens=2, window_left=30),
         "split-KV, wider key tile": lambda a: run(a, d=32, lens=(63, 7), splits=2, split_keys=32, tiles=(16, 32)),
+        "fp8 e4m3fn cache with scales": lambda a: run(a, lens=(45, 17), fp8=True, tokens=2, softcap=0.9),
     }
 
 
 CASES = ["GQA 4, odd lengths", "page size 1, 2 new tokens", "rows past one block", "window and soft-cap",
-         "empty, short and clamped lengths", "bad block ids masked", "split-KV partials", "split-KV, wider key tile"]
+         "empty, short and clamped lengths", "bad block ids masked", "split-KV partials", "split-KV, wider key tile",
+         "fp8 e4m3fn cache with scales"]
 
 
 run_or_collect(globals(), KERNEL, "aiter_triton_decode_interpreted", cases, CASES)
