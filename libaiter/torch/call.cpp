@@ -79,6 +79,12 @@ void Call::unbox(StableIValue *stack) {
       case Kind::Tensor: tensors_[i].emplace(to<AtenTensorHandle>(stack[i])); break;
       case Kind::OptionalTensor: tensors_[i] = to<std::optional<torch::stable::Tensor>>(stack[i]); break;
       case Kind::Float: number_[i] = to<double>(stack[i]); break;
+      case Kind::OptionalFloat: {
+        std::optional<double> value = to<std::optional<double>>(stack[i]);
+        number_[i] = value.value_or(0.0);
+        given_[i] = value.has_value();
+        break;
+      }
       case Kind::Int: number_[i] = double(to<int64_t>(stack[i])); break;
       case Kind::Bool: number_[i] = to<bool>(stack[i]) ? 1 : 0; break;
       case Kind::Str: string_[i] = to<StringHandle>(stack[i]); break;
@@ -145,7 +151,10 @@ DLTensor *Call::describe(int entry) {
   return &dl;
 }
 
-const DLTensor *Call::input(int entry) { return tensors_[entry] ? describe(entry) : nullptr; }
+const DLTensor *Call::input(const Param &param) {
+  if (tensors_[param.index]) return describe(param.index);
+  return param.fallback >= 0 ? describe(param.fallback) : nullptr;
+}
 
 DLTensor *Call::written(int entry) { return tensors_[entry] ? describe(entry) : nullptr; }
 
@@ -182,44 +191,63 @@ int32_t Call::output_dtype(const OutputRule &rule) const {
 // The outputs of a functional call, with the shapes the table's rules give
 // (aiter/spec/table.py; _native.py names each rule).  A malformed input gets
 // a placeholder size here, as in the table, and the library names the problem.
+// The shape of one output (its ndim returned), by the table's rule.
+int64_t Call::rule_shape(const OutputRule &rule, int64_t *shape) {
+  AtenTensorHandle a = rule.a >= 0 ? tensors_[rule.a]->get() : nullptr;
+  AtenTensorHandle b = rule.b >= 0 && tensors_[rule.b] ? tensors_[rule.b]->get() : nullptr;
+  int64_t ndim = 0;
+  if (a != nullptr) {
+    int64_t *sizes = nullptr;
+    shim(aoti_torch_get_dim(a, &ndim), "get_dim");
+    shim(aoti_torch_get_sizes(a, &sizes), "get_sizes");
+    if (ndim > int64_t(kMaxStack)) throw std::invalid_argument(plan_.op + ": too many dimensions");
+    for (int64_t d = 0; d < ndim; ++d) shape[d] = sizes[d];
+  }
+  switch (rule.shape) {
+    case OutputRule::Like: break;
+    case OutputRule::Half: if (ndim > 0) shape[ndim - 1] /= 2; break;
+    case OutputRule::Rows: if (ndim > 0) shape[ndim - 1] = 1; else shape[ndim++] = 1; break;
+    case OutputRule::One: ndim = 1, shape[0] = 1; break;
+    case OutputRule::Gemm: {
+      int64_t wdim = 0;
+      shim(aoti_torch_get_dim(b, &wdim), "get_dim");
+      shape[0] = ndim == 2 ? shape[0] : 0, shape[1] = wdim == 2 ? size_of(b, 0) : 0;
+      ndim = 2;
+      break;
+    }
+    case OutputRule::BatchedGemm: {
+      int64_t wdim = 0;
+      shim(aoti_torch_get_dim(b, &wdim), "get_dim");
+      bool ok = ndim == 3 && wdim == 3;
+      shape[0] = ok ? shape[0] : 0, shape[1] = ok ? shape[1] : 0, shape[2] = ok ? size_of(b, 1) : 0;
+      ndim = 3;
+      break;
+    }
+    case OutputRule::Topk:
+      shape[0] = ndim > 0 ? shape[0] : 0, shape[1] = int64_t(number_[rule.b]);
+      ndim = 2;
+      break;
+    case OutputRule::Dims:
+      ndim = int64_t(rule.dims.size());
+      for (int64_t d = 0; d < ndim; ++d) {
+        const Dim &dim = rule.dims[d];
+        shape[d] = dim.kind == Dim::Constant ? dim.value
+                   : dim.kind == Dim::IntArg ? int64_t(number_[dim.entry])
+                                             : size_of(tensors_[dim.entry]->get(), dim.value);
+      }
+      break;
+  }
+  return ndim;
+}
+
+// The outputs of a functional call, with the shapes the table's rules give
+// (aiter/spec/table.py; _native.py names each rule).  A malformed input gets
+// a placeholder size here, as in the table, and the library names the problem.
 void Call::allocate_outputs() {
   for (size_t k = 0; k < plan_.outputs.size(); ++k) {
     const OutputRule &rule = plan_.outputs[k];
-    AtenTensorHandle a = rule.a >= 0 ? tensors_[rule.a]->get() : nullptr;
-    AtenTensorHandle b = rule.b >= 0 && tensors_[rule.b] ? tensors_[rule.b]->get() : nullptr;
-    int64_t shape[kMaxStack], strides[kMaxStack], ndim = 0;
-    if (a != nullptr) {
-      int64_t *sizes = nullptr;
-      shim(aoti_torch_get_dim(a, &ndim), "get_dim");
-      shim(aoti_torch_get_sizes(a, &sizes), "get_sizes");
-      if (ndim > int64_t(kMaxStack)) throw std::invalid_argument(plan_.op + ": too many dimensions");
-      for (int64_t d = 0; d < ndim; ++d) shape[d] = sizes[d];
-    }
-    switch (rule.shape) {
-      case OutputRule::Like: break;
-      case OutputRule::Half: if (ndim > 0) shape[ndim - 1] /= 2; break;
-      case OutputRule::Rows: if (ndim > 0) shape[ndim - 1] = 1; else shape[ndim++] = 1; break;
-      case OutputRule::One: ndim = 1, shape[0] = 1; break;
-      case OutputRule::Gemm: {
-        int64_t wdim = 0;
-        shim(aoti_torch_get_dim(b, &wdim), "get_dim");
-        shape[0] = ndim == 2 ? shape[0] : 0, shape[1] = wdim == 2 ? size_of(b, 0) : 0;
-        ndim = 2;
-        break;
-      }
-      case OutputRule::BatchedGemm: {
-        int64_t wdim = 0;
-        shim(aoti_torch_get_dim(b, &wdim), "get_dim");
-        bool ok = ndim == 3 && wdim == 3;
-        shape[0] = ok ? shape[0] : 0, shape[1] = ok ? shape[1] : 0, shape[2] = ok ? size_of(b, 1) : 0;
-        ndim = 3;
-        break;
-      }
-      case OutputRule::Topk:
-        shape[0] = ndim > 0 ? shape[0] : 0, shape[1] = int64_t(number_[rule.b]);
-        ndim = 2;
-        break;
-    }
+    int64_t shape[kMaxStack], strides[kMaxStack];
+    int64_t ndim = rule_shape(rule, shape);
     int64_t stride = 1;
     for (int64_t d = ndim - 1; d >= 0; --d) strides[d] = stride, stride *= shape[d] > 0 ? shape[d] : 1;
     int32_t dtype = output_dtype(rule);

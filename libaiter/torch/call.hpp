@@ -31,10 +31,11 @@ class Call {
   Call(const Call &) = delete;
   Call &operator=(const Call &) = delete;
 
-  const DLTensor *input(int entry);  // NULL for an optional tensor left out
+  const DLTensor *input(const Param &param);  // NULL for an optional tensor left out (and no fallback)
   DLTensor *written(int entry);
   DLTensor *output(int k) { return &out_dl_[k]; }
   double number(int entry) const { return number_[entry]; }
+  bool given(int entry) const { return given_[entry]; }  // false for a None optional float
   int32_t enum_value(const Param &param) const;
   void *stream() const { return stream_; }
 
@@ -48,10 +49,12 @@ class Call {
   void find_device();
   DLTensor *describe(int entry);
   int32_t output_dtype(const OutputRule &rule) const;
+  int64_t rule_shape(const OutputRule &rule, int64_t *shape);
 
   const Plan &plan_;
   std::optional<torch::stable::Tensor> tensors_[kMaxStack];
   double number_[kMaxStack] = {};                // floats, ints and bools
+  bool given_[kMaxStack] = {};
   int32_t dtype_[kMaxStack] = {};                // ScalarType codes, -1 for None
   StringHandle string_[kMaxStack] = {};
   DLTensor dl_[kMaxStack];

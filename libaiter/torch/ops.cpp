@@ -35,13 +35,42 @@ namespace {
 template <class T>
 struct Tag {};
 
+// The params structs' fields by name (the op table's argument names); each
+// returns false for a name the struct lacks, which refuses the plan.
+bool set_field(aiter_attention_params &p, const std::string &name, double v, DLTensor *out) {
+  if (name == "softmax_scale") return p.softmax_scale = float(v), true;
+  if (name == "causal") return p.causal = v != 0, true;
+  if (name == "window_left") return p.window_left = int32_t(v), true;
+  if (name == "k_scale") return p.k_scale = float(v), true;
+  if (name == "v_scale") return p.v_scale = float(v), true;
+  if (name == "softcap") return p.softcap = float(v), true;
+  if (name == "lse") return p.lse = out, true;
+  return false;
+}
+
+bool set_field(aiter_mla_params &p, const std::string &name, double v, DLTensor *out) {
+  if (name == "softmax_scale") return p.softmax_scale = float(v), true;
+  if (name == "kv_scale") return p.kv_scale = float(v), true;
+  if (name == "num_splits") return p.num_splits = int32_t(v), true;
+  if (name == "lse") return p.lse = out, true;
+  return false;
+}
+
+bool set_field(aiter_fused_moe_params &p, const std::string &name, double v, DLTensor *) {
+  if (name == "activation") return p.activation = int32_t(v), true;
+  if (name == "weights_on_input") return p.weights_on_input = v != 0, true;
+  if (name == "block_size") return p.block_size = int32_t(v), true;
+  if (name == "variant") return p.variant = int32_t(v), true;
+  return false;
+}
+
 class Binder {
  public:
   Binder(Call &call, const Plan &plan) : call_(call), plan_(plan) {}
 
   const DLTensor *take(Tag<const DLTensor *>) {
     const Param &p = next();
-    return p.source == Param::Output ? call_.output(p.index) : call_.input(p.index);
+    return p.source == Param::Output ? call_.output(p.index) : call_.input(p);
   }
   DLTensor *take(Tag<DLTensor *>) {
     const Param &p = next();
@@ -54,13 +83,47 @@ class Binder {
     return E(take(Tag<int32_t>{}));
   }
   void *take(Tag<void *>) { return call_.stream(); }
+  const aiter_attention_params *take(Tag<const aiter_attention_params *>) {
+    aiter_attention_params_init(&attention_);
+    fill(attention_, next());
+    return &attention_;
+  }
+  const aiter_mla_params *take(Tag<const aiter_mla_params *>) {
+    aiter_mla_params_init(&mla_);
+    fill(mla_, next());
+    return &mla_;
+  }
+  const aiter_fused_moe_params *take(Tag<const aiter_fused_moe_params *>) {
+    aiter_fused_moe_params_init(&moe_);
+    fill(moe_, next());
+    return &moe_;
+  }
 
  private:
   const Param &next() { return plan_.params[position_++]; }
 
+  // Sets each field of a params struct the plan names; a None entry keeps the default.
+  template <class Struct>
+  void fill(Struct &params, const Param &p) {
+    for (const Field &f : p.fields) {
+      const Param &src = f.source;
+      if (src.source == Param::Output) {
+        set_field(params, f.name, 0.0, call_.output(src.index));
+      } else if (plan_.stack[src.index] == Kind::Tensor || plan_.stack[src.index] == Kind::OptionalTensor) {
+        set_field(params, f.name, 0.0, call_.written(src.index));  // a .out overload's lse
+      } else if (plan_.stack[src.index] != Kind::OptionalFloat || call_.given(src.index)) {
+        bool integral = plan_.stack[src.index] != Kind::Float && plan_.stack[src.index] != Kind::OptionalFloat;
+        set_field(params, f.name, integral ? double(call_.enum_value(src)) : call_.number(src.index), nullptr);
+      }
+    }
+  }
+
   Call &call_;
   const Plan &plan_;
   size_t position_ = 0;
+  aiter_attention_params attention_;
+  aiter_mla_params mla_;
+  aiter_fused_moe_params moe_;
 };
 
 // Calls `function` with its arguments taken from `binder`; a braced list is
@@ -71,19 +134,49 @@ aiter_status invoke(aiter_status (*function)(P...), Binder &binder) {
   return std::apply(function, arguments);
 }
 
+bool is_scalar(const Plan &plan, const Param &p, bool floating) {
+  if (p.source != Param::Stack) return false;
+  Kind kind = plan.stack[p.index];
+  if (floating) return kind == Kind::Float || kind == Kind::Int;
+  return kind == Kind::Int || kind == Kind::Bool || (kind == Kind::Str && !p.names.empty());
+}
+
+// Whether a params-struct token names only fields the struct has, each from
+// an output (lse) or a scalar entry.
+template <class Struct>
+bool fields_fit(const Plan &plan, const Param &p) {
+  Struct probe{};
+  for (const Field &f : p.fields) {
+    const Param &src = f.source;
+    bool output = src.source == Param::Output ||
+                  (src.source == Param::Stack && (plan.stack[src.index] == Kind::Tensor ||
+                                                  plan.stack[src.index] == Kind::OptionalTensor));
+    bool scalar = is_scalar(plan, src, true) || is_scalar(plan, src, false) ||
+                  (src.source == Param::Stack && plan.stack[src.index] == Kind::OptionalFloat);
+    if (!(output || scalar) || !set_field(probe, f.name, 0.0, nullptr)) return false;
+  }
+  return p.source == Param::Params;
+}
+
 // Whether a plan fits parameter P (at registration, so a call never misreads).
 template <class P>
 bool fits(const Plan &plan, const Param &p) {
-  auto kind = [&] { return plan.stack[p.index]; };
   if constexpr (std::is_same_v<P, const DLTensor *> || std::is_same_v<P, DLTensor *>) {
-    return p.source == Param::Output || kind() == Kind::Tensor || kind() == Kind::OptionalTensor;
-  } else if constexpr (std::is_same_v<P, float>) {
-    return p.source == Param::Stack && (kind() == Kind::Float || kind() == Kind::Int);
-  } else if constexpr (std::is_same_v<P, int32_t> || std::is_enum_v<P>) {
+    if (p.source == Param::Output) return true;
     return p.source == Param::Stack &&
-           (kind() == Kind::Int || kind() == Kind::Bool || (kind() == Kind::Str && !p.names.empty()));
+           (plan.stack[p.index] == Kind::Tensor || plan.stack[p.index] == Kind::OptionalTensor);
+  } else if constexpr (std::is_same_v<P, float>) {
+    return is_scalar(plan, p, true);
+  } else if constexpr (std::is_same_v<P, int32_t> || std::is_enum_v<P>) {
+    return is_scalar(plan, p, false);
+  } else if constexpr (std::is_same_v<P, const aiter_attention_params *>) {
+    return fields_fit<aiter_attention_params>(plan, p);
+  } else if constexpr (std::is_same_v<P, const aiter_mla_params *>) {
+    return fields_fit<aiter_mla_params>(plan, p);
+  } else if constexpr (std::is_same_v<P, const aiter_fused_moe_params *>) {
+    return fields_fit<aiter_fused_moe_params>(plan, p);
   } else {
-    return false;  // a params struct: such ops keep their Python kernels
+    return false;
   }
 }
 
@@ -117,8 +210,6 @@ bool accepts(const Plan &plan) {
 
 #define AITER_TORCH_ROW(function) {#function, bound<function>, accepts<function>}
 
-// The C functions whose scalars are plain arguments; the ops with a params
-// struct (attention, MLA decode, fused MoE) keep their Python kernels.
 constexpr Row kRows[] = {
     AITER_TORCH_ROW(aiter_rmsnorm),
     AITER_TORCH_ROW(aiter_add_rmsnorm),
@@ -133,6 +224,10 @@ constexpr Row kRows[] = {
     AITER_TORCH_ROW(aiter_quant_per_tensor_static),
     AITER_TORCH_ROW(aiter_rope),
     AITER_TORCH_ROW(aiter_reshape_and_cache),
+    AITER_TORCH_ROW(aiter_prefill_attention),
+    AITER_TORCH_ROW(aiter_paged_decode_attention),
+    AITER_TORCH_ROW(aiter_paged_decode_attention_split_kv),
+    AITER_TORCH_ROW(aiter_paged_prefill_attention),
     AITER_TORCH_ROW(aiter_gemm_a16w16),
     AITER_TORCH_ROW(aiter_gemm_a8w8),
     AITER_TORCH_ROW(aiter_gemm_a8w8_blockscale),
@@ -142,6 +237,9 @@ constexpr Row kRows[] = {
     AITER_TORCH_ROW(aiter_topk_sigmoid),
     AITER_TORCH_ROW(aiter_grouped_topk),
     AITER_TORCH_ROW(aiter_moe_sorting),
+    AITER_TORCH_ROW(aiter_fused_moe),
+    AITER_TORCH_ROW(aiter_fused_moe_fp8),
+    AITER_TORCH_ROW(aiter_mla_decode),
     AITER_TORCH_ROW(aiter_concat_and_cache_mla),
 };
 constexpr size_t kNumRows = sizeof(kRows) / sizeof(kRows[0]);

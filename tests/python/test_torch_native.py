@@ -13,8 +13,10 @@ torch = pytest.importorskip("torch")
 import aiter.torch  # noqa: E402,F401
 from aiter.spec import OPS  # noqa: E402
 from aiter.torch import _native  # noqa: E402
+from aiter.torch._kernels import direct_kernel  # noqa: E402
 from harness import assert_close, f64  # noqa: E402
 from test_norm import rms_ref  # noqa: E402
+from torch_samples import samples  # noqa: E402
 
 needs_native = pytest.mark.skipif(not _native._native, reason="libaiter_torch.so not built (no torch at build time)")
 
@@ -27,16 +29,58 @@ def _planned():
     return names
 
 
-def test_the_benchmark_ops_have_plans_and_attention_keeps_python():
+def test_every_overload_has_a_plan_but_moe_sortings_functional_form():
     planned = _planned()
-    assert {"rmsnorm", "rmsnorm.out", "gemm_a16w16", "gemm_a16w16.out", "rope"} <= planned
-    # A params struct (attention, MLA decode, fused MoE) has no plan: Python kernels serve those.
-    assert "prefill_attention" not in planned and "fused_moe" not in planned
+    every = {op.name for op in OPS} | {f"{op.name}.out" for op in OPS if op.outs}
+    # moe_sorting's output size is a library query (aiter_moe_sorting_max_rows): its
+    # functional form keeps the Python kernel, its .out overload is C++.
+    assert every - planned == {"moe_sorting"}
+    assert _native.plan(next(op for op in OPS if op.name == "prefill_attention"), True).split("|")[3] == \
+        "dims:0.0,0.1,2.-1/of:0 dims:0.0,0.1/code:6"  # q's [T, H] and v's head size; lse fp32 [T, H]
 
 
 @needs_native
 def test_every_planned_overload_is_served_by_the_library():
     assert _native.native_overloads == _planned()
+
+
+def _same(a, b):
+    if a.dtype in (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2):
+        a, b = a.view(torch.uint8), b.view(torch.uint8)
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
+
+
+def _tensors(op, result, args):
+    if not op.outs:
+        return [a for a in args if isinstance(a, torch.Tensor)]  # in-place ops: the arguments, written ones included
+    return list(result) if isinstance(result, tuple) else [result]
+
+
+@needs_native
+@pytest.mark.parametrize("name", sorted(op.name for op in OPS))
+def test_cpp_kernel_matches_the_python_kernel_bitwise(gen, name):
+    """The plan maps each argument where the Python kernel puts it: both call the
+    same C function, so every output is bit-identical (params structs, a
+    tensor that falls back to another, enum strings and int32 scalars included)."""
+    import copy
+    op = next(o for o in OPS if o.name == name)
+    args, kwargs = samples(gen)[name]
+    cpp_args, py_args = copy.deepcopy(args), copy.deepcopy(args)
+    cpp = _tensors(op, getattr(torch.ops.aiter, name)(*cpp_args, **kwargs), cpp_args)
+    py = _tensors(op, direct_kernel(op, returns=True)(*py_args, **kwargs), py_args)
+    assert len(cpp) == len(py) and all(_same(c, p) for c, p in zip(cpp, py))
+
+
+@needs_native
+def test_prefill_scale_fallback_and_lse_through_the_params_struct(gen):
+    q, k, v = (torch.randn(9, 4, 64, generator=gen), torch.randn(9, 2, 64, generator=gen),
+               torch.randn(9, 2, 64, generator=gen))
+    cu = torch.tensor([0, 4, 9], dtype=torch.int32)
+    out, lse = torch.ops.aiter.prefill_attention(q, k, v, cu)
+    same_out, same_lse = torch.ops.aiter.prefill_attention(q, k, v, cu, cu, 64 ** -0.5, causal=True)
+    assert torch.equal(out, same_out) and torch.equal(lse, same_lse) and lse.shape == (9, 4)
+    scaled, _ = torch.ops.aiter.prefill_attention(q, k, v, cu, None, 0.5, causal=False)
+    assert not torch.equal(scaled, out)
 
 
 @needs_native

@@ -88,7 +88,7 @@ _SHAPE_RULES = {table._half.__code__: ("half", "x"), table._rows.__code__: ("row
                 _moe._topk_shape.__code__: ("topk", "gating", "k")}
 
 
-def _shape_rule(out, index):
+def _shape_rule(op, out, index):
     """The plan's shape rule for one of the table's shape functions, or None."""
     if out.like is not None:
         return f"like:{index[out.like]}"
@@ -98,12 +98,66 @@ def _shape_rule(out, index):
     if code in _SHAPE_RULES:
         name, *refs = _SHAPE_RULES[code]
         return f"{name}:{','.join(str(index[r]) for r in refs)}"
-    try:
-        if tuple(out.shape({})) == (1,):  # a constant shape reads no argument
-            return "one"
-    except (KeyError, TypeError, AttributeError):
-        pass
+    return _probed_dims(op, out, index)
+
+
+class _Shaped:
+    def __init__(self, shape):
+        self.shape, self.dtype = shape, None
+
+
+def _probe(op, rank, base):
+    """Arguments whose every size is a distinct number: tensor i's dim d is
+    base + 100 i + d, int argument i is base + 100 i + 99."""
+    values = {}
+    for i, arg in enumerate(op.args):
+        if arg.is_tensor:
+            values[arg.name] = _Shaped(tuple(base + 100 * i + d for d in range(rank)))
+        elif arg.kind == "int":
+            values[arg.name] = base + 100 * i + 99
+        else:
+            values[arg.name] = None if arg.optional else arg.default
+    return values
+
+
+def _decode(op, value, rank, base):
+    i, d = divmod(value - base, 100)
+    if value >= base and i < len(op.args) and op.args[i].is_tensor and d < rank:
+        return ("dim", i, d)
+    if value >= base and i < len(op.args) and op.args[i].kind == "int" and d == 99:
+        return ("int", i)
+    return ("const", value)
+
+
+def _dim_token(op, first, second, ranks, index):
+    if first[0] == second[0] == "const" and first == second and first[1] > 0:
+        return f"c{first[1]}"  # the same in both probes: a constant
+    if first[0] == second[0] == "int" and first == second:
+        return f"i{index[op.args[first[1]].name]}"
+    if first[0] == second[0] == "dim" and first[1] == second[1]:
+        entry = index[op.args[first[1]].name]
+        if first[2] == second[2]:
+            return f"{entry}.{first[2]}"  # counted from the start
+        if first[2] - ranks[0] == second[2] - ranks[1]:
+            return f"{entry}.{first[2] - ranks[0]}"  # counted from the end
     return None
+
+
+def _probed_dims(op, out, index):
+    """A dims rule read off the shape function by evaluating it on two probes
+    (ranks 3 and 4, distinct sizes): each output size must be one input size
+    (at a fixed position from the start or the end), an int argument, or a
+    constant; anything else (arithmetic, a library query) gives None."""
+    probes = ((3, 1000), (4, 5000))
+    try:
+        shapes = [tuple(out.shape(_probe(op, rank, base))) for rank, base in probes]
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError):
+        return None
+    if len(shapes[0]) != len(shapes[1]) or not all(isinstance(v, int) for v in shapes[0] + shapes[1]):
+        return None
+    tokens = [_dim_token(op, _decode(op, a, *probes[0]), _decode(op, b, *probes[1]), (3, 4), index)
+              for a, b in zip(*shapes)]
+    return None if None in tokens else "dims:" + ",".join(tokens)
 
 
 def _fixed_or_of(value, index):
@@ -128,13 +182,15 @@ def _dtype_rule(op, out, index):
     return base
 
 
-def _param(op, name, index, outputs, functional):
-    """The plan token of one C parameter, or None where the plan cannot say it."""
+def _source(op, name, index, functional):
+    """The plan's source of one C parameter or params field, or None."""
     out_names = [o.name for o in op.outs]
     if name in out_names:
         k = out_names.index(name)
         return f"@{k}" if functional else str(len(op.args) + k)
     arg = next(a for a in op.args if a.name == name)
+    if arg.same_as:
+        return f"{index[name]}?{index[arg.same_as]}"
     if arg.kind != "str":
         return str(index[name])
     enum = _closure(arg.to_c).get("table") if arg.to_c else None
@@ -143,11 +199,29 @@ def _param(op, name, index, outputs, functional):
     return f"{index[name]}=" + ",".join(f"{k}:{int(v)}" for k, v in enum.items())
 
 
+def _params_struct(op, index, functional):
+    """The params-struct token: each argument and output the C order leaves out
+    is a field of the same name (dtype arguments only choose output dtypes)."""
+    named = [a.name for a in op.args if not a.is_tensor and a.kind != "dtype" and a.name not in op.c_order]
+    named += [o.name for o in op.outs if o.name not in op.c_order]
+    fields = [(n, _source(op, n, index, functional)) for n in named]
+    if any(src is None for _, src in fields):
+        return None
+    return "P:" + ";".join(f"{n}~{src}" for n, src in fields)
+
+
+def _param(op, name, index, functional):
+    """The plan token of one C parameter, or None where the plan cannot say it."""
+    if name == "@params":
+        return _params_struct(op, index, functional)
+    return _source(op, name, index, functional)
+
+
 def _stack(op, functional):
     """The names and kind letters of the schema's arguments, or None."""
     names, kinds = [], ""
     for arg in op.args:
-        if arg.same_as:
+        if arg.same_as and not (arg.is_tensor and arg.optional):
             return None
         if arg.is_tensor:
             kinds += "T" if arg.optional else "t"
@@ -155,6 +229,10 @@ def _stack(op, functional):
             if not arg.optional:
                 return None
             kinds += "d"
+        elif arg.optional:
+            if arg.kind != "float":
+                return None
+            kinds += "F"
         else:
             kinds += _KINDS[arg.kind]
         names.append(arg.name)
@@ -167,8 +245,6 @@ def _stack(op, functional):
 def plan(op, functional):
     """The plan text of one overload (libaiter/torch/plan.hpp), or None when the
     op needs something the C++ kernels lack (then its Python kernel serves)."""
-    if op.params is not None or "@params" in op.c_order:
-        return None
     stack = _stack(op, functional)
     if stack is None:
         return None
@@ -177,11 +253,11 @@ def plan(op, functional):
     outputs = []
     if functional:
         for out in op.outs:
-            shape, dtype = _shape_rule(out, index), _dtype_rule(op, out, index)
+            shape, dtype = _shape_rule(op, out, index), _dtype_rule(op, out, index)
             if shape is None or dtype is None:
                 return None
             outputs.append(f"{shape}/{dtype}")
-    params = [_param(op, name, index, outputs, functional) for name in op.c_order]
+    params = [_param(op, name, index, functional) for name in op.c_order]
     if any(p is None for p in params):
         return None
     return "|".join([" ".join(names), kinds, " ".join(params), " ".join(outputs)])
