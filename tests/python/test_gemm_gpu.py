@@ -167,7 +167,7 @@ def test_blockscale_variant(rng, variant):
             call = lambda: aiter.gemm_a8w8_blockscale(*(to_device(x, CUDA) for x in (a, w)), scale,
                                                       to_device(w_scale, CUDA), out=out)
             if by_column and m > 1 and variant.startswith("wgmma"):
-                with pytest.raises(aiter.UnsupportedShapeError, match="cannot run this call"):
+                with pytest.raises(ValueError, match="cannot run this call"):  # a plain one through aiter.torch
                     call()
                 continue
             call()
