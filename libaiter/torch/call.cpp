@@ -67,9 +67,6 @@ Call::~Call() {
   for (AtenTensorHandle out : outs_) {
     if (out != nullptr) aoti_torch_delete_tensor_object(out);
   }
-  for (StringHandle s : string_) {
-    if (s != nullptr) torch_delete_string(s);
-  }
 }
 
 void Call::unbox(StableIValue *stack) {
@@ -87,7 +84,7 @@ void Call::unbox(StableIValue *stack) {
       }
       case Kind::Int: number_[i] = double(to<int64_t>(stack[i])); break;
       case Kind::Bool: number_[i] = to<bool>(stack[i]) ? 1 : 0; break;
-      case Kind::Str: string_[i] = to<StringHandle>(stack[i]); break;
+      case Kind::Str: string_[i].handle = to<StringHandle>(stack[i]); break;
       case Kind::Dtype: {
         auto dtype = to<std::optional<torch::headeronly::ScalarType>>(stack[i]);
         dtype_[i] = dtype ? int32_t(*dtype) : -1;
@@ -169,8 +166,8 @@ int32_t Call::enum_value(const Param &param) const {
   }
   const char *text = nullptr;
   size_t length = 0;
-  shim(torch_string_c_str(string_[param.index], &text), "string_c_str");
-  shim(torch_string_length(string_[param.index], &length), "string_length");
+  shim(torch_string_c_str(string_[param.index].handle, &text), "string_c_str");
+  shim(torch_string_length(string_[param.index].handle, &length), "string_length");
   std::string value(text, length), expected;
   for (const EnumValue &e : param.names) {
     if (e.name == value) return e.value;

@@ -24,6 +24,18 @@ struct Runtime {
 };
 extern Runtime runtime;
 
+// A string argument's handle, deleted with the call (also when the call's
+// constructor throws, which skips ~Call).
+struct OwnedString {
+  StringHandle handle = nullptr;
+  OwnedString() = default;
+  OwnedString(const OwnedString &) = delete;
+  OwnedString &operator=(const OwnedString &) = delete;
+  ~OwnedString() {
+    if (handle != nullptr) torch_delete_string(handle);
+  }
+};
+
 class Call {
  public:
   Call(const Plan &plan, StableIValue *stack);
@@ -56,7 +68,7 @@ class Call {
   double number_[kMaxStack] = {};                // floats, ints and bools
   bool given_[kMaxStack] = {};
   int32_t dtype_[kMaxStack] = {};                // ScalarType codes, -1 for None
-  StringHandle string_[kMaxStack] = {};
+  OwnedString string_[kMaxStack];
   DLTensor dl_[kMaxStack];
   bool described_[kMaxStack] = {};
   AtenTensorHandle outs_[kMaxOutputs] = {};

@@ -106,7 +106,7 @@ void parse_dtype(const Plan &plan, const std::string &text, OutputRule &rule) {
   }
   if (f.size() != at + 2) bad(plan.op, "bad dtype rule '" + text + "'");
   if (f[at] == "of") {
-    rule.dtype_of = stack_index(plan, f[at + 1]);
+    rule.dtype_of = stack_index_of(plan, f[at + 1], Kind::Tensor);
   } else if (f[at] == "code") {
     rule.dtype_code = std::stoi(f[at + 1]);
   } else {

@@ -84,6 +84,27 @@ def test_prefill_scale_fallback_and_lse_through_the_params_struct(gen):
 
 
 @needs_native
+@pytest.mark.parametrize("plan", [
+    "x weight eps|ttf|@0 0 1 2|",                      # @0 with no output allocated
+    "x weight eps|ttf|@0 0 1 9|like:0/of:0",           # stack index out of range
+    "x weight|ttf|@0 0 1 2|like:0/of:0",               # a name missing
+    "x weight eps|ttz|@0 0 1 2|like:0/of:0",           # unknown kind
+    "x weight eps|ttf|@0 0 1 2|like:2/of:0",           # a shape read off a float
+    "x weight eps|ttf|@0 0 1 2|like:0/of:2",           # a dtype read off a float
+    "x weight eps|ttf|@0 0 1 2|dims:0.0,x/of:0",       # a malformed dim
+    "x weight eps|ttf|@0 0 1 2=a:1|like:0/of:0",       # enum names on a float
+    "x weight eps|ttf|@0 0 1 P:eps~2|like:0/of:0",     # a params struct where the C function takes a float
+    "x weight eps|ttf|@0 0 1|like:0/of:0",             # a C parameter missing
+    "x weight eps|ttf|@0 0 1 2",                       # a field missing
+])
+def test_a_bad_plan_is_refused_at_registration(plan):
+    status = _native._native.aiter_torch_register(b"rmsnorm_probe", b"aiter_rmsnorm", plan.encode(), 0)
+    assert status != 0, plan  # refused (1: does not fit the C function, -1: malformed), nothing registered
+    if status < 0:
+        assert b"plan" in _native._native.aiter_torch_last_error()
+
+
+@needs_native
 @pytest.mark.gpu
 def test_cuda_kernels_are_the_cpp_ones_too():
     if not torch.cuda.is_available():
