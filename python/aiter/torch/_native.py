@@ -7,8 +7,8 @@ PyTorch's stable ABI, registers C++ kernels for the same schemas instead.
 Each overload's *plan* (libaiter/torch/plan.hpp), written here from the op
 table, tells the C++ kernel which schema argument goes to which C parameter
 and how to allocate the outputs, so the table stays the one description.
-Ops or overloads the library cannot serve (a params struct, an output shape
-rule it lacks) keep their Python kernels.
+An overload whose plan cannot be written (an output size the library
+computes, such as moe_sorting's) keeps its Python kernel.
 
 Where the library comes from, first match wins:
   1. $AITER_TORCH_LIBRARY, a path to libaiter_torch.so (``0`` or empty: none);
