@@ -31,9 +31,9 @@ python3 -c 'import torch, ctypes; v = ctypes.CDLL("libcublasLt.so.13").cublasLtG
 untuned="python3 benchmarks/bench_gemm_untuned.py --no-small-llama --reps 5"
 step 60 bench-blockscale $untuned --kinds blockscale --models deepseek-v3 --m 256,512,1024,2048,4096,8192 \
   --sides vendor,vendor-col --json "$OUT/bench_bs.json" 2>&1 | tee "$OUT/bench_bs.log" | tail -8 | tee -a "$log"
+pytest="python3 -m pytest -q -m gpu --no-header -p no:cacheprovider"
+step 60 tests-vendor $pytest tests/python/test_gemm_vendor.py ${VENDOR_TESTS:+-k "$VENDOR_TESTS"} 2>&1 | tee "$OUT/tests.log" | tail -15 | tee -a "$log"
 step 100 fp8-vendor $untuned --kinds fp8 --m ${FP8_M:-16,64,256,1024,4096} --sides vendor --json "$OUT/fp8_vendor.json" \
   2>&1 | tee "$OUT/fp8_vendor.log" | tail -6 | tee -a "$log"
-pytest="python3 -m pytest -q -m gpu --no-header -p no:cacheprovider"
-step 60 tests-vendor $pytest tests/python/test_gemm_vendor.py 2>&1 | tee "$OUT/tests.log" | tail -15 | tee -a "$log"
 step 60 tests-blockscale $pytest tests/python/test_gemm_gpu.py -k "blockscale_variant and (generic or skinny or tiled)" \
   2>&1 | tee -a "$OUT/tests.log" | tail -8 | tee -a "$log"
