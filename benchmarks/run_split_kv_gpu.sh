@@ -32,10 +32,7 @@ step 80 tests python3 -m pytest -q --no-header -p no:cacheprovider -m gpu -k dec
   | tee "$OUT/tests.log" | tail -6 | tee -a "$log"
 step 70 bench-decode python3 benchmarks/bench_attention.py --only decode --json "$OUT/bench_decode.json" 2>&1 \
   | tee -a "$log"
-for way in "" memset separate; do
-  step 20 "sweep-decode ${way:-fused}" env AITER_DECODE_MERGE=$way python3 benchmarks/sweep_split_kv.py decode 2>&1 \
-    | grep -v "^#" | tee -a "$log"
-done
+step 20 sweep-decode python3 benchmarks/sweep_split_kv.py decode 2>&1 | grep -v "^#" | tee -a "$log"
 step 40 sweep-mla python3 benchmarks/sweep_split_kv.py mla --splits 0,32,64,96,128 2>&1 | tee -a "$log"
 step 40 bench-mla python3 benchmarks/bench_mla.py --kinds split-KV --json "$OUT/bench_mla.json" 2>&1 \
   | tee -a "$log"

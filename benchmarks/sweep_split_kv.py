@@ -1,10 +1,8 @@
 """Split-KV at small batch, measured apart from the tables of bench_attention.py
-and bench_mla.py: the time of one case under each way of merging the splits
-(paged decode) or each split count (MLA decode), with the device copy of the
-same bytes in the same run.
+and bench_mla.py: paged decode at B1/B4 and long contexts, and MLA decode at
+each split count, with the device copy of the same bytes in the same run.
 
-usage: python3 benchmarks/sweep_split_kv.py decode   (run once per AITER_DECODE_MERGE
-                                                      value: unset, memset, separate)
+usage: python3 benchmarks/sweep_split_kv.py decode
        python3 benchmarks/sweep_split_kv.py mla [--splits 0,32,64,96,128]
        python3 benchmarks/sweep_split_kv.py profile  (a few calls of each B1 case, for ncu)
 
@@ -12,7 +10,6 @@ Times are triton do_bench medians of CUDA-graph replays (the caller's steady
 state: no host launch cost); a split count of 0 is the library's own plan.
 """
 import argparse
-import os
 
 import torch
 import triton.testing
@@ -75,12 +72,11 @@ def main():
         torch.cuda.synchronize()
         return
     if args.what == "decode":
-        way = os.environ.get("AITER_DECODE_MERGE") or "fused (tickets kernel)"
         for b, ctx in ((1, 32768), (1, 131072), (4, 32768)):
             fn, nbytes = decode_call(b, ctx)
             ms, copy = graph_time(fn), copy_tbps(nbytes)
             tbps = nbytes / ms / 1e9
-            print(f"decode merge={way:24} B{b} ctx{ctx}: {ms * 1e3:7.1f} us {tbps:5.2f} TB/s, copy {copy:5.2f} TB/s, "
+            print(f"decode B{b} ctx{ctx}: {ms * 1e3:7.1f} us {tbps:5.2f} TB/s, copy {copy:5.2f} TB/s, "
                   f"{100 * tbps / copy:5.1f}% of copy", flush=True)
         return
     for b in (1, 4):

@@ -25,10 +25,6 @@ struct DecodeParams {
   void *out;                 // [batch, q_tokens, Hq, D] (splits == 1)
   float *partial_out;        // workspace [rows, splits, D] fp32 (splits > 1)
   float *partial_lse;        // workspace [rows, splits] fp32 (splits > 1)
-  // Tensor-core kernel with splits: one ticket per (sequence, kv head, row block),
-  // zeroed before the launch; the split drawing the last one merges (else null:
-  // the separate merge kernel runs).
-  unsigned *tickets;
   const void *k_cache, *v_cache;
   const int *block_table;    // [batch, max_blocks], rows `table_stride` apart
   const int *context_lens;   // [batch]

@@ -70,7 +70,6 @@ struct alignas(128) Smem {
   float m[kWarps][kRows], l[kWarps][kRows];  // each warp's row maxima (log2 domain) and sums
   float top[kRows], total[kRows];            // the block's
   int len;
-  int merges;  // fused merge: this block drew its group's last ticket
 };
 // At the end the ring holds each warp's O rows as fp32, D + 4 apart.
 template <int D, int CK>
@@ -346,87 +345,6 @@ __device__ __forceinline__ int out_col(int nt, int e) {
   return Fp8 ? (nt >> 1) * 16 + 4 * q + 2 * (e & 1) + (nt & 1) : nt * 8 + 2 * q + (e & 1);
 }
 
-// ---- the fused merge of the splits ---------------------------------------------------
-
-constexpr int kMaxSplits = 64;  // kDecodeMaxSplits (libaiter/ops/attention.hpp)
-
-// Draws the ticket of the block's (sequence, kv head, row block) once its partial
-// rows are published; true in every thread of the block that drew the last one,
-// which then resets the ticket (every split of this call has drawn it).
-template <int D, int CK>
-__device__ __forceinline__ bool drew_last_ticket(const DecodeParams &p, Smem<D, CK> &s, long long group_id) {
-  __threadfence();  // this thread's partial rows reach L2 before the ticket moves
-  sync_block();
-  if (thread_x() == 0) {
-    const unsigned drawn = atomicAdd(p.tickets + group_id, 1u);
-    s.merges = drawn == unsigned(p.splits - 1);
-    if (s.merges) p.tickets[group_id] = 0u;
-  }
-  sync_block();
-  if (!s.merges) return false;
-  __threadfence();  // the other splits' rows are read after their tickets
-  return true;
-}
-
-// The last split of a group merges the group's rows from every split's partial
-// (out, lse), read from L2 (__ldcg: other blocks wrote them), as the separate
-// merge does: each split weighted by exp(lse - the largest), 0 for a split that
-// saw no key.  The weights go to shared memory (the ring, free by now); then each
-// thread sums 4 columns of a row over the splits with 16-byte loads, 8 splits'
-// loads in flight.
-template <class T, int D, int CK>
-__device__ __forceinline__ void merge_group(const DecodeParams &p, Smem<D, CK> &s, int b, int kvh, int rb) {
-  const int t = int(thread_x()), lane = t & 31, warp = t >> 5;
-  const int group = p.q_heads / p.kv_heads, rows = p.q_tokens * group;
-  const int nr = rows - rb * kRows < kRows ? rows - rb * kRows : kRows;
-  float(*weight)[kMaxSplits] = reinterpret_cast<float(*)[kMaxSplits]>(s.ring);
-  auto slot0 = [&](int r) {  // the row's first split slot in the workspace
-    const int n = rb * kRows + r, i = n / group, h = kvh * group + n % group;
-    return (((long long)b * p.q_tokens + i) * p.q_heads + h) * p.splits;
-  };
-  for (int r = warp; r < nr; r += kWarps) {
-    const long long base = slot0(r);
-    float lse[2], top = kNegInf;
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const int sp = lane + 32 * k;
-      lse[k] = sp < p.splits ? __ldcg(p.partial_lse + base + sp) : kNegInf;
-      top = fmaxf(top, lse[k]);
-    }
-#pragma unroll
-    for (int m = 16; m > 0; m >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, m));
-    float w[2], total = 0.0f;
-#pragma unroll
-    for (int k = 0; k < 2; ++k) total += w[k] = lse[k] == kNegInf ? 0.0f : exp2f((lse[k] - top) * kLog2e);
-#pragma unroll
-    for (int m = 16; m > 0; m >>= 1) total += __shfl_xor_sync(0xffffffffu, total, m);
-    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-#pragma unroll
-    for (int k = 0; k < 2; ++k) weight[r][lane + 32 * k] = w[k] * inv;  // 0 past the splits
-  }
-  sync_block();
-  constexpr int kQuads = D / 4;
-  for (int task = t; task < nr * kQuads; task += kThreads) {
-    const int r = task / kQuads, c = task % kQuads;
-    const float4 *part = reinterpret_cast<const float4 *>(p.partial_out + slot0(r) * D) + c;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int s0 = 0; s0 < p.splits; s0 += 8) {
-      float4 x[8];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) x[i] = s0 + i < p.splits ? __ldcg(part + (long long)(s0 + i) * kQuads) : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        const float wi = s0 + i < p.splits ? weight[r][s0 + i] : 0.0f;
-        if (wi != 0.0f) acc.x += wi * x[i].x, acc.y += wi * x[i].y, acc.z += wi * x[i].z, acc.w += wi * x[i].w;
-      }
-    }
-    const int n = rb * kRows + r, i = n / group, h = kvh * group + n % group;
-    T *dst = static_cast<T *>(p.out) + b * p.out_seq_stride + (long long)i * p.out_token_stride +
-             (long long)h * p.out_head_stride + 4 * c;
-    dst[0] = from_f32<T>(acc.x), dst[1] = from_f32<T>(acc.y), dst[2] = from_f32<T>(acc.z), dst[3] = from_f32<T>(acc.w);
-  }
-}
-
 template <class T, int D, int CK>
 __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
   using G = Geometry<D, CK>;
@@ -593,9 +511,6 @@ __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
       if (col == 0) p.partial_lse[slot] = total > 0.0f ? (s.top[r] + log2f(total)) * kLn2 : kNegInf;
     }
   }
-  if (p.splits > 1 && p.tickets != nullptr &&
-      drew_last_ticket(p, s, ((long long)b * p.kv_heads + kvh) * p.row_blocks + rb))
-    merge_group<T, D, CK>(p, s, b, kvh, rb);
 }
 
 // One row (sequence, new token, query head) of the output from its splits'
@@ -604,6 +519,8 @@ __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
 // shared memory, and a thread reads 8 splits' partial rows at a time (loads in
 // flight together: a row's splits are few blocks' worth of work, so latency,
 // not bandwidth, bounds this kernel).
+constexpr int kMaxSplits = 64;  // kDecodeMaxSplits (libaiter/ops/attention.hpp)
+
 __device__ __forceinline__ float block_reduce(float v, bool is_max, float *red) {
   const int lane = int(thread_x()) & 31, warp = int(thread_x()) >> 5;
 #pragma unroll
@@ -680,17 +597,6 @@ AITER_DECODE_MMA_KERNEL(aiter_decode_mma_f16_e5m2_d64, half_t, 64, kQuantE5m2)
 AITER_DECODE_MMA_KERNEL(aiter_decode_mma_f16_e5m2_d128, half_t, 128, kQuantE5m2)
 AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_e5m2_d64, bf16_t, 64, kQuantE5m2)
 AITER_DECODE_MMA_KERNEL(aiter_decode_mma_bf16_e5m2_d128, bf16_t, 128, kQuantE5m2)
-
-// The merge tickets of a call, zeroed by a small kernel (a ticket a thread) ahead
-// of the decode kernel: a kernel launches in stream order (the decode kernel's
-// blocks start while it runs, enter_stream_order), where a memset node would not.
-__device__ __forceinline__ void zero_tickets(const DecodeParams &p) {
-  const long long i = (long long)block_x() * kThreads + thread_x();
-  if (i < (long long)p.batch * p.kv_heads * p.row_blocks) p.tickets[i] = 0u;
-}
-
-// aiter-kernel: op=paged_decode_attention variant=mma.tickets symbol=aiter_decode_mma_tickets block=128 smem=0
-AITER_ENTRY(aiter_decode_mma_tickets, kThreads, DecodeParams, zero_tickets)
 
 // aiter-kernel-family: op=paged_decode_attention variant=mma.merge.{dt} symbol=aiter_decode_mma_merge_{dt} block=128 smem=0 dt=f16,bf16
 AITER_ENTRY(aiter_decode_mma_merge_f16, kThreads, DecodeMergeParams, merge_splits<half_t>)

@@ -1,13 +1,11 @@
 // GPU launcher of paged decode attention: blocks of (sequence, split) x (kv head,
-// row block), then, with several splits, the merge (kernels/attention/decode.cu;
-// the tensor-core kernel merges in its last block of a group instead).
+// row block), then, with several splits, the merge (kernels/attention/decode.cu).
 // On NVIDIA, 16-bit queries run the tensor-core kernel (decode_mma.cu: 16 rows a
 // block); on AMD, the Triton one where built (attention_decode_triton.cpp:
 // MFMA / WMMA); elsewhere (fp32 queries) the portable one (decode.cu).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "gpu/attention_common.hpp"
@@ -29,27 +27,6 @@ static_assert(kDecodeMaxSplits <= 64, "decode_mma.cu's merge holds the weights o
 bool portable_forced() {
   static const bool forced = portable_requested("AITER_DECODE_KERNEL");
   return forced;
-}
-
-// AITER_DECODE_MERGE chooses how the tensor-core kernel's splits are merged, to
-// time the ways against each other: unset, by the last block of each group with
-// its tickets zeroed by a kernel; "memset", the same with a memset node; "separate",
-// by the separate merge kernel.
-enum class MergeWay { fused_kernel_zero, fused_memset, separate };
-MergeWay merge_way() {
-  static const MergeWay way = [] {
-    const char *env = std::getenv("AITER_DECODE_MERGE");
-    const std::string v = env == nullptr ? "" : env;
-    return v == "separate" ? MergeWay::separate : v == "memset" ? MergeWay::fused_memset : MergeWay::fused_kernel_zero;
-  }();
-  return way;
-}
-
-// Zeroes the call's merge tickets ahead of the decode kernel (see merge_way).
-aiter_status zero_tickets(const DecodeParams &p, int64_t count, const GpuCall &call) {
-  if (merge_way() == MergeWay::fused_memset) return memset_u32(call, p.tickets, 0, size_t(count));
-  return launch(call, "paged_decode_attention", "mma.tickets", Dim3{unsigned((count + kThreads - 1) / kThreads), 1, 1},
-                kThreads, p);
 }
 
 // The tensor-core kernel: NVIDIA, 16-bit queries, caches on 16-byte boundaries
@@ -152,22 +129,13 @@ aiter_status paged_decode_attention(const DecodeArgs &a, const GpuCall &call) {
   if (splits > 1) {
     p.partial_out = static_cast<float *>(a.workspace);
     p.partial_lse = p.partial_out + int64_t(p.batch) * p.q_tokens * p.q_heads * splits * sh.v_head_dim;
-    // The tensor-core kernel merges in the block that finishes a group last: its
-    // tickets follow the lse (decode_workspace_bytes counts a word a row, more
-    // than the groups need) and are zeroed on every call, so a workspace's
-    // contents on entry still do not matter.
-    if (mma && merge_way() != MergeWay::separate) {
-      p.tickets = reinterpret_cast<unsigned *>(p.partial_lse + int64_t(p.batch) * p.q_tokens * p.q_heads * splits);
-      s = zero_tickets(p, a.batch * sh.kv_heads * row_blocks, call);
-      if (s != AITER_OK) return s;
-    }
   }
   p.vec = aligned16(a.cache.k) && aligned16(a.cache.v);
   const Dim3 grid = mma ? Dim3{unsigned(a.batch * splits * sh.kv_heads * row_blocks), 1, 1}
                         : Dim3{unsigned(a.batch * splits), unsigned(sh.kv_heads * row_blocks), 1};
   s = triton ? paged_decode_triton(a, p, call)
              : launch(call, "paged_decode_attention", kernel_variant(a, mma, rows), grid, kThreads, p);
-  if (s != AITER_OK || splits == 1 || p.tickets != nullptr) return s;
+  if (s != AITER_OK || splits == 1) return s;
   return merge_splits(a, p, mma, call);
 }
 

@@ -81,9 +81,8 @@ struct DecodeArgs {
 // Split-KV decode: at most this many splits of at least kDecodeMinSplitKeys
 // positions each, over a context of up to `capacity` positions (max_blocks *
 // page_size).  The workspace holds every split's partial output and its
-// log-sum-exp, fp32, per (sequence, new token, query head), and a word a row
-// for the GPU's merge tickets.  Shapes only: the same on every device, so that a
-// caller can size the workspace once.
+// log-sum-exp, fp32, per (sequence, new token, query head).  Shapes only: the
+// same on every device, so that a caller can size the workspace once.
 constexpr int64_t kDecodeMinSplitKeys = 256;
 constexpr int64_t kDecodeMaxSplits = 64;
 inline int64_t decode_max_splits(int64_t capacity) {
@@ -92,7 +91,7 @@ inline int64_t decode_max_splits(int64_t capacity) {
 }
 inline size_t decode_workspace_bytes(int64_t rows, int64_t v_head_dim, int64_t capacity) {
   const int64_t splits = decode_max_splits(capacity);
-  return splits == 1 || rows == 0 ? 0 : size_t(rows) * (size_t(splits) * size_t(v_head_dim + 1) + 1) * sizeof(float);
+  return splits == 1 || rows == 0 ? 0 : size_t(rows) * size_t(splits) * size_t(v_head_dim + 1) * sizeof(float);
 }
 
 struct CacheWriteArgs {

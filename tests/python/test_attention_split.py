@@ -164,8 +164,7 @@ def test_multi_token_decode(rng, device, q_tokens, softcap):
 def test_split_decode_workspace_reused(rng, device):
     """One workspace, NaN-filled once, through calls of different batches, head
     groups and split counts, never cleaned between them: each call's result is its
-    own reference's (on the GPU the tensor-core kernel's merge tickets live in the
-    workspace; a call must not depend on what the previous one left there)."""
+    own reference's (a call must not depend on what the previous one left there)."""
     cases = [([700, 3], 16, 2, "bfloat16", 1, 300), ([250, 0, 1000, 9], 4, 4, "float16", 2, 40),
              ([1], 32, 1, "bfloat16", 1, 0), ([999], 8, 2, "bfloat16", 3, 200)]
     built = [decode_case(rng, lens, 16, hq, hkv, 64, dtype, dtype, q_tokens=nq, spare_columns=spare)
