@@ -1,8 +1,10 @@
 // Prefill attention on Hopper (sm_90a): wgmma products fed by TMA, warp-
 // specialized in FlashAttention-3's manner.  A block of 3 warpgroups takes 128
 // query tokens of one query head: warpgroup 0 copies (one thread issues TMA: Q
-// once, then K and V tiles of 128 keys into a ring of stages with a full and an
-// empty barrier each), warpgroups 1 and 2 each own 64 of the rows.
+// once, then K and V tiles of 128 keys, 64 where v's head dim is 256, into a
+// ring of 3 stages, 2 where q/k and v dims sum above 256, with a full and an
+// empty barrier each), warpgroups 1 and 2 each own 64 of the rows.  Variants:
+// head dims 64, 128, 256, and 192 for q/k with 128 for v (Dims below).
 //
 // A consumer's step for key tile i: issue S_i = Q K_i^T (both operands in
 // shared memory), issue O += P_{i-1} V_{i-1} (P in registers, V read MN-major
@@ -20,8 +22,8 @@
 // past the tensors with zeros; rows of another sequence are masked like any key
 // a row does not see.  The launcher (libaiter/gpu/attention_prefill_wgmma.cpp)
 // builds the three tensor maps: [heads][tokens][D] boxes of 64 elements (128
-// bytes, the swizzle span) by 128 rows, and takes only softmax scales > 0 (the
-// row maxima are taken over the raw scores).
+// bytes, the swizzle span) by 128 rows for Q and a tile's keys for K and V,
+// and takes only softmax scales > 0 (the row maxima are taken over the raw scores).
 #include "../gemm/tma.h"
 #include "../gemm/wgmma_tile.h"
 #include "prefill_wgmma_params.h"
@@ -32,7 +34,17 @@
 
 namespace {
 
-constexpr int kRows = 128, kKeys = 128, kStages = 3, kThreads = 384;
+constexpr int kRows = 128, kThreads = 384;
+
+// A variant's head dims (q and k: DK, v: DV) and what follows from them: keys
+// a tile (64 where 128 would not leave registers for O at DV 256) and stages
+// of the K/V ring (as many as fit beside Q in 227 KiB, at most 3).
+template <int DK_, int DV_>
+struct Dims {
+  static constexpr int DK = DK_, DV = DV_;
+  static constexpr int kKeys = DV > 128 ? 64 : 128;
+  static constexpr int kStages = DK + DV > 256 ? 2 : 3;
+};
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
@@ -49,21 +61,22 @@ __device__ __forceinline__ float tanh_exp2(float x) {
   return 1.0f - __fdividef(2.0f, exp2_approx(2.0f * kLog2e * x) + 1.0f);
 }
 
-// Shared memory from a 1024-byte aligned base: Q (D / 64 blocks of [128 rows][128 B]),
-// then per stage K and V alike, then the barriers.
-template <int D>
+// Shared memory from a 1024-byte aligned base: Q (DK / 64 blocks of [128 rows][128 B]),
+// then per stage K (DK / 64 blocks of [kKeys rows][128 B]) and V (DV / 64 such
+// blocks), then the barriers.
+template <class S>
 struct Smem {
-  static constexpr int kBlocks = D / 64;
-  static constexpr int kBlockBytes = 128 * 128;  // one 64-column block of 128 rows
-  static constexpr int kQ = kBlocks * kBlockBytes;
-  static constexpr int kStage = 2 * kBlocks * kBlockBytes;  // K, then V
+  static constexpr int kStages = S::kStages;
+  static constexpr int kKeyBlock = S::kKeys * 128;  // one 64-column block of a tile's keys
+  static constexpr int kQ = S::DK / 64 * 128 * 128;
+  static constexpr int kStage = (S::DK + S::DV) / 64 * kKeyBlock;
   static constexpr int kBarriers = kQ + kStages * kStage;
   static constexpr int kPins = kBarriers + 8 * (1 + 2 * kStages);  // a byte per consumer thread (pin_before_wait)
   static constexpr int kBytes = kPins + 256 + 1024;                // + the alignment slack
   uint32_t base;
-  __device__ uint32_t q(int block) const { return base + block * kBlockBytes; }
-  __device__ uint32_t k(int s, int block) const { return base + kQ + s * kStage + block * kBlockBytes; }
-  __device__ uint32_t v(int s, int block) const { return k(s, kBlocks + block); }
+  __device__ uint32_t q(int block) const { return base + block * 128 * 128; }
+  __device__ uint32_t k(int s, int block) const { return base + kQ + s * kStage + block * kKeyBlock; }
+  __device__ uint32_t v(int s, int block) const { return k(s, S::DK / 64 + block); }
   __device__ uint32_t q_full() const { return base + kBarriers; }
   __device__ uint32_t full(int s) const { return base + kBarriers + 8 * (1 + s); }
   __device__ uint32_t empty(int s) const { return base + kBarriers + 8 * (1 + kStages + s); }
@@ -141,31 +154,30 @@ __device__ __forceinline__ KeyRange block_keys(const PrefillParams &p, int row0,
   return k;
 }
 
-template <int D>
-__device__ void produce(const PrefillTmaParams &q, const Smem<D> &sm, const KeyRange &keys, int row0, int head,
+template <class S>
+__device__ void produce(const PrefillTmaParams &q, const Smem<S> &sm, const KeyRange &keys, int row0, int head,
                         int kvh) {
-  barrier_arrive_expect(sm.q_full(), Smem<D>::kQ);
-  for (int b = 0; b < Smem<D>::kBlocks; ++b) tma_copy_3d(sm.q(b), &q.q_map, sm.q_full(), b * 64, row0, head);
+  constexpr int kStages = S::kStages;
+  barrier_arrive_expect(sm.q_full(), Smem<S>::kQ);
+  for (int b = 0; b < S::DK / 64; ++b) tma_copy_3d(sm.q(b), &q.q_map, sm.q_full(), b * 64, row0, head);
   int i = 0;
-  for (int k0 = keys.start; k0 < keys.stop; k0 += kKeys, ++i) {
+  for (int k0 = keys.start; k0 < keys.stop; k0 += S::kKeys, ++i) {
     const int s = i % kStages;
     barrier_wait(sm.empty(s), ((i / kStages) & 1) ^ 1);
-    barrier_arrive_expect(sm.full(s), Smem<D>::kStage);
-    for (int b = 0; b < Smem<D>::kBlocks; ++b) {
-      tma_copy_3d(sm.k(s, b), &q.k_map, sm.full(s), b * 64, k0, kvh);
-      tma_copy_3d(sm.v(s, b), &q.v_map, sm.full(s), b * 64, k0, kvh);
-    }
+    barrier_arrive_expect(sm.full(s), Smem<S>::kStage);
+    for (int b = 0; b < S::DK / 64; ++b) tma_copy_3d(sm.k(s, b), &q.k_map, sm.full(s), b * 64, k0, kvh);
+    for (int b = 0; b < S::DV / 64; ++b) tma_copy_3d(sm.v(s, b), &q.v_map, sm.full(s), b * 64, k0, kvh);
   }
 }
 
 // One consumer warpgroup's state: O (per 64-column block), the tile's scores
 // (then its probabilities), P packed for the next P V, and each of a thread's
 // two rows' running maximum (of raw scores, or of soft-capped log2 logits) and sum.
-template <int D>
+template <class S>
 struct RowState {
-  float o[D / 64][32];
-  float s[64];
-  uint32_t p[8][4];
+  float o[S::DV / 64][32];
+  float s[S::kKeys / 2];
+  uint32_t p[S::kKeys / 16][4];
   float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
 };
 
@@ -179,12 +191,12 @@ struct Logits {
 // only), soft-cap, the new maxima and sums, probabilities 2^(mul s - mul m) in
 // s, and each row's factor for O in corr (applied once P V of the tile before
 // has landed).
-template <bool MASKED, bool SOFTCAP, int D>
-__device__ __forceinline__ void softmax(RowState<D> &st, const Logits &lg, int k0, const int (&lo)[2],
+template <bool MASKED, bool SOFTCAP, class S>
+__device__ __forceinline__ void softmax(RowState<S> &st, const Logits &lg, int k0, const int (&lo)[2],
                                         const int (&hi)[2], float (&corr)[2]) {
   const int tq = int(threadIdx.x) % 4;
 #pragma unroll
-  for (int i = 0; i < 64; ++i) {
+  for (int i = 0; i < S::kKeys / 2; ++i) {
     if constexpr (SOFTCAP) st.s[i] = lg.cap * tanh_exp2(st.s[i] * lg.scale);
     if constexpr (MASKED) {
       const int key = k0 + i / 4 * 8 + tq * 2 + i % 2, r = i % 4 / 2;
@@ -193,7 +205,7 @@ __device__ __forceinline__ void softmax(RowState<D> &st, const Logits &lg, int k
   }
   float top[2] = {st.m[0], st.m[1]};
 #pragma unroll
-  for (int i = 0; i < 64; ++i) top[i % 4 / 2] = fmaxf(top[i % 4 / 2], st.s[i]);
+  for (int i = 0; i < S::kKeys / 2; ++i) top[i % 4 / 2] = fmaxf(top[i % 4 / 2], st.s[i]);
   float base[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -205,58 +217,58 @@ __device__ __forceinline__ void softmax(RowState<D> &st, const Logits &lg, int k
     st.l[r] *= corr[r];
   }
 #pragma unroll
-  for (int i = 0; i < 64; ++i) {
+  for (int i = 0; i < S::kKeys / 2; ++i) {
     st.s[i] = exp2_approx(fmaf(st.s[i], lg.mul, -base[i % 4 / 2]));
     st.l[i % 4 / 2] += st.s[i];
   }
 }
 
 // P's A fragments (k-step j: keys 16j..16j+15) from the probabilities.
-template <class T, int D>
-__device__ __forceinline__ void pack_p(RowState<D> &st) {
+template <class T, class S>
+__device__ __forceinline__ void pack_p(RowState<S> &st) {
 #pragma unroll
-  for (int j = 0; j < 8; ++j)
+  for (int j = 0; j < S::kKeys / 16; ++j)
 #pragma unroll
     for (int h = 0; h < 4; ++h) st.p[j][h] = Pv<T>::pack(st.s[8 * j + 2 * h], st.s[8 * j + 2 * h + 1]);
 }
 
-template <int D>
-__device__ __forceinline__ void rescale(RowState<D> &st, const float (&corr)[2]) {
+template <class S>
+__device__ __forceinline__ void rescale(RowState<S> &st, const float (&corr)[2]) {
 #pragma unroll
-  for (int b = 0; b < D / 64; ++b)
+  for (int b = 0; b < S::DV / 64; ++b)
 #pragma unroll
     for (int i = 0; i < 32; ++i) st.o[b][i] *= corr[i % 4 / 2];
 }
 
 // S = Q K^T of this warpgroup's 64 rows against stage s's keys, as one wgmma group.
-template <class T, int D>
-__device__ __forceinline__ void issue_scores(const Smem<D> &sm, int s, int wg, RowState<D> &st) {
+template <class T, class S>
+__device__ __forceinline__ void issue_scores(const Smem<S> &sm, int s, int wg, RowState<S> &st) {
   fence_registers(st.s);
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-  for (int b = 0; b < D / 64; ++b) {
+  for (int b = 0; b < S::DK / 64; ++b) {
     const uint64_t qd = smem_descriptor(sm.q(b) + wg * 64 * 128), kd = smem_descriptor(sm.k(s, b));
 #pragma unroll
     for (int step = 0; step < 4; ++step)
-      WgmmaInstruction<T, 128>::run(st.s, qd + 2 * step, kd + 2 * step, b > 0 || step > 0);
+      WgmmaInstruction<T, S::kKeys>::run(st.s, qd + 2 * step, kd + 2 * step, b > 0 || step > 0);
   }
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
   fence_registers(st.s);
 }
 
 // O += P V over stage s's values, as one wgmma group.
-template <class T, int D>
-__device__ __forceinline__ void issue_pv(const Smem<D> &sm, int s, RowState<D> &st) {
+template <class T, class S>
+__device__ __forceinline__ void issue_pv(const Smem<S> &sm, int s, RowState<S> &st) {
 #pragma unroll
-  for (int b = 0; b < D / 64; ++b) fence_registers(st.o[b]);
+  for (int b = 0; b < S::DV / 64; ++b) fence_registers(st.o[b]);
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-  for (int j = 0; j < 8; ++j)
+  for (int j = 0; j < S::kKeys / 16; ++j)
 #pragma unroll
-    for (int b = 0; b < D / 64; ++b) Pv<T>::run(st.o[b], st.p[j], mn_major_descriptor(sm.v(s, b) + j * 2048));
+    for (int b = 0; b < S::DV / 64; ++b) Pv<T>::run(st.o[b], st.p[j], mn_major_descriptor(sm.v(s, b) + j * 2048));
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #pragma unroll
-  for (int b = 0; b < D / 64; ++b) fence_registers(st.o[b]);
+  for (int b = 0; b < S::DV / 64; ++b) fence_registers(st.o[b]);
 }
 
 // Stores a byte of the tile's row sums, the softmax's last result, to this
@@ -266,8 +278,8 @@ __device__ __forceinline__ void issue_pv(const Smem<D> &sm, int s, RowState<D> &
 // the P V in flight; without the store ptxas hoisted the wait above nearly all
 // of the softmax (WARPGROUP.DEPBAR.LE 0 some 30 instructions after the wait
 // for the scores in the SASS), and nothing overlapped.
-template <int D>
-__device__ __forceinline__ void pin_before_wait(const Smem<D> &sm, const float (&l)[2]) {
+template <class S>
+__device__ __forceinline__ void pin_before_wait(const Smem<S> &sm, const float (&l)[2]) {
   asm volatile("st.shared.b8 [%0], %1;" ::"r"(sm.pin()), "r"(__float_as_uint(l[0] + l[1])) : "memory");
 }
 
@@ -280,13 +292,14 @@ __device__ __forceinline__ void pass_turn(int wg) {
   asm volatile("bar.arrive %0, 256;" ::"r"(2 - wg) : "memory");
 }
 
-template <class T, int D, bool SOFTCAP>
-__device__ void consume(const PrefillParams &p, const Smem<D> &sm, const KeyRange &keys, int row0, int head,
+template <class T, class S, bool SOFTCAP>
+__device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRange &keys, int row0, int head,
                         const int (&lo)[2], const int (&hi)[2]) {
   const int wg = int(threadIdx.x) / 128 - 1;
-  RowState<D> st;
+  constexpr int kKeys = S::kKeys, kStages = S::kStages;
+  RowState<S> st;
 #pragma unroll
-  for (int b = 0; b < D / 64; ++b)
+  for (int b = 0; b < S::DV / 64; ++b)
 #pragma unroll
     for (int i = 0; i < 32; ++i) st.o[b][i] = 0.0f;
   const Logits lg{SOFTCAP ? kLog2e : p.sm.scale * kLog2e, SOFTCAP ? p.sm.scale / p.sm.softcap : 0.0f, p.sm.softcap};
@@ -300,33 +313,33 @@ __device__ void consume(const PrefillParams &p, const Smem<D> &sm, const KeyRang
   barrier_wait(sm.q_full(), 0);
   if (tiles > 0) {
     barrier_wait(sm.full(stage(0)), phase(0));
-    issue_scores<T, D>(sm, stage(0), wg, st);
+    issue_scores<T, S>(sm, stage(0), wg, st);
     wgmma_wait<0>();
     fence_registers(st.s);
     if (masked(0))
-      softmax<true, SOFTCAP, D>(st, lg, first_key(0), lo, hi, corr);
+      softmax<true, SOFTCAP, S>(st, lg, first_key(0), lo, hi, corr);
     else
-      softmax<false, SOFTCAP, D>(st, lg, first_key(0), lo, hi, corr);
-    pack_p<T, D>(st);
+      softmax<false, SOFTCAP, S>(st, lg, first_key(0), lo, hi, corr);
+    pack_p<T, S>(st);
   }
   if (wg == 1 && tiles > 1) pass_turn(wg);  // the second consumer lets the first issue first
   auto step = [&](int i, auto masked_tag) {
     constexpr bool kMasked = decltype(masked_tag)::value;
     barrier_wait(sm.full(stage(i)), phase(i));
     wait_turn(wg);
-    issue_scores<T, D>(sm, stage(i), wg, st);
-    issue_pv<T, D>(sm, stage(i - 1), st);
+    issue_scores<T, S>(sm, stage(i), wg, st);
+    issue_pv<T, S>(sm, stage(i - 1), st);
     if (wg == 0 || i + 1 < tiles) pass_turn(wg);  // (the last turn is not passed: the barriers end balanced)
     wgmma_wait<1>();  // the scores (the older group) are done; P V may run on
     fence_registers(st.s);
-    softmax<kMasked, SOFTCAP, D>(st, lg, first_key(i), lo, hi, corr);
+    softmax<kMasked, SOFTCAP, S>(st, lg, first_key(i), lo, hi, corr);
     pin_before_wait(sm, st.l);
     wgmma_wait<0>();  // P V of tile i - 1 is done: P may be rewritten, O rescaled
 #pragma unroll
-    for (int b = 0; b < D / 64; ++b) fence_registers(st.o[b]);
+    for (int b = 0; b < S::DV / 64; ++b) fence_registers(st.o[b]);
     if (threadIdx.x % 128 == 0) barrier_arrive(sm.empty(stage(i - 1)));
-    pack_p<T, D>(st);
-    rescale<D>(st, corr);
+    pack_p<T, S>(st);
+    rescale<S>(st, corr);
   };
 #pragma unroll 1
   for (int i = 1; i < tiles; ++i) {
@@ -336,10 +349,10 @@ __device__ void consume(const PrefillParams &p, const Smem<D> &sm, const KeyRang
       step(i, BoolTag<false>{});
   }
   if (tiles > 0) {
-    issue_pv<T, D>(sm, stage(tiles - 1), st);
+    issue_pv<T, S>(sm, stage(tiles - 1), st);
     wgmma_wait<0>();
 #pragma unroll
-    for (int b = 0; b < D / 64; ++b) fence_registers(st.o[b]);
+    for (int b = 0; b < S::DV / 64; ++b) fence_registers(st.o[b]);
     if (threadIdx.x % 128 == 0) barrier_arrive(sm.empty(stage(tiles - 1)));
   }
   const int warp = int(threadIdx.x) % 128 / 32, g = int(threadIdx.x) % 32 / 4, tq = int(threadIdx.x) % 4;
@@ -353,7 +366,7 @@ __device__ void consume(const PrefillParams &p, const Smem<D> &sm, const KeyRang
     const float inv = st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f;
     T *dst = static_cast<T *>(p.out) + (long long)token * p.out_token_stride + (long long)head * p.out_head_stride;
 #pragma unroll
-    for (int b = 0; b < D / 64; ++b)
+    for (int b = 0; b < S::DV / 64; ++b)
 #pragma unroll
       for (int n = 0; n < 8; ++n) {
         const int i = 4 * n + 2 * r;
@@ -368,47 +381,53 @@ __device__ void consume(const PrefillParams &p, const Smem<D> &sm, const KeyRang
 
 // Grid: x = query heads, y = tiles of 128 query tokens, the last first (the
 // longest causal ranges start first).
-template <class T, int D>
+template <class T, class S>
 __device__ void prefill_wgmma(const PrefillTmaParams &q) {
   enter_stream_order();
   extern __shared__ __align__(1024) unsigned char smem[];
-  const Smem<D> sm{(smem_address(smem) + 1023u) & ~1023u};  // the manifest asks 1 KiB extra
+  const Smem<S> sm{(smem_address(smem) + 1023u) & ~1023u};  // the manifest asks 1 KiB extra
   const PrefillParams &p = q.p;
   const int head = int(blockIdx.x), row0 = int(gridDim.y - 1 - blockIdx.y) * kRows;
   const int kvh = head / (p.q_heads / p.kv_heads);
   if (threadIdx.x == 0) {
     barrier_init(sm.q_full(), 1);
-    for (int s = 0; s < kStages; ++s) barrier_init(sm.full(s), 1), barrier_init(sm.empty(s), 2);
+    for (int s = 0; s < S::kStages; ++s) barrier_init(sm.full(s), 1), barrier_init(sm.empty(s), 2);
     barrier_init_fence();
   }
   int lo[2] = {0, 0}, hi[2] = {0, 0};
   const KeyRange keys = block_keys(p, row0, lo, hi);  // (its barriers also publish the initialized ones)
   if (threadIdx.x < 128) {
     registers_shrink<24>();
-    if (threadIdx.x == 0) produce<D>(q, sm, keys, row0, head, kvh);
+    if (threadIdx.x == 0) produce<S>(q, sm, keys, row0, head, kvh);
   } else {
     registers_grow<240>();
     if (p.sm.softcap > 0.0f)  // chosen once: a per-score test branched around every score
-      consume<T, D, true>(p, sm, keys, row0, head, lo, hi);
+      consume<T, S, true>(p, sm, keys, row0, head, lo, hi);
     else
-      consume<T, D, false>(p, sm, keys, row0, head, lo, hi);
+      consume<T, S, false>(p, sm, keys, row0, head, lo, hi);
   }
 }
 
 }  // namespace
 
-#define AITER_PREFILL_WGMMA(name, T, D)                                                                         \
+#define AITER_PREFILL_WGMMA(name, T, DK, DV)                                                                    \
   extern "C" __global__ void __launch_bounds__(kThreads, 1) name(const __grid_constant__ PrefillTmaParams q) { \
-    prefill_wgmma<T, D>(q);                                                                                     \
+    prefill_wgmma<T, Dims<DK, DV>>(q);                                                                           \
   }
 
-// smem = Smem<D>::kBytes: Q + 3 stages of K and V + barriers + pins + 1 KiB of alignment slack
-// (with the 1 KiB of static shared memory ptxas reports, at most the 227 KiB a block may have).
-// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block=384 smem={smem} dt=f16@90,bf16@90 shape=d64:d64:116024,d128:d128:230712
-AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d64, half_t, 64)
-AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d128, half_t, 128)
-AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d64, bf16_t, 64)
-AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d128, bf16_t, 128)
-static_assert(Smem<64>::kBytes == 116024 && Smem<128>::kBytes == 230712, "update smem above");
+// smem = Smem<Dims<DK, DV>>::kBytes: Q + the K/V stages + barriers + pins + 1 KiB of alignment
+// slack (with the 1 KiB of static shared memory ptxas reports, at most the 227 KiB a block may have).
+// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block=384 smem={smem} dt=f16@90,bf16@90 shape=d64:d64:116024,d128:d128:230712,d256:d256:197928,d192v128:d192v128:214312
+AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d64, half_t, 64, 64)
+AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d128, half_t, 128, 128)
+AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d256, half_t, 256, 256)
+AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d192v128, half_t, 192, 128)
+AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d64, bf16_t, 64, 64)
+AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d128, bf16_t, 128, 128)
+AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d256, bf16_t, 256, 256)
+AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d192v128, bf16_t, 192, 128)
+static_assert(Smem<Dims<64, 64>>::kBytes == 116024 && Smem<Dims<128, 128>>::kBytes == 230712 &&
+                  Smem<Dims<256, 256>>::kBytes == 197928 && Smem<Dims<192, 128>>::kBytes == 214312,
+              "update smem above");
 
 #endif

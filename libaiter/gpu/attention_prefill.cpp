@@ -1,6 +1,6 @@
-// GPU launcher of prefill attention, 16-bit types: on sm_90a, head dims 64 or
-// 128, the Hopper kernel (attention_prefill_wgmma.cpp: wgmma + TMA, warp-
-// specialized; 1.2-1.3x the Triton kernel at D128 on an H100, 2026-11-27).
+// GPU launcher of prefill attention, 16-bit types: on sm_90a, head dims 64,
+// 128, 256 or 192/128, the Hopper kernel (attention_prefill_wgmma.cpp: wgmma +
+// TMA, warp-specialized; 1.2-1.3x the Triton kernel on an H100, 2026-11-27).
 // Else where this build has the Triton kernel (attention_prefill_triton.cpp:
 // sm_90a and AMD tensor cores, head dims 64, 128, 256 and 192/128): that one.
 // Else on NVIDIA, head dims 64 or 128: the mma.sync kernel

@@ -1,9 +1,9 @@
 // Launcher of the Hopper prefill kernel (kernels/attention/prefill_wgmma.cu,
-// sm_90a only): bf16 or fp16, head dims 64 or 128 (q, k and v alike), softmax
-// scale > 0 (the kernel takes row maxima over raw scores).  q, k and v are
-// copied by TMA, so 16-byte aligned with strides of whole 16 bytes; out is
-// written in 4-byte pairs.  A call it does not fit is left to the next kernel
-// (*taken false, nothing launched).
+// sm_90a only): bf16 or fp16, head dims 64, 128 or 256 (q, k and v alike) or
+// 192 for q and k with 128 for v, softmax scale > 0 (the kernel takes row
+// maxima over raw scores).  q, k and v are copied by TMA, so 16-byte aligned
+// with strides of whole 16 bytes; out is written in 4-byte pairs.  A call it
+// does not fit is left to the next kernel (*taken false, nothing launched).
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -29,23 +29,31 @@ bool strides_fit(const TokenHeadStrides &s, int64_t tokens, int64_t heads) {
   return (tokens <= 1 || tma_stride(s.token)) && (heads <= 1 || tma_stride(s.head));
 }
 
+// The variants' head dims (q/k, v).
+bool has_variant(const AttentionShape &sh) {
+  const int64_t d = sh.head_dim, dv = sh.v_head_dim;
+  return (d == dv && (d == 64 || d == 128 || d == 256)) || (d == 192 && dv == 128);
+}
+
+// Keys a tile of the variant (Dims::kKeys in the kernel): 64 where v's head dim is 256.
+int64_t tile_keys(const AttentionShape &sh) { return sh.v_head_dim > 128 ? 64 : 128; }
+
 bool fits(const PrefillArgs &a, const PrefillParams &p) {
   const AttentionShape &sh = a.shape;
   const bool out_pairs = reinterpret_cast<uintptr_t>(a.out) % 4 == 0 &&
                          (a.total_q <= 1 || a.out_strides.token % 2 == 0) &&
                          (sh.q_heads <= 1 || a.out_strides.head % 2 == 0);
-  return (a.dtype == DType::bf16 || a.dtype == DType::f16) && sh.head_dim == sh.v_head_dim &&
-         (sh.head_dim == 64 || sh.head_dim == 128) && p.sm.scale > 0.0f && a.total_k > 0 &&
+  return (a.dtype == DType::bf16 || a.dtype == DType::f16) && has_variant(sh) && p.sm.scale > 0.0f && a.total_k > 0 &&
          a.total_q < INT_MAX && a.total_k < INT_MAX - 256 && sh.q_heads < INT_MAX &&
          (a.total_q + kRows - 1) / kRows <= kMaxGridY && aligned16(a.q) && aligned16(a.k) && aligned16(a.v) &&
          out_pairs && strides_fit(a.q_strides, a.total_q, sh.q_heads) &&
          strides_fit(a.k_strides, a.total_k, sh.kv_heads) && strides_fit(a.v_strides, a.total_k, sh.kv_heads);
 }
 
-// [heads][tokens][D] in boxes of 64 elements by 128 rows; a dim of one element
+// [heads][tokens][D] in boxes of 64 elements by `rows` rows; a dim of one element
 // gets the compact stride (any multiple of 16 bytes would do: it is never stepped).
 aiter_status encode(Driver *driver, const void *data, int64_t tokens, int64_t heads, const TokenHeadStrides &s,
-                    int64_t d, TensorMap *map) {
+                    int64_t d, int64_t rows, TensorMap *map) {
   const int64_t token_bytes = tokens <= 1 ? d * 2 : s.token * 2;
   const int64_t head_bytes = heads <= 1 ? token_bytes * tokens : s.head * 2;
   if (head_bytes >= kMaxStrideBytes)
@@ -56,7 +64,7 @@ aiter_status encode(Driver *driver, const void *data, int64_t tokens, int64_t he
   spec.element_bytes = 2;
   spec.dims[0] = uint64_t(d), spec.dims[1] = uint64_t(tokens), spec.dims[2] = uint64_t(heads);
   spec.byte_strides[0] = uint64_t(token_bytes), spec.byte_strides[1] = uint64_t(head_bytes);
-  spec.box[0] = 64, spec.box[1] = uint32_t(kRows), spec.box[2] = 1;
+  spec.box[0] = 64, spec.box[1] = uint32_t(rows), spec.box[2] = 1;
   return driver->encode_tensor_map(spec, map);
 }
 
@@ -66,19 +74,24 @@ aiter_status prefill_attention_wgmma(const PrefillArgs &a, const PrefillParams &
                                      bool *taken) {
   *taken = false;
   if (call.device.device_type != kDLCUDA || !fits(a, p)) return AITER_OK;
-  const std::string variant = std::string("wgmma.") + dtype_tag(a.dtype) + ".d" + std::to_string(a.shape.head_dim);
+  const AttentionShape &sh = a.shape;
+  std::string dims = "d" + std::to_string(sh.head_dim);
+  if (sh.v_head_dim != sh.head_dim) dims += "v" + std::to_string(sh.v_head_dim);
+  const std::string variant = std::string("wgmma.") + dtype_tag(a.dtype) + "." + dims;
   DeviceScope scope(call.device);
   if (scope.status() != AITER_OK || !has_kernel(scope.driver(), call.device.device_id, "prefill_attention", variant)) {
     clear_error();  // no sm_90a code object here (another GPU, or a build without it)
     return AITER_OK;
   }
   *taken = true;
-  const AttentionShape &sh = a.shape;
   PrefillTmaParams q{};
   q.p = p;
-  aiter_status s = encode(scope.driver(), a.q, a.total_q, sh.q_heads, a.q_strides, sh.head_dim, &q.q_map);
-  if (s == AITER_OK) s = encode(scope.driver(), a.k, a.total_k, sh.kv_heads, a.k_strides, sh.head_dim, &q.k_map);
-  if (s == AITER_OK) s = encode(scope.driver(), a.v, a.total_k, sh.kv_heads, a.v_strides, sh.head_dim, &q.v_map);
+  const int64_t keys = tile_keys(sh);
+  aiter_status s = encode(scope.driver(), a.q, a.total_q, sh.q_heads, a.q_strides, sh.head_dim, kRows, &q.q_map);
+  if (s == AITER_OK)
+    s = encode(scope.driver(), a.k, a.total_k, sh.kv_heads, a.k_strides, sh.head_dim, keys, &q.k_map);
+  if (s == AITER_OK)
+    s = encode(scope.driver(), a.v, a.total_k, sh.kv_heads, a.v_strides, sh.v_head_dim, keys, &q.v_map);
   if (s != AITER_OK) return s;
   const Dim3 grid{unsigned(sh.q_heads), unsigned((a.total_q + kRows - 1) / kRows), 1};
   return launch(call, "prefill_attention", variant, grid, kThreads, q);

@@ -31,22 +31,28 @@ def dev(*arrays):
     return [to_device(a, "cuda") for a in arrays]
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-@pytest.mark.parametrize("d", [64, 128])
-@pytest.mark.parametrize("causal", [True, False])
-@pytest.mark.parametrize("ratio", [1, 4])
-def test_prefill_many_key_tiles(rng, cuda, dtype, d, causal, ratio):
+# (dtype, (q/k head dim, v head dim), causal, Hq/Hkv): every combination at D64/D128, GQA 1 only at
+# D256 and 192/128 (their float64 references are the slow ones).
+MANY_TILE_CASES = [(dt, dims, causal, ratio) for dt in ("bfloat16", "float16") for dims in ((64, 64), (128, 128))
+                   for causal in (True, False) for ratio in (1, 4)]
+MANY_TILE_CASES += [(dt, dims, causal, 1) for dt in ("bfloat16", "float16") for dims in ((256, 256), (192, 128))
+                    for causal in (True, False)]
+
+
+@pytest.mark.parametrize("dtype,dims,causal,ratio", MANY_TILE_CASES)
+def test_prefill_many_key_tiles(rng, cuda, dtype, dims, causal, ratio):
+    d, dv = dims
     hkv = 2
-    lens = [1, 300, 0, 1000, 129, 7]  # 1000 keys: 8 tiles; blocks of 128 rows straddle sequences
+    lens = [1, 300, 0, 1000, 129, 7]  # 1000 keys: 8 or 16 tiles; blocks of 128 rows straddle sequences
     cu = cu_seqlens(lens)
     q = rand(rng, (cu[-1], hkv * ratio, d), dtype, scale=2.0)
-    k, v = rand(rng, (cu[-1], hkv, d), dtype), rand(rng, (cu[-1], hkv, d), dtype)
-    out = poisoned_on(q.shape, dtype, cuda)
+    k, v = rand(rng, (cu[-1], hkv, d), dtype), rand(rng, (cu[-1], hkv, dv), dtype)
+    out = poisoned_on((cu[-1], hkv * ratio, dv), dtype, cuda)
     aiter.prefill_attention(*dev(q, k, v, cu), causal=causal, out=out)
     assert_close(out, prefill_ref(q, k, v, cu, cu, d ** -0.5, causal), dtype)
 
 
-@pytest.mark.parametrize("dtype,d", [("bfloat16", 128), ("float16", 64)])
+@pytest.mark.parametrize("dtype,d", [("bfloat16", 128), ("float16", 64), ("bfloat16", 256)])
 @pytest.mark.parametrize("softcap", [0.0, 30.0])
 def test_prefill_prefix_window_softcap_lse(rng, cuda, dtype, d, softcap):
     """Queries that are the last of longer key sequences (a cached prefix), a
