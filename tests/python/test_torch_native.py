@@ -72,6 +72,19 @@ def test_cpp_kernel_matches_the_python_kernel_bitwise(gen, name):
 
 
 @needs_native
+def test_functional_api_keeps_aiters_error_classes_through_cpp_kernels(gen):
+    import aiter
+    x = torch.randn(4, 96, generator=gen)
+    with pytest.raises(aiter.InvalidArgumentError, match="aiter_rmsnorm: weight"):
+        aiter.rmsnorm(x, torch.randn(95, generator=gen))
+    with pytest.raises(aiter.UnsupportedDtypeError, match="unsupported dtype"):
+        aiter.rmsnorm(x.to(torch.complex64), torch.randn(96, generator=gen))
+    with pytest.raises(ValueError, match="aiter_rmsnorm: weight") as plain:  # torch.ops: torch's error types
+        torch.ops.aiter.rmsnorm(x, torch.randn(95, generator=gen))
+    assert not isinstance(plain.value, aiter.AiterError)
+
+
+@needs_native
 def test_prefill_scale_fallback_and_lse_through_the_params_struct(gen):
     q, k, v = (torch.randn(9, 4, 64, generator=gen), torch.randn(9, 2, 64, generator=gen),
                torch.randn(9, 2, 64, generator=gen))
