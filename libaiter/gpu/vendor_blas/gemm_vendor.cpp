@@ -209,8 +209,12 @@ aiter_status run_vendor(const VendorKernel &k, const GemmArgs &g, const GpuCall 
 // tiles 0.46-1.02x, cuBLASLt itself 0.96-1.01x everywhere); fp32 inputs always
 // (no tensor-core kernel of ours).  Block-scaled fp8 from kBlockScaledRows rows:
 // libaiter's tiles ran 0.83x of F.scaled_mm untuned at M = 256-512 and 0.78x
-// from 1024 (H100, 2026-11-23), cuBLASLt runs F.scaled_mm's own algorithm.
-// Per-token x per-channel fp8: never (the tuner still weighs it).  AMD: always, as libaiter has no matrix-core GEMM there
+// from 1024 (tuned: 0.90x and 0.85x; H100, 2026-11-23), and this call is F.scaled_mm's own cuBLASLt
+// call (same descriptors and first algorithm; plus a transpose of A's scales
+// when they come row-major).  An inference, NOT yet timed: the run meant to
+// time it (2026-11-27) only verified the results (docs/performance_gemm.md).
+// Per-token x per-channel fp8: never (not timed against ours either; the tuner
+// still weighs it).  AMD: always, as libaiter has no matrix-core GEMM there
 // yet (not measured: no AMD GPU at hand).
 constexpr int64_t kBlockScaledRows = 256;
 bool preferred(const VendorKernel &k, const GemmArgs &g) {
