@@ -74,21 +74,26 @@ __device__ __forceinline__ void tile_scores(const uint32_t (&qf)[D / 16][4], con
 }
 
 // The scores as log2-domain logits: times the softmax scale, soft-capped where
-// cap > 0 (cap * tanh(x / cap), tanh through exp2).
+// cap > 0 (cap * tanh(x / cap), tanh through exp2).  The test on cap is made
+// once a tile, outside the loops, and the divisions are fast ones: tested per
+// score, ptxas kept a branch and a full-precision division for every score even
+// with soft-cap off (SASS of prefill_mma, 2026-11-27).
 template <int Keys>
 __device__ __forceinline__ void log2_logits(float (&sc)[Keys / 8][4], float scale, float cap) {
-  const float factor = cap > 0.0f ? scale : scale * kLog2e;
+  if (cap > 0.0f) {
+    const float to_exp = scale * (2.0f * kLog2e) / cap, back = cap * kLog2e;
+#pragma unroll
+    for (int nt = 0; nt < Keys / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        sc[nt][e] = back * (1.0f - fast_div(2.0f, exp2_fast(sc[nt][e] * to_exp) + 1.0f));
+    return;
+  }
+  const float factor = scale * kLog2e;
 #pragma unroll
   for (int nt = 0; nt < Keys / 8; ++nt)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      float x = sc[nt][e] * factor;
-      if (cap > 0.0f) {
-        const float ex = exp2_fast(2.0f * kLog2e * x / cap);
-        x = cap * (1.0f - 2.0f / (ex + 1.0f)) * kLog2e;
-      }
-      sc[nt][e] = x;
-    }
+    for (int e = 0; e < 4; ++e) sc[nt][e] *= factor;
 }
 
 // A thread's two rows: their output (all of D), running maximum and sum.
