@@ -1,8 +1,8 @@
 """libaiter_torch.so, the C++ kernels of torch.ops.aiter: which overloads it
 serves, its argument errors, and the Python kernels that take over without it.
-test_torch.py runs every op through whichever kernels are registered (the C++
-ones where the library was built, as on the GPU machine; the Python ones in
-CI, whose wheel is built without torch)."""
+test_torch.py runs every op through whichever kernels are registered: the C++
+ones wherever the library loaded (the wheel carries it, built for torch >=
+MINIMUM_TORCH, and CI tests that wheel), the Python ones otherwise."""
 import os
 import subprocess
 import sys
@@ -19,6 +19,33 @@ from test_norm import rms_ref  # noqa: E402
 from torch_samples import samples  # noqa: E402
 
 needs_native = pytest.mark.skipif(not _native._native, reason="libaiter_torch.so not built (no torch at build time)")
+# libaiter_torch/meson.build's TORCH_TARGET_VERSION: the oldest torch the library loads on.
+MINIMUM_TORCH = (2, 10)
+
+
+def _torch_version():
+    return tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+
+
+def test_the_wheels_library_serves_rmsnorm_where_torch_is_new_enough(caplog):
+    """A wheel (libaiter.so.0 inside the package) carries libaiter_torch.so
+    unless built with AITER_TORCH=0; where torch is new enough it must load,
+    or a wheel whose library is missing or unloadable would pass every other
+    test on the Python kernels."""
+    import aiter
+    if os.environ.get("AITER_TORCH_LIBRARY") in ("", "0"):
+        pytest.skip("AITER_TORCH_LIBRARY turns the C++ kernels off")
+    if _torch_version() < MINIMUM_TORCH:
+        pytest.skip(f"torch {torch.__version__} is older than the stable ABI the library targets")
+    in_wheel = os.path.dirname(os.path.abspath(_native.library_path)) == os.path.dirname(os.path.abspath(aiter.__file__))
+    if "AITER_TORCH_LIBRARY" not in os.environ and (not in_wheel or os.environ.get("AITER_TORCH") == "0"):
+        pytest.skip("not a wheel's library (a build tree or system install may be built without torch)")
+    if not _native._native:
+        with caplog.at_level("DEBUG", logger="aiter.torch"):
+            _native._load()
+        pytest.fail(f"libaiter_torch.so did not load under torch {torch.__version__}: {caplog.text}")
+    assert _native.kernel_of("rmsnorm", "cpu") == "C++"
+    assert _native.kernel_of("rmsnorm.out", "cpu") == "C++"
 
 
 def _planned():

@@ -14,8 +14,9 @@ Where the library comes from, first match wins:
   1. $AITER_TORCH_LIBRARY, a path to libaiter_torch.so (``0`` or empty: none);
   2. beside the libaiter.so.0 that aiter loaded (wheels, system installs in
      libdir), or in libaiter/torch/ below it (a meson build tree).
-It is built only where torch (>= 2.10) was importable at build time; when it
-is absent or fails to load, this says so once at debug level.
+It is built where torch's headers (>= 2.10) were at hand at build time (the
+wheel unpacks them from torch's wheel) and loads on torch >= 2.10; when it is
+absent or fails to load, this says so once at debug level.
 """
 import ctypes
 import logging
@@ -47,8 +48,21 @@ def _candidates():
     return [os.path.join(folder, _NAME), os.path.join(folder, "libaiter", "torch", _NAME)]
 
 
+def _expose_torch_symbols():
+    """libaiter_torch.so names no torch library (one build serves every torch
+    from 2.10 on, and wheels may not carry torch's libraries): its aoti_torch_*
+    references resolve against the libtorch_cpu.so that ``import torch`` loaded,
+    which Python's import kept local; RTLD_NOLOAD finds it by its soname and
+    RTLD_GLOBAL makes its symbols visible to the libraries loaded after it."""
+    try:
+        ctypes.CDLL("libtorch_cpu.so", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+    except OSError as e:  # a torch built otherwise: the load below says what is missing
+        _log.debug("aiter.torch: libtorch_cpu.so not found among loaded libraries (%s)", e)
+
+
 def _load():
     """The loaded library, or None (said once at debug level)."""
+    _expose_torch_symbols()
     errors = []
     for candidate in _candidates():
         if os.sep in candidate and not os.path.exists(candidate):
