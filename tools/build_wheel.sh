@@ -11,6 +11,12 @@
 # wheel without it; AITER_JAXLIB=jaxlib==X.Y.Z picks the jaxlib whose headers are
 # used (default: the newest; XLA accepts handlers built against FFI headers up to
 # a year older than itself).
+# libaiter_torch.so, the C++ kernels of torch.ops.aiter (ctypes-loaded too), is
+# built the same way from torch/include/ of torch's wheel (torch is not installed
+# either; AITER_TORCH_PKG, default torch==2.13.*, the pin bootstrap installs, so
+# pip finds it at hand) for the stable ABI of torch 2.10, and links no torch
+# library: it loads on any torch >= 2.10.  AITER_TORCH=0 builds the wheel
+# without it.
 # usage: tools/build_wheel.sh [OUTDIR]     ($PYTHON, default python3, makes the tool venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +37,19 @@ wheel = zipfile.ZipFile(sys.argv[1])
 wheel.extractall(sys.argv[2], [n for n in wheel.namelist() if n.startswith("jaxlib/include/xla/ffi/api/")])
 ' "$tmp"/jaxlib/jaxlib-*.whl "$tmp/jaxlib"
   setup_args+=(-Csetup-args=-Djax=enabled "-Csetup-args=-Djax_include_dir=$tmp/jaxlib/jaxlib/include")
+fi
+if [ "${AITER_TORCH:-1}" != 0 ]; then
+  "$tmp/tools/bin/python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    -d "$tmp/torch" "${AITER_TORCH_PKG:-torch==2.13.*}" >&2
+  "$tmp/tools/bin/python" -c '
+import sys, zipfile
+wheel = zipfile.ZipFile(sys.argv[1])
+wheel.extractall(sys.argv[2], [n for n in wheel.namelist() if n.startswith("torch/include/")])
+' "$tmp"/torch/torch-*.whl "$tmp/torch"
+  rm "$tmp"/torch/torch-*.whl  # 190 MB or more, not needed past here
+  setup_args+=(-Csetup-args=-Dtorch=enabled "-Csetup-args=-Dtorch_include_dir=$tmp/torch/torch/include")
+else
+  setup_args+=(-Csetup-args=-Dtorch=disabled)
 fi
 "$tmp/tools/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps "${setup_args[@]}" -w "$tmp/meson" . >&2
 # The code objects are ELF files for GPUs: auditwheel leaves them be, with one
