@@ -52,7 +52,15 @@ def via_torch(name):
                 result = NotImplemented if direct is None else direct(*args, **kwargs)
                 if result is not NotImplemented:
                     return result
-                result = functions[name](*args, **kwargs)
+                try:
+                    result = functions[name](*args, **kwargs)
+                except (ValueError, RuntimeError):
+                    if sys.modules["torch"].compiler.is_compiling():
+                        raise
+                    # A refused call again through the plain wrapper, for aiter's own error
+                    # classes (torch's C++ boundary reduces them to ValueError /
+                    # RuntimeError; a refused call writes nothing, so it fails alike).
+                    result = NotImplemented
                 if result is not NotImplemented:
                     return result
             return wrapper(*args, **kwargs)

@@ -196,6 +196,19 @@ def test_split_decode_rejects_bad_workspace(rng, device):
     assert np.isnan(f64(out)).all(), "a rejected call wrote to out"
 
 
+def test_split_decode_error_classes_with_torch_cpu_tensors(rng):
+    """torch tensors take the registered op, whose C++ boundary reduces aiter's
+    errors to ValueError; the functional API must still raise aiter's classes
+    (on a GPU the same path runs with CUDA tensors in the test above)."""
+    torch = pytest.importorskip("torch")
+    q, k_cache, v_cache, table, lens = decode_case(rng, [700, 3], 16, 4, 2, 64, "float32", "float32",
+                                                   spare_columns=100)
+    qt, kt, vt, tt, lt = (torch.from_numpy(np.ascontiguousarray(a)) for a in (q, k_cache, v_cache, table, lens))
+    size = aiter.paged_decode_workspace_size(qt, kt, tt)
+    with pytest.raises(aiter.InvalidArgumentError, match="workspace"):
+        aiter.paged_decode_attention(qt, kt, vt, tt, lt, workspace=torch.zeros(size // 4 - 1))
+
+
 # ---- prefill over the paged cache ------------------------------------------------------
 
 def paged_prefill_ref(q, k_cache, v_cache, table, lens, cu_q, scale, causal=True, window_left=-1, softcap=0.0):
