@@ -12,30 +12,11 @@
 #include "../common/numeric.h"
 #include "attention_params.h"
 #include "flash_warp.h"
+#include "prefill_rows.h"
 
 namespace {
 
 constexpr int kThreads = 128, kRows = 64, kKeys = 64;
-
-// The sequence of query token t and its visible global key rows (prefill.cu's
-// rules); lo = hi = 0 when no valid sequence owns t.
-__device__ __forceinline__ void row_range(const PrefillParams &p, int t, int *lo, int *hi) {
-  *lo = *hi = 0;
-  if (t >= p.total_q) return;
-  int a = 0, z = p.batch - 1;
-  while (a < z) {
-    const int mid = (a + z + 1) / 2;
-    if (p.cu_seqlens_q[mid] <= t) a = mid; else z = mid - 1;
-  }
-  const int qa = p.cu_seqlens_q[a], qb = p.cu_seqlens_q[a + 1];
-  const int ka = p.cu_seqlens_k[a], kb = p.cu_seqlens_k[a + 1];
-  if (!(0 <= qa && qa <= t && t < qb && qb <= p.total_q && 0 <= ka && ka <= kb && kb <= p.total_k)) return;
-  const long long lk = kb - ka, pos = (long long)(t - qa) + lk - (qb - qa);
-  const long long h = p.causal ? (pos + 1 < 0 ? 0 : pos + 1 > lk ? lk : pos + 1) : lk;
-  long long l = 0;
-  if (p.sm.window_left >= 0) l = pos - p.sm.window_left < 0 ? 0 : pos - p.sm.window_left > lk ? lk : pos - p.sm.window_left;
-  if (l < h) *lo = ka + int(l), *hi = ka + int(h);
-}
 
 template <class T, int D>
 struct Tiles {
@@ -53,8 +34,8 @@ __device__ __forceinline__ void prefill_mma(const PrefillParams &p) {
   const int head = int(block_y()), kvh = head / (p.q_heads / p.kv_heads), row0 = int(block_x()) * kRows;
   // This thread's two rows: warp * 16 + g and + 8.
   int lo[2], hi[2];
-  row_range(p, row0 + warp * 16 + g, &lo[0], &hi[0]);
-  row_range(p, row0 + warp * 16 + g + 8, &lo[1], &hi[1]);
+  prefill_row_range(p, row0 + warp * 16 + g, &lo[0], &hi[0]);
+  prefill_row_range(p, row0 + warp * 16 + g + 8, &lo[1], &hi[1]);
   if (thread_x() == 0) range_lo = 0x7fffffff, range_hi = 0;
   sync_block();
   for (int r = 0; r < 2; ++r)

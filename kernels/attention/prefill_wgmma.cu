@@ -15,7 +15,7 @@
 // products (two named barriers), so one's softmax runs under the other's
 // products.
 //
-// Rows are numbered over the packed batch (prefill_wgmma_rows.h): each row's
+// Rows are numbered over the packed batch (prefill_rows.h): each row's
 // visible keys are a range of global key rows, the block walks the union of its
 // rows' ranges, and only tiles that some row sees in part are masked (a
 // separate code path: the inner tiles carry no per-score test).  TMA fills rows
@@ -27,7 +27,7 @@
 #include "../gemm/tma.h"
 #include "../gemm/wgmma_tile.h"
 #include "prefill_wgmma_params.h"
-#include "prefill_wgmma_rows.h"
+#include "prefill_rows.h"
 #include "prefill_wgmma_rs.h"
 
 #if defined(AITER_NVIDIA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 900)
@@ -139,7 +139,7 @@ __device__ __forceinline__ KeyRange block_keys(const PrefillParams &p, int row0,
     const int wg = int(threadIdx.x) / 128 - 1, warp = int(threadIdx.x) % 128 / 32, g = int(threadIdx.x) % 32 / 4;
     for (int r = 0; r < 2; ++r) {
       const int t = row0 + wg * 64 + warp * 16 + g + 8 * r;
-      wgmma_row_range(p, t, &lo[r], &hi[r]);
+      prefill_row_range(p, t, &lo[r], &hi[r]);
       if (lo[r] < hi[r]) {
         atomicMin(&range[0], lo[r]), atomicMax(&range[1], hi[r]);
         atomicMax(&range[2], lo[r]), atomicMin(&range[3], hi[r]);

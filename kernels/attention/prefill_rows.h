@@ -1,5 +1,5 @@
-// Which keys a query row of the Hopper prefill kernel (prefill_wgmma.cu) sees,
-// by prefill.cu's rules (prefill_mma.cu applies the same ones).  Rows are
+// Which keys a query row of the tensor-core prefill kernels (prefill_mma.cu,
+// prefill_wgmma.cu) sees, by prefill.cu's rules.  Rows are
 // numbered over the whole packed batch: a row finds its own sequence in
 // cu_seqlens_q and turns its visible keys (causal bottom-right, window) into a
 // range of global key rows, so a block of rows straddling sequences needs no
@@ -10,7 +10,7 @@
 
 // The sequence of query token t and its visible global key rows [lo, hi)
 // (prefill.cu's rules); lo = hi = 0 when no valid sequence owns t.
-__device__ __forceinline__ void wgmma_row_range(const PrefillParams &p, int t, int *lo, int *hi) {
+__device__ __forceinline__ void prefill_row_range(const PrefillParams &p, int t, int *lo, int *hi) {
   *lo = *hi = 0;
   if (t >= p.total_q) return;
   int a = 0, z = p.batch - 1;
