@@ -174,3 +174,28 @@ def jax_cpu(a):
     """A NumPy array as a JAX array on the CPU (JAX's default device may be a GPU)."""
     import jax
     return jax.device_put(a, jax.devices("cpu")[0])
+
+
+def rerun_gpu_tests_forced(variable, value, *pytest_args):
+    """Reruns GPU tests in a child pytest with a kernel-choice variable set (the
+    library reads AITER_*_KERNEL once a process, so a forced run needs its own):
+    `pytest_args` name the test files (beside this one) and any -k filter.
+    Skips without a CUDA GPU; fails if the child fails or passes nothing."""
+    import os
+    import subprocess
+    import sys
+    try:
+        import torch
+        cuda = torch.cuda.is_available()
+    except ImportError:
+        cuda = False
+    if not cuda:
+        pytest.skip("no CUDA GPU")
+    here = os.path.dirname(os.path.abspath(__file__))
+    args = [a if a.startswith("-") or not a.endswith(".py") else os.path.join(here, a) for a in pytest_args]
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", *args],
+                         capture_output=True, text=True, env=dict(os.environ, **{variable: value}), cwd=here,
+                         timeout=1800)
+    summary = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    assert " passed" in summary and "failed" not in summary, summary

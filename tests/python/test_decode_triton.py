@@ -8,31 +8,11 @@ process, so the forced run is a child pytest; there, a build without the
 Triton decode kernels fails every 16-bit call instead of testing another
 kernel.  Calls the kernel does not take (fp32 queries, fp8 formats this
 target's build lacks) run their usual kernel in the child too."""
-import os
-import subprocess
-import sys
-
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _cuda_available():
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
+from harness import rerun_gpu_tests_forced
 
 
 @pytest.mark.gpu
 def test_gpu_decode_tests_with_triton_forced():
-    if not _cuda_available():
-        pytest.skip("no CUDA GPU")
-    env = dict(os.environ, AITER_DECODE_KERNEL="triton")
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-k", "decode", "-p", "no:cacheprovider",
-                          os.path.join(HERE, "test_attention.py"), os.path.join(HERE, "test_attention_split.py")],
-                         capture_output=True, text=True, env=env, cwd=HERE, timeout=1800)
-    summary = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
-    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
-    assert " passed" in summary and "failed" not in summary, summary
+    rerun_gpu_tests_forced("AITER_DECODE_KERNEL", "triton", "-k", "decode", "test_attention.py", "test_attention_split.py")

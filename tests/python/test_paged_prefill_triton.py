@@ -7,31 +7,12 @@ bad indices, CUDA-graph replay) rerun with AITER_PAGED_PREFILL_KERNEL=triton
 in a child pytest; there, a build without the Triton paged-prefill kernels
 fails every call that fits them instead of testing another kernel.  Calls the
 kernel does not take (fp32 q, fp8 caches) run their usual kernel in the child."""
-import os
-import subprocess
-import sys
-
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _cuda_available():
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
+from harness import rerun_gpu_tests_forced
 
 
 @pytest.mark.gpu
 def test_gpu_paged_prefill_tests_with_triton_forced():
-    if not _cuda_available():
-        pytest.skip("no CUDA GPU")
-    env = dict(os.environ, AITER_PAGED_PREFILL_KERNEL="triton")
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
-                          "-k", "not portable_kernel_on_nvidia", os.path.join(HERE, "test_attention_paged_prefill.py")],
-                         capture_output=True, text=True, env=env, cwd=HERE, timeout=1800)
-    summary = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
-    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
-    assert " passed" in summary and "failed" not in summary, summary
+    rerun_gpu_tests_forced("AITER_PAGED_PREFILL_KERNEL", "triton", "-k", "not portable_kernel_on_nvidia",
+                           "test_attention_paged_prefill.py")
