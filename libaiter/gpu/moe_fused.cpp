@@ -92,6 +92,7 @@ Forced forced_path() {
 bool prefill_sized(const FusedMoeArgs &a) { return a.tokens * a.topk >= 64 * a.local_experts; }
 
 bool use_triton(const FusedMoeArgs &a, const GpuCall &call) {
+  if (a.variant == kMoeTriton) return triton_moe_fits(a, call);  // the tuned variant: at any row count
   const Forced f = forced_path();
   if ((a.variant != kMoeAuto && a.variant != kMoeMma) || f == Forced::mma || f == Forced::portable) return false;
   return (f == Forced::triton || prefill_sized(a)) && triton_moe_fits(a, call);
@@ -164,11 +165,17 @@ aiter_status prepare_inputs(const FusedMoeArgs &a, const FusedMoeParams &p, cons
 }  // namespace
 
 bool fused_moe_mma_fits(const FusedMoeArgs &a, const GpuCall &call) { return mma_fits(a, call); }
+bool fused_moe_triton_fits(const FusedMoeArgs &a, const GpuCall &call) { return triton_moe_fits(a, call); }
 
 aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
   const bool triton = use_triton(a, call);
   const bool portable = a.variant == kMoePortable || (a.variant == kMoeAuto && forced_path() == Forced::portable);
-  const bool mma = !triton && !portable && mma_fits(a, call);
+  const bool mma = !triton && !portable && a.variant != kMoeTriton && mma_fits(a, call);
+  if (a.variant == kMoeTriton && !triton)
+    return fail(AITER_ERR_UNSUPPORTED_SHAPE,
+                "%s: variant triton: the Triton stages are not built for this device and dtypes, or the call "
+                "lacks 64-row blocks, K a multiple of the kernels' K step or 16-byte aligned rows",
+                a.sort.op);
   if (a.variant != kMoeAuto && a.variant != kMoePortable && !mma && !triton)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE,
                 "%s: the tensor-core stages (params.variant 2, variants mma*) need an NVIDIA GPU, block_size 64 or "

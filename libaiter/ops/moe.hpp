@@ -99,9 +99,12 @@ inline bool mask_on(const void *mask, int32_t bytes, int64_t e) {
   return bytes == 4 ? static_cast<const int32_t *>(mask)[e] != 0 : static_cast<const uint8_t *>(mask)[e] != 0;
 }
 
-// How the GPU stages run: params.variant's 0-2, and the tile widths the tuned
-// variants "mma_n128" / "mma_n64" fix (ops/moe_tuning.cpp).
-enum MoeVariant : int32_t { kMoeAuto = 0, kMoePortable = 1, kMoeMma = 2, kMoeMmaWide = 3, kMoeMmaNarrow = 4 };
+// How the GPU stages run: params.variant's 0-2, the tile widths the tuned
+// variants "mma_n128" / "mma_n64" fix, and the tuned variant "triton" (the
+// Triton stages at any row count; ops/moe_tuning.cpp).
+enum MoeVariant : int32_t {
+  kMoeAuto = 0, kMoePortable = 1, kMoeMma = 2, kMoeMmaWide = 3, kMoeMmaNarrow = 4, kMoeTriton = 5
+};
 
 // fused_moe / fused_moe_fp8 with params.variant 0: a forced variant, a tuned
 // table row (ops "fused_moe", "fused_moe_fp8", "fused_moe_fp8_blockscale") or
@@ -121,6 +124,8 @@ aiter_status moe_sorting(const SortingArgs &a, const GpuCall &call);
 aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call);
 // Whether the tensor-core stages can run this call (dtype, alignment, block size, vendor).
 bool fused_moe_mma_fits(const FusedMoeArgs &a, const GpuCall &call);
+// Whether the Triton stages are built for this device and dtypes and can run this call.
+bool fused_moe_triton_fits(const FusedMoeArgs &a, const GpuCall &call);
 }  // namespace gpu
 
 }  // namespace aiter

@@ -17,6 +17,9 @@ const Variant<FusedMoeArgs> kCpuVariants[] = {{"blocks", any_cpu_call, nullptr, 
 bool mma_fits(const FusedMoeArgs &a, const GpuCall *call) {
   return call != nullptr && gpu::fused_moe_mma_fits(a, *call);
 }
+bool triton_fits(const FusedMoeArgs &a, const GpuCall *call) {
+  return call != nullptr && gpu::fused_moe_triton_fits(a, *call);
+}
 bool any_gpu_call(const FusedMoeArgs &, const GpuCall *call) { return call != nullptr; }
 bool never_first(const FusedMoeArgs &) { return false; }  // fixed tile widths: tuned or forced only
 
@@ -29,11 +32,13 @@ aiter_status run_gpu(const FusedMoeArgs &a, const GpuCall *call) {
 
 // Heuristic order: "mma" (tensor cores where the shapes allow, the tile width
 // by the SMs the tiles would fill; fp8 without fp8 products falls back to the
-// portable stages), else "portable".
+// portable stages; from 64 rows an expert the Triton stages where built), else
+// "portable".  "triton" forces the Triton stages at any row count.
 const Variant<FusedMoeArgs> kGpuVariants[] = {
     {"mma", mma_fits, nullptr, run_gpu<kMoeAuto>},
     {"mma_n128", mma_fits, never_first, run_gpu<kMoeMmaWide>},
     {"mma_n64", mma_fits, never_first, run_gpu<kMoeMmaNarrow>},
+    {"triton", triton_fits, never_first, run_gpu<kMoeTriton>},
     {"portable", any_gpu_call, nullptr, run_gpu<kMoePortable>},
 };
 

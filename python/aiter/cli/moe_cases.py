@@ -121,6 +121,20 @@ class _Backend:
             return np.empty(n, np.uint8)
         return self.torch.empty(n, dtype=self.torch.uint8, device=self.arrays.device)
 
+    def experts_randn(self, shape, dtype, scale=1.0):
+        """arrays.randn of [E, rows, cols], one expert at a time: the float32
+        temporaries of a whole DeepSeek-V3 layer at once (30 GB for w1) would
+        not fit beside the cold input sets on an 80 GB GPU."""
+        first = self.arrays.randn(shape[1:], dtype, scale=scale)
+        if self.torch is None:
+            out = np.empty(shape, first.dtype)
+        else:
+            out = self.torch.empty(shape, dtype=first.dtype, device=self.arrays.device)
+        out[0] = first
+        for e in range(1, shape[0]):
+            out[e] = self.arrays.randn(shape[1:], dtype, scale=scale)
+        return out
+
     def zeros_like(self, a):
         return np.zeros_like(a) if self.torch is None else self.torch.zeros_like(a)
 
@@ -157,7 +171,7 @@ def _routing(rng, tokens, experts, topk):
 
 def _fp8_experts(arrays, p, rows, cols):
     """Codes about N(0, 1) and scales that bring the products to about 1 / sqrt(cols)."""
-    codes = arrays.randn((p.batch, rows, cols), p.a_dtype)
+    codes = _Backend(arrays).experts_randn((p.batch, rows, cols), p.a_dtype)
     unit = 1.0 / math.sqrt(cols)
     shape = (p.batch, rows // BLOCK, cols // BLOCK) if p.op == "fused_moe_fp8_blockscale" else (p.batch, rows)
     return codes, arrays.uniform(shape, 0.5 * unit, 1.5 * unit)
@@ -170,8 +184,8 @@ def make_inputs(p, arrays, rng):
     ids, weights = _routing(rng, p.m, p.batch, p.topk)
     routing = (be.from_host(weights), be.from_host(ids))
     if not p.fp8():
-        w1 = arrays.randn((p.batch, 2 * p.n, p.k), p.a_dtype, scale=1.0 / math.sqrt(p.k))
-        w2 = arrays.randn((p.batch, p.k, p.n), p.a_dtype, scale=1.0 / math.sqrt(p.n))
+        w1 = be.experts_randn((p.batch, 2 * p.n, p.k), p.a_dtype, scale=1.0 / math.sqrt(p.k))
+        w2 = be.experts_randn((p.batch, p.k, p.n), p.a_dtype, scale=1.0 / math.sqrt(p.n))
         return (x, w1, w2) + routing
     w1, s1 = _fp8_experts(arrays, p, 2 * p.n, p.k)
     w2, s2 = _fp8_experts(arrays, p, p.k, p.n)
