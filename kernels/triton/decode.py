@@ -45,6 +45,40 @@ def _key_rows(table_row, keys, end, page_size, num_blocks, kv_heads, kvh, D: tl.
 
 
 @triton.jit
+def _paged_keys(qt, k_cache, v_cache, table_row, first, end, lo, hi, page_size, num_blocks, kv_heads, kvh,
+                qk_scale, softcap, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
+    """The online softmax of the rows of qt over the cached keys [first, end),
+    BN a tile, read through one block-table row; row r sees keys [lo[r], hi[r]).
+    Returns (acc, m, l): P V unnormalized, the rows' maxima (log2 domain) and sums
+    (paged_prefill.py runs the same loop)."""
+    dims = tl.arange(0, D)
+    acc = tl.zeros((BM, D), dtype=tl.float32)
+    m = tl.full((BM,), float("-inf"), dtype=tl.float32)
+    l = tl.zeros((BM,), dtype=tl.float32)
+    for start in range(first, end, BN):
+        keys = start + tl.arange(0, BN)
+        at, ok = _key_rows(table_row, keys, end, page_size, num_blocks, kv_heads, kvh, D)
+        kt = tl.load(k_cache + at[:, None] + dims[None, :], mask=ok[:, None], other=0.0).to(qt.dtype)
+        s = tl.dot(qt, tl.trans(kt))
+        if softcap > 0:  # softcap * tanh(x / softcap), tanh by exp2 (every target has it); log2 domain
+            x = s * (qk_scale / softcap)
+            s = (1.0 - 2.0 / (tl.exp2(x * (2.0 * 1.4426950408889634)) + 1.0)) * (softcap * 1.4426950408889634)
+        else:
+            s = s * (qk_scale * 1.4426950408889634)
+        visible = ok[None, :] & (keys[None, :] >= lo[:, None]) & (keys[None, :] < hi[:, None])
+        s = tl.where(visible, s, float("-inf"))
+        m_new = tl.maximum(m, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet: p = 0, not NaN
+        p = tl.exp2(s - m_safe[:, None])
+        alpha = tl.exp2(m - m_safe)
+        l = l * alpha + tl.sum(p, 1)
+        vt = tl.load(v_cache + at[:, None] + dims[None, :], mask=ok[:, None], other=0.0).to(qt.dtype)
+        acc = tl.dot(p.to(qt.dtype), vt, acc * alpha[:, None])
+        m = m_new
+    return acc, m, l
+
+
+@triton.jit
 def _store_rows(out, partial_out, partial_lse, acc, m, l, b, split, rows, kvh, q_tokens, q_heads, group, splits,
                 out_seq_stride, out_token_stride, out_head_stride, v_scale, D: tl.constexpr):
     """The rows' results: the output (one split) or the split's partial
@@ -97,29 +131,7 @@ def decode_kernel(q, k_cache, v_cache, out, partial_out, partial_lse, block_tabl
     dims = tl.arange(0, D)
     qt = tl.load(q_at[:, None] + dims[None, :], mask=used[:, None], other=0.0)
     table_row = block_table + b.to(tl.int64) * table_stride
-    qk_scale = scale * k_scale
-    acc = tl.zeros((BM, D), dtype=tl.float32)
-    m = tl.full((BM,), float("-inf"), dtype=tl.float32)
-    l = tl.zeros((BM,), dtype=tl.float32)
-    for start in range(first, end, BN):
-        keys = start + tl.arange(0, BN)
-        at, ok = _key_rows(table_row, keys, end, page_size, num_blocks, kv_heads, kvh, D)
-        kt = tl.load(k_cache + at[:, None] + dims[None, :], mask=ok[:, None], other=0.0).to(qt.dtype)
-        s = tl.dot(qt, tl.trans(kt))
-        if softcap > 0:  # softcap * tanh(x / softcap), tanh by exp2 (every target has it); log2 domain
-            x = s * (qk_scale / softcap)
-            s = (1.0 - 2.0 / (tl.exp2(x * (2.0 * 1.4426950408889634)) + 1.0)) * (softcap * 1.4426950408889634)
-        else:
-            s = s * (qk_scale * 1.4426950408889634)
-        visible = ok[None, :] & (keys[None, :] >= lo[:, None]) & (keys[None, :] < hi[:, None])
-        s = tl.where(visible, s, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet: p = 0, not NaN
-        p = tl.exp2(s - m_safe[:, None])
-        alpha = tl.exp2(m - m_safe)
-        l = l * alpha + tl.sum(p, 1)
-        vt = tl.load(v_cache + at[:, None] + dims[None, :], mask=ok[:, None], other=0.0).to(qt.dtype)
-        acc = tl.dot(p.to(qt.dtype), vt, acc * alpha[:, None])
-        m = m_new
+    acc, m, l = _paged_keys(qt, k_cache, v_cache, table_row, first, end, lo, hi, page_size, num_blocks, kv_heads,
+                            kvh, scale * k_scale, softcap, BM, BN, D)
     _store_rows(out, partial_out, partial_lse, acc, m, l, b, split, rows, kvh, q_tokens, q_heads, group, splits,
                 out_seq_stride, out_token_stride, out_head_stride, v_scale, D)

@@ -19,7 +19,7 @@ Grid: (floor(Tq * group / BM) + batch, Hkv).
 import triton
 import triton.language as tl
 
-from decode import _key_rows
+from decode import _paged_keys
 
 
 @triton.jit
@@ -76,29 +76,8 @@ def paged_prefill_kernel(q, k_cache, v_cache, out, lse, block_table, context_len
     qt = tl.load(q + (token * q_token_stride + head * q_head_stride)[:, None] + dims[None, :], mask=used[:, None],
                  other=0.0)
     table_row = block_table + b.to(tl.int64) * table_stride
-    qk_scale = scale * k_scale
-    acc = tl.zeros((BM, D), dtype=tl.float32)
-    m = tl.full((BM,), float("-inf"), dtype=tl.float32)
-    l = tl.zeros((BM,), dtype=tl.float32)
-    for start in range(first, end, BN):
-        keys = start + tl.arange(0, BN)
-        at, ok = _key_rows(table_row, keys, end, page_size, num_blocks, kv_heads, kvh, D)
-        kt = tl.load(k_cache + at[:, None] + dims[None, :], mask=ok[:, None], other=0.0).to(qt.dtype)
-        s = tl.dot(qt, tl.trans(kt))
-        if softcap > 0:  # softcap * tanh(x / softcap), tanh by exp2; log2 domain
-            x = s * (qk_scale / softcap)
-            s = (1.0 - 2.0 / (tl.exp2(x * (2.0 * 1.4426950408889634)) + 1.0)) * (softcap * 1.4426950408889634)
-        else:
-            s = s * (qk_scale * 1.4426950408889634)
-        s = tl.where(ok[None, :] & (keys[None, :] >= lo[:, None]) & (keys[None, :] < hi[:, None]), s, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet: p = 0, not NaN
-        p = tl.exp2(s - m_safe[:, None])
-        alpha = tl.exp2(m - m_safe)
-        l = l * alpha + tl.sum(p, 1)
-        vt = tl.load(v_cache + at[:, None] + dims[None, :], mask=ok[:, None], other=0.0).to(qt.dtype)
-        acc = tl.dot(p.to(qt.dtype), vt, acc * alpha[:, None])
-        m = m_new
+    acc, m, l = _paged_keys(qt, k_cache, v_cache, table_row, first, end, lo, hi, page_size, num_blocks, kv_heads,
+                            kvh, scale * k_scale, softcap, BM, BN, D)
     seen = l > 0
     o = acc * (v_scale / tl.where(seen, l, 1.0))[:, None]
     o_at = out + (token * out_token_stride + head * out_head_stride)[:, None] + dims[None, :]
