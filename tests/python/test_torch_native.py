@@ -19,12 +19,8 @@ from test_norm import rms_ref  # noqa: E402
 from torch_samples import samples  # noqa: E402
 
 needs_native = pytest.mark.skipif(not _native._native, reason="libaiter_torch.so not built (no torch at build time)")
-# libaiter_torch/meson.build's TORCH_TARGET_VERSION: the oldest torch the library loads on.
-MINIMUM_TORCH = (2, 10)
-
-
-def _torch_version():
-    return tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+MINIMUM_TORCH = _native.MINIMUM_TORCH  # the oldest torch the library serves (its TORCH_TARGET_VERSION)
+assert MINIMUM_TORCH == (2, 10)  # libaiter/torch/meson.build's torch_target_version says the same
 
 
 def test_the_wheels_library_serves_rmsnorm_where_torch_is_new_enough(caplog):
@@ -35,7 +31,7 @@ def test_the_wheels_library_serves_rmsnorm_where_torch_is_new_enough(caplog):
     import aiter
     if os.environ.get("AITER_TORCH_LIBRARY") in ("", "0"):
         pytest.skip("AITER_TORCH_LIBRARY turns the C++ kernels off")
-    if _torch_version() < MINIMUM_TORCH:
+    if _native._torch_version() < MINIMUM_TORCH:
         pytest.skip(f"torch {torch.__version__} is older than the stable ABI the library targets")
     in_wheel = os.path.dirname(os.path.abspath(_native.library_path)) == os.path.dirname(os.path.abspath(aiter.__file__))
     if "AITER_TORCH_LIBRARY" not in os.environ and (not in_wheel or os.environ.get("AITER_TORCH") == "0"):
@@ -194,6 +190,32 @@ def test_outputs_are_allocated_by_the_table_rules(gen):
     assert y.shape == (5, 7) and y.dtype == torch.float32
     w, ids = torch.ops.aiter.topk_softmax(torch.randn(6, 16, generator=gen), 3)
     assert w.shape == ids.shape == (6, 3) and ids.dtype == torch.int32
+
+
+@needs_native
+def test_torchs_symbols_stay_local():
+    """The shim functions are reached through forwarders, not by making
+    libtorch_cpu.so's exports (MKL, Sleef, ...) global for later libraries."""
+    import ctypes
+    assert not hasattr(ctypes.CDLL(None), "aoti_torch_get_dim")
+
+
+def test_a_torch_older_than_the_stable_abi_keeps_the_python_kernels():
+    code = """
+import logging, sys
+logging.basicConfig(level=logging.DEBUG, stream=sys.stdout)
+import torch
+torch.__version__ = "2.9.1+cpu"
+import aiter.torch
+from aiter.torch import _native
+assert not _native.native_overloads and _native.kernel_of("rmsnorm", "cpu") == "Python"
+x, w = torch.randn(3, 40), torch.randn(40)
+torch.testing.assert_close(torch.ops.aiter.rmsnorm(x, w, 1e-6), torch.nn.functional.rms_norm(x, (40,), w, 1e-6))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "AITER_TORCH_LIBRARY"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "torch 2.9.1+cpu predates the stable ABI" in run.stdout
 
 
 def test_python_kernels_serve_without_the_library():

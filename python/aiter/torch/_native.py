@@ -48,21 +48,21 @@ def _candidates():
     return [os.path.join(folder, _NAME), os.path.join(folder, "libaiter", "torch", _NAME)]
 
 
-def _expose_torch_symbols():
-    """libaiter_torch.so names no torch library (one build serves every torch
-    from 2.10 on, and wheels may not carry torch's libraries): its aoti_torch_*
-    references resolve against the libtorch_cpu.so that ``import torch`` loaded,
-    which Python's import kept local; RTLD_NOLOAD finds it by its soname and
-    RTLD_GLOBAL makes its symbols visible to the libraries loaded after it."""
-    try:
-        ctypes.CDLL("libtorch_cpu.so", mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
-    except OSError as e:  # a torch built otherwise: the load below says what is missing
-        _log.debug("aiter.torch: libtorch_cpu.so not found among loaded libraries (%s)", e)
+# libaiter/torch/meson.build's TORCH_TARGET_VERSION: the library calls the
+# stable ABI of torch 2.10 (torch_call_dispatcher, string arguments).
+MINIMUM_TORCH = (2, 10)
+
+
+def _torch_version():
+    return tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
 
 
 def _load():
     """The loaded library, or None (said once at debug level)."""
-    _expose_torch_symbols()
+    if _torch_version() < MINIMUM_TORCH:
+        _log.debug("aiter.torch: torch %s predates the stable ABI libaiter_torch.so calls (%s); "
+                   "torch.ops.aiter uses its Python kernels", torch.__version__, MINIMUM_TORCH)
+        return None
     errors = []
     for candidate in _candidates():
         if os.sep in candidate and not os.path.exists(candidate):
