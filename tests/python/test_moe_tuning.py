@@ -2,6 +2,7 @@
 (target, compute units, experts, token bucket, inter, hidden, dtypes, topk), the
 untuned log, and `python -m aiter tune --op fused_moe...` run on the CPU."""
 import csv
+import os
 import re
 
 import numpy as np
@@ -168,3 +169,32 @@ def test_model_presets():
     with pytest.raises(InvalidArgumentError, match="unknown MoE model 'llama3-8b'"):
         preset_problems("fused_moe", ["llama3-8b"], [1], [])
 
+
+
+SHIPPED_SM90A = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs",
+                                              "moe_sm_90a.csv"))
+TOKEN_BUCKETS = [1 << i for i in range(14)]  # 1, 2, 4, ..., 8192
+
+
+def test_shipped_sm90a_table_loads(env):
+    """configs/moe_sm_90a.csv (tuned on an H100): the library reads every row, each
+    names a GPU variant of its op, and the presets' bf16 and block-scaled fp8
+    layers have a row at every token bucket."""
+    from aiter.cli.moe_cases import MODELS
+    if not os.path.exists(SHIPPED_SM90A):
+        pytest.skip("no source tree beside the tests (installed tests)")
+    with open(SHIPPED_SM90A, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    env(AITER_CONFIG_PATH=SHIPPED_SM90A)
+    assert f"{SHIPPED_SM90A}: {len(rows)} rows" in own_sources()
+    for row in rows:
+        assert row["target"] == "sm_90a" and int(row["compute_units"]) == 132
+        assert row["variant"] in tuning.variants(row["op"], "cuda"), row
+        assert int(row["m"]) in TOKEN_BUCKETS and int(row["topk"]) >= 1
+    covered = {(r["op"], int(r["batch"]), int(r["topk"]), int(r["k"]), int(r["n"]), r["a_dtype"]): set() for r in rows}
+    for r in rows:
+        covered[r["op"], int(r["batch"]), int(r["topk"]), int(r["k"]), int(r["n"]), r["a_dtype"]].add(int(r["m"]))
+    for model in MODELS.values():
+        assert covered[("fused_moe",) + model + ("bfloat16",)] == set(TOKEN_BUCKETS)
+    deepseek = MODELS["deepseek-v3"]
+    assert covered[("fused_moe_fp8_blockscale",) + deepseek + ("float8_e4m3fn",)] == set(TOKEN_BUCKETS)

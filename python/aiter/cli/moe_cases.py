@@ -35,8 +35,11 @@ QMAX = {"float8_e4m3fn": 448.0, "float8_e4m3fnuz": 240.0}
 # reference rounds where the layer does (the intermediate to x's dtype; for fp8
 # each stage's input row quantized with its own scale) but sums in float64, and
 # its fp8 roundings may fall on the other side of a tie; a wrong kernel misses
-# by far more.
-TOLERANCE = {"bfloat16": 3e-2, "float16": 1e-2, "fp8": 3e-2}
+# by far more.  fp8: the largest error grows with T (more elements, more ties
+# of the requantized h); on the H100 sweep of 2026-11-27 four per-channel
+# shapes (Qwen3 T 256, 1024, 4096; Mixtral T 2048) gave 0.030-0.038 in every
+# variant alike, the portable stages too, so 3e-2 left them without a row.
+TOLERANCE = {"bfloat16": 3e-2, "float16": 1e-2, "fp8": 5e-2}
 
 
 class MoeProblem(NamedTuple):
