@@ -178,8 +178,8 @@ TOKEN_BUCKETS = [1 << i for i in range(14)]  # 1, 2, 4, ..., 8192
 
 def test_shipped_sm90a_table_loads(env):
     """configs/moe_sm_90a.csv (tuned on an H100): the library reads every row, each
-    names a GPU variant of its op, and the presets' bf16 and block-scaled fp8
-    layers have a row at every token bucket."""
+    names a GPU variant of its op, and every layer swept (docs/performance_moe.md)
+    has a row at every token bucket."""
     from aiter.cli.moe_cases import MODELS
     if not os.path.exists(SHIPPED_SM90A):
         pytest.skip("no source tree beside the tests (installed tests)")
@@ -194,7 +194,8 @@ def test_shipped_sm90a_table_loads(env):
     covered = {(r["op"], int(r["batch"]), int(r["topk"]), int(r["k"]), int(r["n"]), r["a_dtype"]): set() for r in rows}
     for r in rows:
         covered[r["op"], int(r["batch"]), int(r["topk"]), int(r["k"]), int(r["n"]), r["a_dtype"]].add(int(r["m"]))
-    for model in MODELS.values():
-        assert covered[("fused_moe",) + model + ("bfloat16",)] == set(TOKEN_BUCKETS)
-    deepseek = MODELS["deepseek-v3"]
-    assert covered[("fused_moe_fp8_blockscale",) + deepseek + ("float8_e4m3fn",)] == set(TOKEN_BUCKETS)
+    swept = [("fused_moe", model, "bfloat16") for model in MODELS] + [
+        ("fused_moe_fp8_blockscale", "deepseek-v3", "float8_e4m3fn"),
+        ("fused_moe_fp8", "qwen3-30b-a3b", "float8_e4m3fn"), ("fused_moe_fp8", "mixtral-8x7b", "float8_e4m3fn")]
+    for op, model, a_dtype in swept:
+        assert covered[(op,) + MODELS[model] + (a_dtype,)] == set(TOKEN_BUCKETS), (op, model)
