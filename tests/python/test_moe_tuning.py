@@ -10,7 +10,7 @@ import pytest
 
 import aiter
 from aiter import tuning
-from harness import np_dtype
+from harness import np_dtype, on_host, poisoned_on, to_device
 from test_moe_fp8 import moe_fp8_ref
 from test_moe_fused import moe_ref, routed_ids
 from test_tuning import env, own_sources, units  # noqa: F401 (env is a fixture)
@@ -199,3 +199,42 @@ def test_shipped_sm90a_table_loads(env):
         ("fused_moe_fp8", "qwen3-30b-a3b", "float8_e4m3fn"), ("fused_moe_fp8", "mixtral-8x7b", "float8_e4m3fn")]
     for op, model, a_dtype in swept:
         assert covered[(op,) + MODELS[model] + (a_dtype,)] == set(TOKEN_BUCKETS), (op, model)
+
+
+# ---- GPU only: the forced variant "triton" -------------------------------------------
+
+def cuda_or_skip():
+    pytest.importorskip("ml_dtypes")
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tokens", [3, 77])  # decode-sized (1-2 rows an expert) and more
+def test_forced_triton_variant_on_gpu(rng, tokens):
+    """The Triton stages at row counts the heuristic gives the mma.sync stages,
+    against float64; every output row written (poisoned output)."""
+    cuda_or_skip()
+    args = layer(rng, tokens, 8, 2, 256, 192)
+    out = poisoned_on((tokens, 256), "bfloat16", "cuda")
+    with tuning.force_variant("fused_moe", "triton"):
+        try:
+            aiter.fused_moe(*[to_device(a, "cuda") for a in args], out=out)
+        except aiter.UnsupportedShapeError as e:
+            pytest.skip(f"no Triton MoE stages in this build ({e})")
+        assert tuning.last_variant() == ("fused_moe", "triton", tuning.How.forced)
+    ref = moe_ref(*args)
+    got = np.asarray(on_host(out), np.float64)
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, ref, rtol=2e-2, atol=3e-2 * np.sqrt(np.mean(ref ** 2)))
+
+
+@pytest.mark.gpu
+def test_forced_triton_variant_refuses_what_it_cannot_run(rng):
+    """I 40: stage 1's columns are not a multiple of 16 (mma.sync could run it)."""
+    cuda_or_skip()
+    args = [to_device(a, "cuda") for a in layer(rng, 5, 8, 2, 64, 40)]
+    with tuning.force_variant("fused_moe", "triton"):
+        with pytest.raises(aiter.UnsupportedShapeError, match="the forced variant triton cannot run this call"):
+            aiter.fused_moe(*args)
