@@ -84,18 +84,25 @@ Forced forced_path() {
   return forced;
 }
 
-// Prefill: on average 64 or more rows an expert (Mixtral from T 256, Qwen3-30B
-// and DeepSeek-V3 from T 1024), where the Triton stages' 64-row tiles are full;
+// The Triton stages by default: prefill, on average 64 or more rows an expert
+// (Mixtral from T 256, Qwen3-30B and DeepSeek-V3 from T 1024), where their
+// 64-row tiles are full;
 // fewer go to the mma.sync stages, whose narrow tiles suit decode.  At Qwen3
 // T 1024 (64 rows an expert) the two were level on an H100 (bf16: 554 against
 // 564 us, docs/performance_moe.md).
-bool prefill_sized(const FusedMoeArgs &a) { return a.tokens * a.topk >= 64 * a.local_experts; }
+// fp8 (per channel and block-scaled) goes to the Triton stages at every size
+// where they are built: on an H100 the tuner measured them 1.13-1.47x faster
+// than the mma.sync stages at every T below that threshold too, in all three
+// fp8 presets (configs/moe_sm_90a.csv, docs/performance_moe.md, 2026-11-27).
+bool triton_by_default(const FusedMoeArgs &a) {
+  return is_fp8(a) || a.tokens * a.topk >= 64 * a.local_experts;
+}
 
 bool use_triton(const FusedMoeArgs &a, const GpuCall &call) {
   if (a.variant == kMoeTriton) return triton_moe_fits(a, call);  // the tuned variant: at any row count
   const Forced f = forced_path();
   if ((a.variant != kMoeAuto && a.variant != kMoeMma) || f == Forced::mma || f == Forced::portable) return false;
-  return (f == Forced::triton || prefill_sized(a)) && triton_moe_fits(a, call);
+  return (f == Forced::triton || triton_by_default(a)) && triton_moe_fits(a, call);
 }
 
 Plan mma_plan(const FusedMoeArgs &a, const std::string &prefix, int sms) {
