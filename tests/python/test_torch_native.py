@@ -39,7 +39,9 @@ def test_the_wheels_library_serves_rmsnorm_where_torch_is_new_enough(caplog):
     if not _native._native:
         with caplog.at_level("DEBUG", logger="aiter.torch"):
             _native._load()
-        pytest.fail(f"libaiter_torch.so did not load under torch {torch.__version__}: {caplog.text}")
+        pytest.fail(f"libaiter_torch.so did not load under torch {torch.__version__}: {caplog.text} "
+                    "(a package built without torch's headers, e.g. `pip install .` without "
+                    "-Dtorch_include_dir: AITER_TORCH=0 accepts that)")
     assert _native.kernel_of("rmsnorm", "cpu") == "C++"
     assert _native.kernel_of("rmsnorm.out", "cpu") == "C++"
 
