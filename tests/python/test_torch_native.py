@@ -33,7 +33,8 @@ def test_the_wheels_library_serves_rmsnorm_where_torch_is_new_enough(caplog):
         pytest.skip("AITER_TORCH_LIBRARY turns the C++ kernels off")
     if _native._torch_version() < MINIMUM_TORCH:
         pytest.skip(f"torch {torch.__version__} is older than the stable ABI the library targets")
-    in_wheel = os.path.dirname(os.path.abspath(_native.library_path)) == os.path.dirname(os.path.abspath(aiter.__file__))
+    folder = lambda path: os.path.dirname(os.path.abspath(path))  # noqa: E731
+    in_wheel = folder(_native.library_path) == folder(aiter.__file__)
     if "AITER_TORCH_LIBRARY" not in os.environ and (not in_wheel or os.environ.get("AITER_TORCH") == "0"):
         pytest.skip("not a wheel's library (a build tree or system install may be built without torch)")
     if not _native._native:
