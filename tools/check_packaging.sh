@@ -111,7 +111,7 @@ check_wheel() {
   local listing
   listing=$(python3 -m zipfile -l "$wheel")
   for member in aiter/libaiter.so.0 aiter/_cdef.h aiter/kernels/manifest.tsv aiter/__main__.py \
-    aiter/libaiter_xla.so aiter/jax/__init__.py; do
+    aiter/libaiter_xla.so aiter/jax/__init__.py aiter/libaiter_torch.so; do
     grep -q "^$member " <<<"$listing" || { echo "the wheel lacks $member"; return 1; }
   done
   echo "holds the library, its declarations and $(grep -c 'aiter/kernels/.*\.\(hsaco\|cubin\) ' <<<"$listing") code objects"
