@@ -100,3 +100,20 @@ def kernel_variants(op, device_type=1):
     names = ffi.new("const char *[16]")
     check_status(lib.aiter_kernel_variants(op.encode(), device[0], names, 16, count))
     return [ffi.string(names[i]).decode() for i in range(count[0])]
+
+
+def run_at_isa_level(level, script, dtypes):
+    """Runs `script` (python -c) in a child whose CPU kernels are capped at
+    `level` (AITER_CPU_ISA is read once a process), with argv: this folder, the
+    level, the comma-joined dtypes, a fresh seed.  The script prints "ok" when
+    its checks pass.  Skips a level above what this CPU's kernels reach."""
+    import os
+    import subprocess
+    import sys
+    if ISA_LEVELS.index(level) > ISA_LEVELS.index(cpu_isa()):
+        pytest.skip(f"the CPU kernels here stop at {cpu_isa()}")
+    seed = int.from_bytes(os.urandom(4), "little")
+    done = subprocess.run([sys.executable, "-c", script, os.path.dirname(os.path.abspath(__file__)), level,
+                           ",".join(dtypes), str(seed)], env=dict(os.environ, AITER_CPU_ISA=level),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", f"seed {seed}: {done.stderr[-4000:]}"

@@ -7,6 +7,7 @@ import pytest
 
 import aiter
 import harness
+from gemm_helpers import ISA_LEVELS, run_at_isa_level
 from harness import (FLOAT_DTYPES, QMAX, QUANT_DTYPES, assert_close, check_quantized, f64, on_host, poisoned,
                      poisoned_on, rand, to_device)
 
@@ -288,7 +289,7 @@ import aiter
 from harness import TOLERANCE, assert_close, rand
 from test_activation import OPS, SHAPES, gated_ref, half
 assert aiter.library_info()["cpu_isa"].split()[0] == sys.argv[2]
-rng = np.random.default_rng(11)
+rng = np.random.default_rng(int(sys.argv[4]))
 for name, (call, act) in OPS.items():
     for dtype in sys.argv[3].split(","):
         for shape in SHAPES:
@@ -300,17 +301,7 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("level", ["portable", "avx2", "avx512", "avx512_bf16"])
+@pytest.mark.parametrize("level", ISA_LEVELS)
 def test_every_isa_level(level):
-    import os
-    import subprocess
-    import sys
-    from gemm_helpers import ISA_LEVELS, cpu_isa
-    if ISA_LEVELS.index(level) > ISA_LEVELS.index(cpu_isa()):
-        pytest.skip(f"the CPU kernels here stop at {cpu_isa()}")
-    env = dict(os.environ, AITER_CPU_ISA=level)
     # bfloat16 arrays need ml_dtypes, which some distributions (Debian) lack.
-    dtypes = FLOAT_DTYPES if harness.ml_dtypes is not None else ["float32", "float16"]
-    done = subprocess.run([sys.executable, "-c", ISA_SCRIPT, os.path.dirname(__file__), level, ",".join(dtypes)],
-                          env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    run_at_isa_level(level, ISA_SCRIPT, FLOAT_DTYPES if harness.ml_dtypes is not None else ["float32", "float16"])

@@ -13,14 +13,10 @@ key, a window, a soft-cap and the log-sum-exp; paged decode from bf16, fp16,
 fp32 and fp8 caches (and every fp8 code through the vector decoder).  Outputs
 start as NaN so that a row left unwritten fails.
 """
-import os
-import subprocess
-import sys
-
 import pytest
 
 import harness
-from gemm_helpers import ISA_LEVELS, cpu_isa
+from gemm_helpers import ISA_LEVELS, run_at_isa_level
 
 ISA_SCRIPT = r"""
 import sys
@@ -105,11 +101,6 @@ print("ok")
 
 @pytest.mark.parametrize("level", ISA_LEVELS)
 def test_attention_every_isa_level(level):
-    if ISA_LEVELS.index(level) > ISA_LEVELS.index(cpu_isa()):
-        pytest.skip(f"the CPU kernels here stop at {cpu_isa()}")
     # bfloat16 and fp8 arrays need ml_dtypes, which some distributions (Debian) lack.
-    dtypes = ["float32", "float16", "bfloat16"] if harness.ml_dtypes is not None else ["float32", "float16"]
-    env = dict(os.environ, AITER_CPU_ISA=level)
-    done = subprocess.run([sys.executable, "-c", ISA_SCRIPT, os.path.dirname(__file__), level, ",".join(dtypes)],
-                          env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-4000:]
+    run_at_isa_level(level, ISA_SCRIPT,
+                     ["float32", "float16", "bfloat16"] if harness.ml_dtypes is not None else ["float32", "float16"])

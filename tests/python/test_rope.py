@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 import aiter
+import harness
+from gemm_helpers import ISA_LEVELS, run_at_isa_level
 from harness import FLOAT_DTYPES, assert_close, f64, jax_cpu, np_dtype, on_host, rand, to_device
 
 STYLES = ["neox", "gptj"]
@@ -244,19 +246,7 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("level", ["portable", "avx2", "avx512", "avx512_bf16"])
+@pytest.mark.parametrize("level", ISA_LEVELS)
 def test_every_isa_level(level):
-    import os
-    import subprocess
-    import sys
-    import harness
-    from gemm_helpers import ISA_LEVELS, cpu_isa
-    if ISA_LEVELS.index(level) > ISA_LEVELS.index(cpu_isa()):
-        pytest.skip(f"the CPU kernels here stop at {cpu_isa()}")
-    env = dict(os.environ, AITER_CPU_ISA=level)
     # bfloat16 arrays need ml_dtypes, which some distributions (Debian) lack.
-    dtypes = FLOAT_DTYPES if harness.ml_dtypes is not None else ["float32", "float16"]
-    seed = int.from_bytes(os.urandom(4), "little")
-    done = subprocess.run([sys.executable, "-c", ISA_SCRIPT, os.path.dirname(__file__), level, ",".join(dtypes),
-                           str(seed)], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", f"seed {seed}: {done.stderr}"
+    run_at_isa_level(level, ISA_SCRIPT, FLOAT_DTYPES if harness.ml_dtypes is not None else ["float32", "float16"])
