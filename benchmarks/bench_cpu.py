@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The CPU backend against PyTorch's CPU ops, in one run.
 
-usage: python3 benchmarks/bench_cpu.py [--ops gemm,memory,attention] [--m 1,16,256] [--rounds 3] [--reps 5]
+usage: python3 benchmarks/bench_cpu.py [--ops gemm,memory,attention,moe] [--m 1,16,256] [--rounds 3] [--reps 5]
                                       [--variants cpu.openblas,...] [--attn 512,16,1024]
                                       [--gemm-shapes demo|MxNxK,...]
 
@@ -255,12 +255,51 @@ def attention_cases(tokens, batch, context):
            lambda: eager_write(flat_k8, flat_v8, 0.5), "scale/cast + index_put", False)
 
 
+def moe_cases(experts, k, hidden, inter, tokens):
+    """fused_moe (bf16, SiLU) and fused_moe_fp8 (e4m3fn, per-channel scales) on
+    random routing against the eager expert loop a PyTorch user writes: per
+    expert, its tokens' rows through F.linear (gate and up in one), SiLU, F.linear
+    down, scaled by the routing weight and index_add-ed into the output (fp8:
+    the weights dequantized to bf16 once, outside the timing, which favours the
+    peer).  GFLOP/s over the routed rows: 2 * T * k * 3 * H * I * 2."""
+    bf = torch.bfloat16
+    x = torch.randn(tokens, hidden, dtype=bf)
+    w1 = torch.randn(experts, 2 * inter, hidden, dtype=bf) * hidden ** -0.5
+    w2 = torch.randn(experts, hidden, inter, dtype=bf) * inter ** -0.5
+    weights, ids = torch.rand(tokens, experts).topk(k, dim=1)
+    weights, ids = (weights / weights.sum(1, keepdim=True)).float(), ids.int()
+    flops = 2 * tokens * k * 3 * hidden * inter
+    out = torch.empty_like(x)
+
+    def eager(w1e, w2e):
+        y = torch.zeros(tokens, hidden, dtype=torch.float32)
+        for e in range(experts):
+            t, j = (ids == e).nonzero(as_tuple=True)
+            if t.numel() == 0:
+                continue
+            gate, up = F.linear(x[t], w1e[e]).chunk(2, dim=-1)
+            h = F.silu(gate) * up
+            y.index_add_(0, t, (F.linear(h, w2e[e]).float() * weights[t, j, None]))
+        return y.to(bf)
+    shape = f"E{experts} k{k} H{hidden} I{inter} T{tokens}"
+    yield (f"fused_moe bf16 {shape}", flops, "GFLOP/s", lambda: aiter.fused_moe(x, w1, w2, weights, ids, out=out),
+           lambda: eager(w1, w2), "eager loop F.linear", False)
+    s1 = w1.float().abs().amax(-1) / 448.0
+    s2 = w2.float().abs().amax(-1) / 448.0
+    q1 = (w1.float() / s1[..., None]).to(FP8)
+    q2 = (w2.float() / s2[..., None]).to(FP8)
+    d1, d2 = (q1.float() * s1[..., None]).to(bf), (q2.float() * s2[..., None]).to(bf)
+    yield (f"fused_moe_fp8 e4m3fn {shape}", flops, "GFLOP/s",
+           lambda: aiter.fused_moe_fp8(x, q1, q2, s1, s2, weights, ids, out=out),
+           lambda: eager(d1, d2), "eager loop (bf16 deq.)", False)
+
+
 FAMILIES = {"gemm": gemm_cases, "memory": memory_cases}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ops", default="gemm,memory,attention", help="families: gemm, memory, attention")
+    parser.add_argument("--ops", default="gemm,memory,attention", help="families: gemm, memory, attention, moe")
     parser.add_argument("--m", default="1,16,256", help="rows (tokens) per case")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reps", type=int, default=5)
@@ -268,6 +307,8 @@ def main(argv=None):
     parser.add_argument("--gemm-shapes", default="",
                         help="gemm family: bf16 at these MxNxK instead (comma-separated; 'demo': the demo's 4 prefill GEMMs)")
     parser.add_argument("--stat", choices=["min", "median"], default="min")
+    parser.add_argument("--moe", default="8,2,1024,2048,64",
+                        help="moe: experts, top-k, hidden, intermediate, tokens (Mixtral-like, scaled down)")
     parser.add_argument("--attn", default="512,16,1024",
                         help="attention: prefill tokens, decode batch, decode context (a multiple of 16)")
     args = parser.parse_args(argv)
@@ -289,6 +330,8 @@ def main(argv=None):
             cases = gemm_shape_cases(args.gemm_shapes, variants)
         elif family == "gemm":
             cases = gemm_cases(ms, variants)
+        elif family == "moe":
+            cases = moe_cases(*(int(x) for x in args.moe.split(",")))
         elif family == "attention":
             cases = attention_cases(*(int(x) for x in args.attn.split(",")))
         else:

@@ -1,11 +1,14 @@
 // CPU fused MoE, the same steps as the GPU kernels over the same workspace:
-// sort the pairs by expert (moe_sorting), then per expert block: stage 1
+// sort the pairs by expert (moe_sorting), then per expert: stage 1
 // act(x w_gate) * (x w_up) rounded to the dtype, stage 2 that times w2 rounded
 // to the dtype, per pair; then each token's k pair rows summed in fp32 in pair
-// order.  Dot products in fp32.  With weights_on_input the input row is x[t]
-// times the pair's weight (rounded to the dtype for 16-bit weights).  fp8
-// weights: each stage's input row is quantized per row (dynamic scale), the
-// products of the codes summed in fp32, then times the row and channel scales.
+// order.  Each stage is one GEMM over the expert's rows gathered into a block,
+// on the CPU GEMM variant the heuristic picks (AVX-512-BF16 vdpbf16ps,
+// AVX-512, AVX2 or portable; cpu/gemm.cpp), fp32 sums.  With
+// weights_on_input the input row is x[t] times the pair's weight (rounded to
+// the dtype for 16-bit weights).  fp8 weights: each stage's input row is
+// quantized per row or 128-group (dynamic scale) and the stage is gemm_a8w8 /
+// gemm_a8w8_blockscale's product of the codes times the row and weight scales.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -13,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 #include "cpu/quantize.hpp"
+#include "ops/gemm.hpp"
 #include "ops/moe.hpp"
 
 namespace aiter {
@@ -24,12 +28,6 @@ float activate(int32_t act, float g) {
   if (act == AITER_MOE_ACT_GELU) return 0.5f * g * (1.0f + std::erf(g * 0.70710678118654752f));
   const float u = 0.79788456080286536f * (g + 0.044715f * g * g * g);
   return 0.5f * g * (1.0f + std::tanh(u));
-}
-
-float dot(const float *a, const float *b, int64_t n) {
-  float s = 0.0f;
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
 }
 
 template <class T>
@@ -67,103 +65,150 @@ void quantize_groups(float *row, int64_t n, int64_t group, Q *codes, float *scal
   for (int64_t g = 0; g * size < n; ++g) scales[g] = quantize_row(row + g * size, std::min(size, n - g * size), codes + g * size);
 }
 
-// a . b over n values, in fp32: per group of 128 times scale(g) when block-scaled.
-template <class Scale>
-float scaled_dot(const float *a, const float *b, int64_t n, int32_t group, Scale scale) {
-  if (group == 0) return dot(a, b, n) * scale(0);
-  float total = 0.0f;
-  for (int64_t g = 0; g * group < n; ++g) total += dot(a + g * group, b + g * group, group) * scale(g);
-  return total;
-}
-
 // Rounds each value to T (16-bit weights: the GPU's rounding of a scaled input row).
 template <class T>
 void round_row(float *row, int64_t n) {
   for (int64_t i = 0; i < n; ++i) row[i] = to_f32(from_f32<T>(row[i]));
 }
 
-// Both stages for the rows of one expert block.  T: x / out / intermediates;
-// W: the weights (T, or an fp8 type with per-channel scales).
+// Runs `g` on the CPU GEMM variant of `op` the heuristic picks (the first that
+// supports it and fits), as aiter_gemm_* does without a tuned table: the
+// AVX-512-BF16 / AVX-512 / AVX2 / portable kernels, threaded over the output.
+aiter_status cpu_gemm(GemmOp op, const GemmArgs &g) {
+  const VariantList<GemmArgs> list = gemm_variants(op);
+  for (size_t i = 0; i < list.count; ++i) {
+    const Variant<GemmArgs> &v = list.items[i];
+    if (v.supports(g, nullptr) && (v.good_fit == nullptr || v.good_fit(g))) return v.run(g, nullptr);
+  }
+  return fail(AITER_ERR_INTERNAL, "fused_moe: no CPU GEMM variant runs the expert's stage");
+}
+
+// Both stages for the valid rows of one expert, each stage one GEMM over the
+// expert's rows gathered into a contiguous block.  T: x / out / intermediates;
+// W: the weights (T, or an fp8 type with per-channel or 128 x 128 block scales).
+// The rounding points are the GPU's: the stage GEMMs sum in fp32, h is
+// act(g) * u rounded to T (and for fp8 requantized per row or 128-group),
+// each pair's output row rounded to T once after the scales.
 template <class T, class W>
-struct Block {
+struct Expert {
   static constexpr bool kFp8 = sizeof(W) == 1;
   const FusedMoeArgs &a;
-  std::vector<float> w, row, h;
+  std::vector<int64_t> rows;  // the sorted rows r of this expert's valid pairs
+  std::vector<float> row, gate_up;
+  std::vector<T> in16, y;
+  std::vector<W> codes;
+  std::vector<float> scales;
 
-  explicit Block(const FusedMoeArgs &args)
-      : a(args), row(size_t(std::max(args.hidden, args.inter))), h(size_t(args.inter)) {}
+  explicit Expert(const FusedMoeArgs &args) : a(args), row(size_t(std::max(args.hidden, args.inter))) {}
 
   int64_t groups(int64_t n) const { return a.group > 0 ? n / a.group : 1; }
+  int64_t m() const { return int64_t(rows.size()); }
+  GemmOp op() const { return !kFp8 ? GemmOp::a16w16 : a.group > 0 ? GemmOp::a8w8_blockscale : GemmOp::a8w8; }
 
-  // Stage 1's input row r as fp32 (the codes for fp8, their scales in x_scale).
-  void stage1_input(int64_t r, int64_t p) {
-    input_row<T>(a, p, row.data());
-    if constexpr (kFp8)
-      quantize_groups(row.data(), a.hidden, a.group, static_cast<W *>(a.xq) + r * a.hidden,
-                      a.x_scale + r * groups(a.hidden));
-    else if (a.weights_on_input)
-      round_row<T>(row.data(), a.hidden);
+  // The valid rows of blocks [first, last), all of this expert.
+  void collect(int64_t first, int64_t last) {
+    rows.clear();
+    const int64_t pairs = a.tokens * a.topk;
+    for (int64_t r = first * a.sort.block; r < last * a.sort.block; ++r)
+      if (a.sort.sorted[r] < pairs) rows.push_back(r);
   }
 
-  // The weight scale of output channel n of a matrix with k_total columns and
-  // n_rows rows an expert, for K group g.
-  float weight_scale(const float *scales, int64_t e, int64_t n, int64_t n_rows, int64_t k_total, int64_t g) const {
-    if (a.group == 0) return scales[e * n_rows + n];
-    return scales[(e * (n_rows / a.group) + n / a.group) * (k_total / a.group) + g];
-  }
-
-  void stage1(int64_t e, int64_t first) {
-    const int64_t pairs = a.tokens * a.topk, H = a.hidden, I = a.inter;
-    w.resize(size_t(std::max(2 * I * H, H * I)));
-    to_float(static_cast<const W *>(a.w1) + e * 2 * I * H, 2 * I * H, w.data());
-    for (int64_t r = first; r < first + a.sort.block; ++r) {
-      const int64_t p = a.sort.sorted[r];
-      if (p >= pairs) continue;
-      stage1_input(r, p);
-      const float *xs = kFp8 ? a.x_scale + r * groups(H) : nullptr;
-      T *hr = static_cast<T *>(a.inter_buf) + r * I;
-      for (int64_t n = 0; n < I; ++n) {
-        float g, u;
-        if constexpr (kFp8) {
-          g = scaled_dot(row.data(), w.data() + n * H, H, a.group,
-                         [&](int64_t k) { return xs[k] * weight_scale(a.w1_scale, e, n, 2 * I, H, k); });
-          u = scaled_dot(row.data(), w.data() + (I + n) * H, H, a.group,
-                         [&](int64_t k) { return xs[k] * weight_scale(a.w1_scale, e, I + n, 2 * I, H, k); });
-        } else {
-          g = dot(row.data(), w.data() + n * H, H), u = dot(row.data(), w.data() + (I + n) * H, H);
-        }
-        hr[n] = from_f32<T>(activate(a.act, g) * u);
-      }
+  // Row i of the GEMM's A from the fp32 row: T for 16-bit weights, else fp8
+  // codes quantized per row / group into the workspace (xq / hq and their
+  // scales, as the GPU leaves them) and copied into the block.
+  void put_row(int64_t i, int64_t r, int64_t k, W *ws_codes, float *ws_scales) {
+    if constexpr (kFp8) {
+      const int64_t ng = groups(k);
+      quantize_groups(row.data(), k, a.group, ws_codes + r * k, ws_scales + r * ng);
+      std::copy(ws_codes + r * k, ws_codes + (r + 1) * k, codes.data() + i * k);
+      std::copy(ws_scales + r * ng, ws_scales + (r + 1) * ng, scales.data() + i * ng);
+    } else {
+      for (int64_t c = 0; c < k; ++c) in16[size_t(i * k + c)] = from_f32<T>(row[size_t(c)]);
     }
   }
 
-  void stage2(int64_t e, int64_t first) {
-    const int64_t pairs = a.tokens * a.topk, H = a.hidden, I = a.inter;
-    to_float(static_cast<const W *>(a.w2) + e * H * I, H * I, w.data());
-    for (int64_t r = first; r < first + a.sort.block; ++r) {
-      const int64_t p = a.sort.sorted[r];
-      if (p >= pairs) continue;
-      to_float(static_cast<const T *>(a.inter_buf) + r * I, I, h.data());
-      float *hs = kFp8 ? a.h_scale + r * groups(I) : nullptr;
-      if constexpr (kFp8) quantize_groups(h.data(), I, a.group, static_cast<W *>(a.hq) + r * I, hs);
-      T *y = static_cast<T *>(a.pair_out) + p * H;
-      for (int64_t n = 0; n < H; ++n) {
-        float v;
-        if constexpr (kFp8)
-          v = scaled_dot(h.data(), w.data() + n * I, I, a.group,
-                         [&](int64_t k) { return hs[k] * weight_scale(a.w2_scale, e, n, H, I, k); });
-        else
-          v = dot(h.data(), w.data() + n * I, I);
-        y[n] = from_f32<T>(v);
-      }
+  void size_inputs(int64_t k) {
+    if constexpr (kFp8) {
+      codes.resize(size_t(m() * k));
+      scales.resize(size_t(m() * groups(k)));
+    } else {
+      in16.resize(size_t(m() * k));
     }
   }
 
-  void run(int64_t b) {
-    const int64_t e = a.sort.block_experts[b];
-    if (e < 0 || e >= a.local_experts) return;
-    stage1(e, b * a.sort.block);
-    stage2(e, b * a.sort.block);
+  // out[m, n] = A[m, k] . w[n, k]^T (times the scales for fp8), out of `out_dtype`.
+  aiter_status gemm(int64_t n, int64_t k, const W *w, const float *w_scale, void *out, DType out_dtype) {
+    GemmArgs g{};
+    g.m = m(), g.n = n, g.k = k;
+    g.in_dtype = kFp8 ? a.wdtype : a.dtype;
+    g.out_dtype = out_dtype;
+    g.a = MatrixRef{kFp8 ? static_cast<const void *>(codes.data()) : in16.data(), k};
+    g.w = MatrixRef{w, k};
+    g.out = out, g.out_row_stride = n;
+    g.bias = nullptr, g.bias_dtype = DType::f32;
+    if constexpr (kFp8) {
+      g.a_scale = scales.data(), g.w_scale = w_scale;
+      g.block_scaled = a.group > 0;
+      g.a_scale_per_token = g.w_scale_per_channel = a.group == 0;
+      g.a_scale_row_stride = groups(k), g.a_scale_group_stride = 1;
+    }
+    return cpu_gemm(op(), g);
+  }
+
+  // The scales of expert e's matrix of n_rows x k_total.
+  const float *expert_scales(const float *s, int64_t e, int64_t n_rows, int64_t k_total) const {
+    if (!kFp8) return nullptr;
+    return s + e * (a.group > 0 ? (n_rows / a.group) * (k_total / a.group) : n_rows);
+  }
+
+  aiter_status stage1(int64_t e) {
+    const int64_t H = a.hidden, I = a.inter;
+    size_inputs(H);
+    for (int64_t i = 0; i < m(); ++i) {
+      const int64_t r = rows[size_t(i)];
+      input_row<T>(a, a.sort.sorted[r], row.data());
+      if (!kFp8 && a.weights_on_input) round_row<T>(row.data(), H);
+      put_row(i, r, H, static_cast<W *>(a.xq), a.x_scale);
+    }
+    gate_up.resize(size_t(m() * 2 * I));
+    const W *w1 = static_cast<const W *>(a.w1) + e * 2 * I * H;
+    aiter_status s = gemm(2 * I, H, w1, expert_scales(a.w1_scale, e, 2 * I, H), gate_up.data(), DType::f32);
+    if (s != AITER_OK) return s;
+    parallel_for(m(), 4, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const float *gu = gate_up.data() + i * 2 * I;
+        T *hr = static_cast<T *>(a.inter_buf) + rows[size_t(i)] * I;
+        for (int64_t n = 0; n < I; ++n) hr[n] = from_f32<T>(activate(a.act, gu[n]) * gu[I + n]);
+      }
+    });
+    return AITER_OK;
+  }
+
+  aiter_status stage2(int64_t e) {
+    const int64_t H = a.hidden, I = a.inter;
+    size_inputs(I);
+    for (int64_t i = 0; i < m(); ++i) {
+      const int64_t r = rows[size_t(i)];
+      to_float(static_cast<const T *>(a.inter_buf) + r * I, I, row.data());
+      put_row(i, r, I, static_cast<W *>(a.hq), a.h_scale);
+    }
+    y.resize(size_t(m() * H));
+    const W *w2 = static_cast<const W *>(a.w2) + e * H * I;
+    aiter_status s = gemm(H, I, w2, expert_scales(a.w2_scale, e, H, I), y.data(), a.dtype);
+    if (s != AITER_OK) return s;
+    for (int64_t i = 0; i < m(); ++i) {
+      T *dst = static_cast<T *>(a.pair_out) + a.sort.sorted[rows[size_t(i)]] * H;
+      std::copy(y.data() + i * H, y.data() + (i + 1) * H, dst);
+    }
+    return AITER_OK;
+  }
+
+  // Blocks [first, last) of expert e.
+  aiter_status run(int64_t e, int64_t first, int64_t last) {
+    collect(first, last);
+    if (rows.empty()) return AITER_OK;
+    aiter_status s = stage1(e);
+    return s == AITER_OK ? stage2(e) : s;
   }
 };
 
@@ -186,24 +231,31 @@ void combine(const FusedMoeArgs &a) {
   });
 }
 
+// Each run of consecutive blocks of one local expert: its two stage GEMMs
+// (threaded inside), then each token's pairs combined.
 template <class T, class W>
-void fused(const FusedMoeArgs &a) {
-  const int64_t valid = a.sort.num_valid[0];
-  parallel_for(valid / a.sort.block, 1, [&](int64_t begin, int64_t end) {
-    Block<T, W> block(a);
-    for (int64_t b = begin; b < end; ++b) block.run(b);
-  });
+aiter_status fused(const FusedMoeArgs &a) {
+  const int64_t blocks = a.sort.num_valid[0] / a.sort.block;
+  Expert<T, W> expert(a);
+  for (int64_t b = 0; b < blocks;) {
+    const int64_t e = a.sort.block_experts[b];
+    int64_t last = b + 1;
+    while (last < blocks && a.sort.block_experts[last] == e) ++last;
+    if (e >= 0 && e < a.local_experts) {
+      const aiter_status s = expert.run(e, b, last);
+      if (s != AITER_OK) return s;
+    }
+    b = last;
+  }
   combine<T>(a);
+  return AITER_OK;
 }
 
 template <class T>
-void fused_for_weights(const FusedMoeArgs &a) {
-  if (a.wdtype == DType::e4m3fn)
-    fused<T, e4m3fn_t>(a);
-  else if (a.wdtype == DType::e4m3fnuz)
-    fused<T, e4m3fnuz_t>(a);
-  else
-    fused<T, T>(a);
+aiter_status fused_for_weights(const FusedMoeArgs &a) {
+  if (a.wdtype == DType::e4m3fn) return fused<T, e4m3fn_t>(a);
+  if (a.wdtype == DType::e4m3fnuz) return fused<T, e4m3fnuz_t>(a);
+  return fused<T, T>(a);
 }
 
 // With a mask, w1/w2 hold exactly the local experts.
@@ -222,11 +274,8 @@ aiter_status fused_moe(const FusedMoeArgs &a) {
   aiter_status s = check_local_count(a);
   if (s == AITER_OK) s = moe_sorting(a.sort);  // checks the ids' values
   if (s != AITER_OK) return s;
-  if (a.dtype == DType::bf16)
-    fused_for_weights<bf16_t>(a);
-  else
-    fused_for_weights<half_t>(a);
-  return AITER_OK;
+  if (a.dtype == DType::bf16) return fused_for_weights<bf16_t>(a);
+  return fused_for_weights<half_t>(a);
 }
 
 }  // namespace cpu
