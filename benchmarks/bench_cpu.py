@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The CPU backend against PyTorch's CPU ops, in one run.
 
-usage: python3 benchmarks/bench_cpu.py [--ops gemm,memory,attention,moe] [--m 1,16,256] [--rounds 3] [--reps 5]
+usage: python3 benchmarks/bench_cpu.py [--ops gemm,memory,attention,moe,mla] [--m 1,16,256] [--rounds 3] [--reps 5]
                                       [--variants cpu.openblas,...] [--attn 512,16,1024]
                                       [--gemm-shapes demo|MxNxK,...]
 
@@ -294,12 +294,36 @@ def moe_cases(experts, k, hidden, inter, tokens):
            lambda: eager(d1, d2), "eager loop (bf16 deq.)", False)
 
 
+def mla_cases(batch, heads, context):
+    """mla_decode (bf16 query and cache, one new token, pages of 64 in order)
+    against bmm-softmax-bmm on the same latents as a contiguous [B, ctx, 576]
+    tensor (the gather a paged cache would need is left out, which favours the
+    peer).  GFLOP/s: 2 * (576 + 512) per (head, position)."""
+    bf, page, d, dv = torch.bfloat16, 64, 576, 512
+    pages = context // page
+    cache = torch.randn(batch * pages, page, d, dtype=bf)
+    table = torch.arange(batch * pages, dtype=torch.int32).reshape(batch, pages)
+    lens = torch.full((batch,), context, dtype=torch.int32)
+    q = torch.randn(batch, 1, heads, d, dtype=bf)
+    out = torch.empty(batch, 1, heads, dv, dtype=bf)
+    scale = d ** -0.5
+    latents = cache.reshape(batch, context, d)
+    keys_t, values = latents.transpose(1, 2), latents[:, :, :dv]
+    qs = q[:, 0]
+
+    def eager():
+        p = torch.softmax(torch.bmm(qs, keys_t).float() * scale, dim=-1).to(bf)
+        return torch.bmm(p, values)
+    yield (f"mla_decode bf16 B{batch} Hq{heads} ctx {context}", 2 * (d + dv) * heads * context * batch, "GFLOP/s",
+           lambda: aiter.mla_decode(q, cache, table, lens, scale, out=out), eager, "bmm-softmax-bmm", False)
+
+
 FAMILIES = {"gemm": gemm_cases, "memory": memory_cases}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ops", default="gemm,memory,attention", help="families: gemm, memory, attention, moe")
+    parser.add_argument("--ops", default="gemm,memory,attention", help="families: gemm, memory, attention, moe, mla")
     parser.add_argument("--m", default="1,16,256", help="rows (tokens) per case")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reps", type=int, default=5)
@@ -309,6 +333,7 @@ def main(argv=None):
     parser.add_argument("--stat", choices=["min", "median"], default="min")
     parser.add_argument("--moe", default="8,2,1024,2048,64",
                         help="moe: experts, top-k, hidden, intermediate, tokens (Mixtral-like, scaled down)")
+    parser.add_argument("--mla", default="4,16,2048", help="mla: batch, query heads, context (a multiple of 64)")
     parser.add_argument("--attn", default="512,16,1024",
                         help="attention: prefill tokens, decode batch, decode context (a multiple of 16)")
     args = parser.parse_args(argv)
@@ -332,6 +357,8 @@ def main(argv=None):
             cases = gemm_cases(ms, variants)
         elif family == "moe":
             cases = moe_cases(*(int(x) for x in args.moe.split(",")))
+        elif family == "mla":
+            cases = mla_cases(*(int(x) for x in args.mla.split(",")))
         elif family == "attention":
             cases = attention_cases(*(int(x) for x in args.attn.split(",")))
         else:

@@ -1,15 +1,19 @@
-// CPU MLA decode (the reference backend): per sequence, its visible latent rows
-// are converted once to fp32 (fp8 dequantized with kv_scale), then every new
-// token and query head attends over them: logits against the whole 576-wide
-// rows, values their first 512 elements.  The split plan is a GPU matter: the
-// CPU computes each row in one pass and never touches the workspace.
+// CPU MLA decode: multi-query attention of every new token and query head of a
+// sequence over its latent rows, keys the whole 576-wide rows, values their
+// first 512 elements.  It runs on the CPU attention core (cpu/attention_tile.hpp):
+// a work item is a block of a sequence's (token, head) rows, streamed
+// flash-style over tiles of 64 latent rows read once through the block table
+// (fp8 dequantized with kv_scale), with online softmax; the scores and the
+// p . v sums by the AVX-512 blocks (vdpbf16ps where q and the cache are bf16
+// or fp8 and the CPU has AVX512_BF16) or the portable loops, from cpu_isa().
+// The split plan is a GPU matter: the CPU computes each row in one pass and
+// never touches the workspace.
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "core/parallel.hpp"
+#include "cpu/attention_tile.hpp"
 #include "ops/mla.hpp"
 
 namespace aiter {
@@ -17,65 +21,47 @@ namespace cpu {
 namespace {
 
 constexpr int64_t D = kMlaLatentDim, DV = kMlaValueDim;
+// Query rows a work item: the rows share each latent tile, so more rows per
+// item read the cache fewer times; 64 keep their fp32 accumulators (128 KB)
+// in L2 and leave items for both cores at DeepSeek's 16 to 128 heads.
+constexpr int64_t kRowBlock = 64;
 
-// Latent rows 0..len-1 of sequence b, as fp32, through its block-table row.
-template <class C>
-void gather_latents(const MlaDecodeArgs &a, int64_t b, int64_t len, std::vector<float> &rows) {
-  rows.resize(size_t(len * D));
+// Rows [first, first + count) of sequence b (row = token * heads + head) over
+// its visible latent rows: each new token sees the context up to itself.
+template <class T, class C>
+void attend_rows(const MlaDecodeArgs &a, int64_t b, int64_t first, int64_t count, attn::QueryRows &rows,
+                 attn::KvTile &tile) {
+  const int64_t len = a.context_lens[b], tokens = a.q_tokens, heads = a.q_heads;
+  const int64_t base = b * tokens * heads;
+  rows.reset(count);
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t i = (first + r) / heads;
+    const int64_t visible = std::clamp<int64_t>(len - tokens + i + 1, 0, len);  // causal among the new tokens
+    rows.set(r, static_cast<const T *>(a.q) + (base + first + r) * D, a.softmax_scale, 0, visible);
+  }
   const int32_t *blocks = a.block_table + b * a.block_table_stride;
   const C *cache = static_cast<const C *>(a.kv_cache);
-  for (int64_t j = 0; j < len; ++j) {
+  attn::attend_keys<C>(rows, tile, a.kv_scale, a.kv_scale, [&](int64_t j, const C **key, const C **value) {
     const int64_t slot = int64_t(blocks[j / a.page_size]) * a.page_size + j % a.page_size;
-    const C *src = cache + slot * D;
-    for (int64_t d = 0; d < D; ++d) rows[size_t(j * D + d)] = to_f32(src[d]) * a.kv_scale;
+    *key = *value = cache + slot * D;  // the value is the key's first 512 elements
+  });
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t row = base + first + r;
+    rows.store(r, static_cast<T *>(a.out) + row * DV);
+    if (a.lse != nullptr) a.lse[row] = rows.lse(r);
   }
-}
-
-// One row (new token, head): softmax over positions [0, visible) of the latents.
-template <class T>
-void attend_row(const MlaDecodeArgs &a, const T *q, const std::vector<float> &latents, int64_t visible,
-                std::vector<float> &logits, T *out, float *lse) {
-  float qf[D];
-  for (int64_t d = 0; d < D; ++d) qf[d] = to_f32(q[d]);
-  float top = -std::numeric_limits<float>::infinity();
-  logits.resize(size_t(std::max<int64_t>(visible, 1)));
-  for (int64_t j = 0; j < visible; ++j) {
-    const float *k = &latents[size_t(j * D)];
-    float dot = 0.0f;
-    for (int64_t d = 0; d < D; ++d) dot += qf[d] * k[d];
-    logits[size_t(j)] = dot * a.softmax_scale;
-    top = std::max(top, logits[size_t(j)]);
-  }
-  float acc[DV] = {};
-  double total = 0.0;
-  for (int64_t j = 0; j < visible; ++j) {
-    const float p = std::exp(logits[size_t(j)] - top);
-    total += p;
-    const float *v = &latents[size_t(j * D)];
-    for (int64_t d = 0; d < DV; ++d) acc[d] += p * v[d];
-  }
-  const float inv = total > 0.0 ? float(1.0 / total) : 0.0f;
-  for (int64_t d = 0; d < DV; ++d) out[d] = from_f32<T>(acc[d] * inv);
-  if (lse != nullptr)
-    *lse = visible > 0 ? float(double(top) + std::log(total)) : -std::numeric_limits<float>::infinity();
 }
 
 template <class T, class C>
 void decode(const MlaDecodeArgs &a) {
-  const int64_t heads = a.q_heads, tokens = a.q_tokens;
-  parallel_for(a.batch, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> latents, logits;
-    for (int64_t b = begin; b < end; ++b) {
-      const int64_t len = a.context_lens[b];
-      gather_latents<C>(a, b, len, latents);
-      for (int64_t i = 0; i < tokens; ++i) {
-        const int64_t visible = std::max<int64_t>(len - tokens + i + 1, 0);  // causal among the new tokens
-        for (int64_t h = 0; h < heads; ++h) {
-          const int64_t row = (b * tokens + i) * heads + h;
-          attend_row<T>(a, static_cast<const T *>(a.q) + row * D, latents, visible, logits,
-                        static_cast<T *>(a.out) + row * DV, a.lse != nullptr ? a.lse + row : nullptr);
-        }
-      }
+  const int64_t per_seq = a.q_tokens * a.q_heads, blocks = (per_seq + kRowBlock - 1) / kRowBlock;
+  const attn::Kernel kernel = attn::pick_kernel<T, C>();
+  parallel_for(a.batch * blocks, 1, [&](int64_t begin, int64_t end) {
+    attn::QueryRows rows(kRowBlock, D, DV, 0.0f, kernel);
+    attn::KvTile tile(D, DV, kernel);
+    for (int64_t w = begin; w < end; ++w) {
+      const int64_t first = (w % blocks) * kRowBlock;
+      attend_rows<T, C>(a, w / blocks, first, std::min(kRowBlock, per_seq - first), rows, tile);
     }
   });
 }
