@@ -272,8 +272,9 @@ static void test_blockscale_bad_input(void) {
   EXPECT_STATUS(BS(&out.t, &a.t, &w_fnuz.t, &a_scale.t, &w_scale.t), DTYPE, "w: expected the dtype of a");
   EXPECT_STATUS(BS(&out_i8.t, &a.t, &w.t, &a_scale.t, &w_scale.t), DTYPE, "out: expected dtype");
   a_scale.t.strides = a_scale.strides;
-  a_scale.strides[0] = 1, a_scale.strides[1] = M; /* column-major */
-  EXPECT_STATUS(BS(&out.t, &a.t, &w.t, &a_scale.t, &w_scale.t), BAD, "a_scale: expected a compact");
+  a_scale.strides[0] = 1, a_scale.strides[1] = M + 1; /* column-major with padded columns: refused */
+  EXPECT_STATUS(BS(&out.t, &a.t, &w.t, &a_scale.t, &w_scale.t), BAD,
+                "a_scale: expected strides (3, 1) (row-major) or (1, 3) (column-major), got (1, 4)");
   a_scale.t.strides = NULL;
   w_scale.t.device.device_type = kDLCUDA;
   EXPECT_STATUS(BS(&out.t, &a.t, &w.t, &a_scale.t, &w_scale.t), BAD, "w_scale: expected the device of a");
