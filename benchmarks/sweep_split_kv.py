@@ -12,20 +12,10 @@ state: no host launch cost); a split count of 0 is the library's own plan.
 import argparse
 
 import torch
-import triton.testing
 
 import aiter
-
-MLA_D, MLA_DV, MLA_PAGE, MLA_SCALE = 576, 512, 64, 0.1352
-
-
-def graph_time(fn):
-    fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return triton.testing.do_bench(graph.replay, warmup=10, rep=100, return_mode="median")
+from bench_mla import D as MLA_D, DV as MLA_DV, PAGE as MLA_PAGE, SCALE as MLA_SCALE
+from bench_mla import bench as graph_time  # a CUDA-graph replay's median time, ms
 
 
 def copy_tbps(nbytes):
