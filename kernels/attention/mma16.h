@@ -1,7 +1,8 @@
 // mma.sync m16n8k16 with fp32 accumulators for 16-bit inputs, and the packing
 // of two fp32 values into one 16-bit pair register (probabilities fed back as A):
 // shared by the attention kernels that run on NVIDIA tensor cores
-// (attention/prefill_mma.cu, attention/decode_mma.cu, mla/mla_mma.cu).
+// (attention/prefill_mma.cu, attention/prefill_wgmma.cu (pack only),
+// attention/decode_mma.cu, mla/mla_mma.cu).
 #pragma once
 
 #include "../common/numeric.h"

@@ -27,6 +27,7 @@
 #include "../gemm/tma.h"
 #include "../gemm/wgmma_tile.h"
 #include "prefill_wgmma_params.h"
+#include "mma16.h"
 #include "prefill_rows.h"
 #include "prefill_wgmma_rs.h"
 
@@ -95,20 +96,10 @@ template <> struct Pv<bf16_t> {
   static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
     wgmma_rs_bf16_n64_tb(d, a, b, 1);
   }
-  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-  }
 };
 template <> struct Pv<half_t> {
   static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
     wgmma_rs_f16_n64_tb(d, a, b, 1);
-  }
-  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-    uint32_t r;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
   }
 };
 
@@ -229,7 +220,7 @@ __device__ __forceinline__ void pack_p(RowState<S> &st) {
 #pragma unroll
   for (int j = 0; j < S::kKeys / 16; ++j)
 #pragma unroll
-    for (int h = 0; h < 4; ++h) st.p[j][h] = Pv<T>::pack(st.s[8 * j + 2 * h], st.s[8 * j + 2 * h + 1]);
+    for (int h = 0; h < 4; ++h) st.p[j][h] = Mma<T>::pack(st.s[8 * j + 2 * h], st.s[8 * j + 2 * h + 1]);
 }
 
 template <class S>
@@ -371,7 +362,7 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRang
       for (int n = 0; n < 8; ++n) {
         const int i = 4 * n + 2 * r;
         *reinterpret_cast<uint32_t *>(dst + b * 64 + n * 8 + tq * 2) =
-            Pv<T>::pack(st.o[b][i] * inv, st.o[b][i + 1] * inv);
+            Mma<T>::pack(st.o[b][i] * inv, st.o[b][i + 1] * inv);
       }
     if (p.lse != nullptr && tq == 0)
       p.lse[(long long)token * p.q_heads + head] =
