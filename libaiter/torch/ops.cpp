@@ -27,13 +27,13 @@
 #include "aiter/norm.h"
 #include "aiter/quant.h"
 #include "aiter/rope.h"
+#include "core/typed_call.hpp"
 #include "torch/call.hpp"
 
 namespace aiter::torch_ops {
 namespace {
 
-template <class T>
-struct Tag {};
+using aiter::Tag;
 
 // The params structs' fields by name (the op table's argument names); each
 // returns false for a name the struct lacks, which refuses the plan.
@@ -126,13 +126,6 @@ class Binder {
   aiter_fused_moe_params moe_;
 };
 
-// Calls `function` with its arguments taken from `binder`; a braced list is
-// evaluated left to right, so they are taken in parameter order.
-template <class... P>
-aiter_status invoke(aiter_status (*function)(P...), Binder &binder) {
-  std::tuple<P...> arguments{binder.take(Tag<P>{})...};
-  return std::apply(function, arguments);
-}
 
 bool is_scalar(const Plan &plan, const Param &p, bool floating) {
   if (p.source != Param::Stack) return false;

@@ -18,12 +18,12 @@
 #include "aiter/attention.h"
 #include "aiter/mla.h"
 #include "aiter/moe.h"
+#include "core/typed_call.hpp"
 #include "xla/call.hpp"
 
 namespace aiter::xla_ffi {
 
-template <class T>
-struct Tag {};
+using aiter::Tag;
 
 class Binder {
  public:
@@ -59,12 +59,5 @@ class Binder {
   aiter_fused_moe_params moe_;
 };
 
-// Calls `function` with its arguments taken from `binder`.  A braced list is
-// evaluated left to right, so the arguments are taken in parameter order.
-template <class... P>
-aiter_status invoke(aiter_status (*function)(P...), Binder &binder) {
-  std::tuple<P...> arguments{binder.take(Tag<P>{})...};
-  return std::apply(function, arguments);
-}
 
 }  // namespace aiter::xla_ffi
