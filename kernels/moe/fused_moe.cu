@@ -10,7 +10,7 @@
 // to the dtype; stage 2: pair_out[p, n] = inter_r . w2[e, n], rounded.  Each
 // stage's tile: 32 rows x 32 columns, K in slices of 32 through shared memory
 // (fp32), 256 threads of 2 x 2 outputs.  Combine: out[t] = sum_j w_j y_j in fp32,
-// in j order.
+// in j order.  Finish: out = the fp32 sums the Triton stage 2 adds up itself.
 #include "../common/numeric.h"
 #include "../gemm/gemm_elements.h"
 #include "moe_act.h"
@@ -252,6 +252,28 @@ __device__ __forceinline__ void combine(const FusedMoeParams &p) {
   }
 }
 
+// out[t, n] = acc[t, n] rounded to the dtype, acc = (float *)pair_out [tokens,
+// hidden]: the sums stage 2 added up in fp32 (the Triton stages' atomic
+// epilogue), kCombineCols columns a thread as in combine.
+template <class T>
+__device__ __forceinline__ void finish(const FusedMoeParams &p) {
+  const long long t = block_x();
+  const int n0 = (block_y() * kCombineThreads + thread_x()) * kCombineCols;
+  if (n0 >= p.hidden) return;
+  const float *acc = static_cast<const float *>(p.pair_out) + t * p.hidden + n0;
+  T *out = static_cast<T *>(p.out) + t * p.out_stride + n0;
+  const bool packed = n0 + kCombineCols <= p.hidden && aligned16(acc) && aligned16(out);
+  if (packed) {  // two 16-byte loads, one 16-byte store
+    const Pack8<float> a = *reinterpret_cast<const Pack8<float> *>(acc);
+    Pack8<T> v;
+    for (int c = 0; c < kCombineCols; ++c) v.v[c] = from_f32<T>(a.v[c]);
+    *reinterpret_cast<Pack8<T> *>(out) = v;
+    return;
+  }
+  const int cols = n0 + kCombineCols <= p.hidden ? kCombineCols : p.hidden - n0;
+  for (int c = 0; c < cols; ++c) out[c] = from_f32<T>(acc[c]);
+}
+
 }  // namespace
 
 #define PORTABLE(dt, T)                                                                            \
@@ -259,6 +281,7 @@ __device__ __forceinline__ void combine(const FusedMoeParams &p) {
   AITER_ENTRY(aiter_moe_stage2_##dt, kThreads, FusedMoeParams, (stage_tile<T, T, false>))          \
   AITER_ENTRY(aiter_moe_gather_##dt, kCombineThreads, FusedMoeParams, gather_scaled<T>)            \
   AITER_ENTRY(aiter_moe_combine_##dt, kCombineThreads, FusedMoeParams, combine<T>)                 \
+  AITER_ENTRY(aiter_moe_finish_##dt, kCombineThreads, FusedMoeParams, finish<T>)                   \
   AITER_ENTRY(aiter_moe_quant_##dt, kCombineThreads, FusedMoeParams, quant_rows<T>)
 PORTABLE(bf16, bf16_t)
 PORTABLE(f16, half_t)
@@ -276,6 +299,7 @@ PORTABLE_FP8(e4m3fnuz, e4m3fnuz_t, f16, half_t)
 // aiter-kernel-family: op=moe_stage2 variant={dt}.portable symbol=aiter_moe_stage2_{dt} block=256 smem=0 dt=bf16,f16
 // aiter-kernel-family: op=moe_gather variant={dt} symbol=aiter_moe_gather_{dt} block=256 smem=0 dt=bf16,f16
 // aiter-kernel-family: op=moe_combine variant={dt} symbol=aiter_moe_combine_{dt} block=256 smem=0 dt=bf16,f16
+// aiter-kernel-family: op=moe_finish variant={dt} symbol=aiter_moe_finish_{dt} block=256 smem=0 dt=bf16,f16
 // fp8 weights: stages <weights>.<dtype>.portable; moe_quant <dtype> (the format a runtime parameter).
 // aiter-kernel-family: op=moe_quant variant={dt} symbol=aiter_moe_quant_{dt} block=256 smem=0 dt=bf16,f16
 // aiter-kernel-family: op=moe_stage1 variant={wdt}.{dt}.portable symbol=aiter_moe_stage1_{wdt}_{dt} block=256 smem=0 wdt=e4m3fn,e4m3fnuz dt=bf16,f16

@@ -4,7 +4,9 @@
 
 constexpr int kMoeMaxExperts = 1024;  // the routing and sorting kernels keep an expert a lane slot / a shared int
 constexpr int kRouteThreads = 128;    // four teams of 32 lanes, one token each
-constexpr int kSortThreads = 1024;    // one block sorts every pair
+constexpr int kSortThreads = 1024;    // a sorting block: one thread an expert
+constexpr int kSortPerThread = 4;     // pairs a thread loads at once (independent loads in flight)
+constexpr int kSortChunk = kSortThreads * kSortPerThread;  // pairs a block of the multi-block sort
 
 struct RoutingParams {
   const void *gating;  // [tokens, experts] fp32 / fp16 / bf16
@@ -27,6 +29,15 @@ struct SortingParams {
   int *num_valid;      // [1]
   long long tokens, ids_stride, rows, blocks;
   int topk, experts, block, mask_bytes;
+  // The multi-block sort (moe_sort_count, moe_sort_scatter): `parts` blocks of
+  // kSortChunk pairs; partial [parts, experts]: each block's expert counts.
+  int *partial;
+  int parts;
+  // moe_sort_count's zero_blocks blocks past `parts` zero `zero_bytes` bytes at
+  // `zero` (the fused MoE's fp32 sums of the expert outputs), 16-byte aligned.
+  void *zero;
+  long long zero_bytes;
+  int zero_blocks;
 };
 
 enum MoeAct { kMoeSilu = 0, kMoeGelu = 1, kMoeGeluTanh = 2 };

@@ -13,7 +13,10 @@
 // Sorting: one block of 1024 threads: expert counts in shared memory, a scan
 // of the padded counts and of the local-expert flags, the block table, then
 // every pair scattered to its expert's next row (shared atomics: the order
-// within an expert is unspecified).
+// within an expert is unspecified).  For many pairs (the fused MoE, which has
+// scratch for it) the same in two kernels of one block per 4096 pairs:
+// moe_sort_count (each block's expert counts, to global memory) and
+// moe_sort_scatter (every block sums them, scans, and places its own pairs).
 #include "../common/numeric.h"
 #include "moe_params.h"
 
@@ -239,6 +242,40 @@ __device__ __forceinline__ int pair_expert(const SortingParams &p, long long q) 
   return e >= 0 && e < p.experts && is_local(p, e) ? e : -1;
 }
 
+// The experts of pairs q0 + j * kSortThreads (j < kSortPerThread), -1 past
+// `end`: the loads issued together (a loop of load-then-atomic waits out one
+// memory latency a pair; that was most of the one-block sort's 48 us at 32768 pairs).
+__device__ __forceinline__ void pair_experts(const SortingParams &p, long long q0, long long end,
+                                             int (&e)[kSortPerThread]) {
+#pragma unroll
+  for (int j = 0; j < kSortPerThread; ++j) {
+    const long long q = q0 + (long long)j * kSortThreads;
+    e[j] = q < end ? pair_expert(p, q) : -1;
+  }
+}
+
+// count[e] += the pairs of expert e in [begin, end), kSortChunk a step.
+__device__ __forceinline__ void count_pairs(const SortingParams &p, long long begin, long long end, int *count) {
+  for (long long q0 = begin + thread_x(); q0 < end; q0 += kSortChunk) {
+    int e[kSortPerThread];
+    pair_experts(p, q0, end, e);
+#pragma unroll
+    for (int j = 0; j < kSortPerThread; ++j)
+      if (e[j] >= 0) shared_add(&count[e[j]], 1);
+  }
+}
+
+// Each pair of [begin, end) to its expert's next row (next[e], a shared cursor).
+__device__ __forceinline__ void scatter_pairs(const SortingParams &p, long long begin, long long end, int *next) {
+  for (long long q0 = begin + thread_x(); q0 < end; q0 += kSortChunk) {
+    int e[kSortPerThread];
+    pair_experts(p, q0, end, e);
+#pragma unroll
+    for (int j = 0; j < kSortPerThread; ++j)
+      if (e[j] >= 0) p.sorted[shared_add(&next[e[j]], 1)] = int(q0 + (long long)j * kSortThreads);
+  }
+}
+
 // Inclusive scans of a[] and b[] over kSortThreads entries (one a thread).
 __device__ __forceinline__ void scan2(int *a, int *b) {
   const int i = thread_x();
@@ -250,36 +287,107 @@ __device__ __forceinline__ void scan2(int *a, int *b) {
   }
 }
 
+__device__ __forceinline__ int padded_count(const SortingParams &p, int n) { return (n + p.block - 1) / p.block * p.block; }
+
+// Where expert i's rows start and end, from its pair count `mine` (thread i):
+// a scan of the padded counts and of the local-expert flags (the block table
+// names local experts).  Returns the rows in use; `local_id` gets i's local index.
+__device__ __forceinline__ int expert_rows(const SortingParams &p, int mine, int &start, int &end, int &local_id) {
+  __shared__ int padded[kSortThreads], local[kSortThreads];
+  const int i = thread_x();
+  padded[i] = padded_count(p, mine);
+  local[i] = i < p.experts && is_local(p, i) ? 1 : 0;
+  sync_block();  // every thread's entry written before the scan reads its neighbours'
+  scan2(padded, local);
+  end = padded[i], start = end - padded_count(p, mine), local_id = local[i] - 1;
+  const int total = padded[kSortThreads - 1];
+  sync_block();  // all read before a later call writes again
+  return total;
+}
+
+// The block table of expert i's blocks, and -1 past the rows in use (one block's threads).
+__device__ __forceinline__ void block_table(const SortingParams &p, int start, int end, int local_id, int total) {
+  const int i = thread_x();
+  if (i == 0) p.num_valid[0] = total;
+  for (int b = start / p.block; b < end / p.block; ++b) p.block_experts[b] = local_id;
+  for (long long b = total / p.block + i; b < p.blocks; b += kSortThreads) p.block_experts[b] = -1;
+}
+
+// One block sorts every pair (the moe_sorting op; fused_moe's small calls).
 __device__ __forceinline__ void sort_pairs(const SortingParams &p) {
-  __shared__ int count[kSortThreads], padded[kSortThreads], local[kSortThreads];
+  __shared__ int count[kSortThreads];
   const int i = thread_x();
   const long long pairs = p.tokens * p.topk;
   count[i] = 0;
   sync_block();
-  for (long long q = i; q < pairs; q += kSortThreads) {
-    const int e = pair_expert(p, q);
-    if (e >= 0) shared_add(&count[e], 1);
-  }
+  count_pairs(p, 0, pairs, count);
   sync_block();
   const int mine = count[i];
-  padded[i] = (mine + p.block - 1) / p.block * p.block;
-  local[i] = i < p.experts && is_local(p, i) ? 1 : 0;
-  sync_block();  // every thread's entry written before the scan reads its neighbours'
-  scan2(padded, local);
-  const int end = padded[i], start = end - (mine + p.block - 1) / p.block * p.block;
-  const int total = padded[kSortThreads - 1];
-  const int sentinel = int(pairs);
-  if (i == 0) p.num_valid[0] = total;
-  for (long long r = i; r < p.rows; r += kSortThreads) p.sorted[r] = sentinel;
-  for (int b = start / p.block; b < end / p.block; ++b) p.block_experts[b] = local[i] - 1;
-  for (long long b = total / p.block + i; b < p.blocks; b += kSortThreads) p.block_experts[b] = -1;
+  int start, end, local_id;
+  const int total = expert_rows(p, mine, start, end, local_id);
+  block_table(p, start, end, local_id, total);
+  for (long long r = i; r < p.rows; r += kSortThreads) p.sorted[r] = int(pairs);
   sync_block();  // the sentinels land before the pairs overwrite them
   count[i] = start;  // now each expert's next row
   sync_block();
-  for (long long q = i; q < pairs; q += kSortThreads) {
-    const int e = pair_expert(p, q);
-    if (e >= 0) p.sorted[shared_add(&count[e], 1)] = int(q);
+  scatter_pairs(p, 0, pairs, count);
+}
+
+struct alignas(16) Zero16 {
+  unsigned v[4];
+};
+
+// 16-byte zero stores over p.zero by the zero_blocks blocks past p.parts.
+__device__ __forceinline__ void zero_bytes(const SortingParams &p) {
+  const long long workers = (long long)p.zero_blocks * kSortThreads;
+  const long long first = (long long)(block_x() - p.parts) * kSortThreads + thread_x();
+  Zero16 *vec = static_cast<Zero16 *>(p.zero);
+  const long long n = p.zero_bytes / 16;
+  for (long long v = first; v < n; v += workers) vec[v] = Zero16{{0u, 0u, 0u, 0u}};
+  unsigned char *tail = static_cast<unsigned char *>(p.zero) + n * 16;
+  if (first < p.zero_bytes % 16) tail[first] = 0;
+}
+
+// Multi-block sort, step 1: block b < parts counts the experts of its chunk of
+// kSortChunk pairs into partial[b, :]; the blocks past parts zero p.zero.
+__device__ __forceinline__ void sort_count(const SortingParams &p) {
+  if ((int)block_x() >= p.parts) return zero_bytes(p);
+  __shared__ int count[kSortThreads];
+  const int i = thread_x();
+  const long long pairs = p.tokens * p.topk, begin = (long long)block_x() * kSortChunk;
+  count[i] = 0;
+  sync_block();
+  count_pairs(p, begin, begin + kSortChunk < pairs ? begin + kSortChunk : pairs, count);
+  sync_block();
+  if (i < p.experts) p.partial[(long long)block_x() * p.experts + i] = count[i];
+}
+
+// Multi-block sort, step 2: every block adds up the counts (partial) into each
+// expert's rows, block b scatters its chunk after the pairs of chunks 0..b-1
+// of the same expert; block 0 writes the block table, and the sentinel rows
+// (the padding of each expert, the rows past the valid ones) are shared out
+// among the blocks: they are disjoint from every pair's row, so no block waits
+// for another.
+__device__ __forceinline__ void sort_scatter(const SortingParams &p) {
+  __shared__ int next[kSortThreads];
+  const int i = thread_x(), b = int(block_x());
+  int mine = 0, before = 0;
+  for (int part = 0; part < p.parts && i < p.experts; ++part) {
+    const int c = p.partial[(long long)part * p.experts + i];
+    mine += c;
+    before += part < b ? c : 0;
   }
+  int start, end, local_id;
+  const int total = expert_rows(p, mine, start, end, local_id);
+  const long long pairs = p.tokens * p.topk, begin = (long long)b * kSortChunk;
+  if (b == 0) block_table(p, start, end, local_id, total);
+  if (i % p.parts == b)
+    for (int r = start + mine; r < end; ++r) p.sorted[r] = int(pairs);
+  for (long long r = total + (long long)b * kSortThreads + i; r < p.rows; r += (long long)p.parts * kSortThreads)
+    p.sorted[r] = int(pairs);
+  next[i] = start + before;
+  sync_block();
+  scatter_pairs(p, begin, begin + kSortChunk < pairs ? begin + kSortChunk : pairs, next);
 }
 
 }  // namespace
@@ -287,7 +395,11 @@ __device__ __forceinline__ void sort_pairs(const SortingParams &p) {
 #define ROUTE(PER) AITER_ENTRY(aiter_moe_route_##PER, kRouteThreads, RoutingParams, route_token<PER>)
 ROUTE(1) ROUTE(2) ROUTE(4) ROUTE(8) ROUTE(16) ROUTE(32)
 AITER_ENTRY(aiter_moe_sort, kSortThreads, SortingParams, sort_pairs)
+AITER_ENTRY(aiter_moe_sort_count, kSortThreads, SortingParams, sort_count)
+AITER_ENTRY(aiter_moe_sort_scatter, kSortThreads, SortingParams, sort_scatter)
 
 // Variant names: the slots a lane (experts <= 32 * slots); the dtypes are a parameter.
 // aiter-kernel-family: op=moe_route variant={per} symbol=aiter_moe_route_{per} block=128 smem=0 per=1,2,4,8,16,32
 // aiter-kernel: op=moe_sort variant=any symbol=aiter_moe_sort block=1024 smem=0
+// aiter-kernel: op=moe_sort_count variant=any symbol=aiter_moe_sort_count block=1024 smem=0
+// aiter-kernel: op=moe_sort_scatter variant=any symbol=aiter_moe_sort_scatter block=1024 smem=0

@@ -9,7 +9,13 @@ block (BM divides block) against BN columns:
     stage 1 (GATED): out[m, c] = act(a_m . w1[e, c]) * (a_m . w1[e, n + c]),
                      out = inter_buf [rows, n], c < n = inter, K = hidden
     stage 2:         out[q, c] = a_m . w2[e, c], out = pair_out [pairs, n],
-                     q = sorted[m] (the pair), n = hidden, K = inter
+                     q = sorted[m] (the pair), n = hidden, K = inter;
+                     or with combine != 0: out[t, c] += w * (a_m . w2[e, c]) in
+                     fp32 (fp32 atomics, out [tokens, n] zeroed beforehand),
+                     t = q // topk, w = weights[t, q % topk] (combine 1) or 1
+                     (combine 2: weights_on_input); the k pairs of a token lie
+                     in k tiles of other experts, so the fused MoE needs no
+                     combine pass over a row a pair, only a cast of the sums
 with a_m the row's input: x[q // topk] (gather != 0: the 16-bit stage 1 on x),
 else row m of `a` (x_sorted, inter_buf, or the fp8 copies xq / hq).
 fp8 per channel (SCALED): sums times a_scale[m] * w_scale[e, column]; block-
@@ -70,8 +76,24 @@ def _store(out, rows, rn, ldo, n, valid, value, out_kind):
 
 
 @triton.jit
+def _accumulate(out, q, valid, topk, rn, ldo, n, value, weights, weights_stride, combine):
+    """out[token of q, rn] += weight * value in fp32 (`out` is fp32 here): the
+    token's other pairs are added by tiles of other experts, hence atomics;
+    relaxed, since nothing reads the sums before the kernel ends."""
+    pair = tl.where(valid, q, 0)
+    token = pair // topk
+    if combine == 1:
+        wt = tl.load(weights + token.to(tl.int64) * weights_stride + pair % topk, mask=valid, other=0.0)
+        value = value * wt[:, None]
+    at = token.to(tl.int64)[:, None] * ldo + rn[None, :]
+    inside = valid[:, None] & (rn < n)[None, :]
+    tl.atomic_add(out + at, value, mask=inside, sem="relaxed")
+
+
+@triton.jit
 def moe_stage_kernel(a, w, out, sorted_rows, block_experts, num_valid, a_scale, w_scale,
                      rows, pairs, topk, n, k, lda, ldo, local_experts, block, gather, act, out_kind,
+                     weights, weights_stride, combine,
                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                      GATED: tl.constexpr, SCALED: tl.constexpr, BLOCK_SCALED: tl.constexpr,
                      PROMOTE: tl.constexpr = 0):
@@ -122,5 +144,7 @@ def moe_stage_kernel(a, w, out, sorted_rows, block_experts, num_valid, a_scale, 
     if GATED:
         g, u = tl.split(tl.reshape(acc, (BM, BN, 2)))
         _store(out, rm, rn, ldo, n, valid, _gated(g, u, act), out_kind)
+    elif combine != 0:
+        _accumulate(out, q, valid, topk, rn, ldo, n, acc, weights, weights_stride, combine)
     else:
         _store(out, tl.where(valid, q, 0), rn, ldo, n, valid, acc, out_kind)

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "gpu/launch.hpp"
+#include "gpu/moe_sort.hpp"
 #include "gpu/moe_triton.hpp"
 #include "kernels/common/quant_kind.h"
 #include "kernels/moe/moe_params.h"
@@ -62,9 +63,11 @@ FusedMoeParams params_of(const FusedMoeArgs &a) {
 
 enum class StagePath { portable, mma, triton };
 
-// How one call's stages run: the path, kernel names and grids (mma / portable).
+// How one call's stages run: the path, kernel names and grids (mma / portable),
+// and for the Triton stages how stage 2 sums a token's pairs.
 struct Plan {
   StagePath path = StagePath::portable;
+  TritonCombine combine = TritonCombine::pair_rows;
   std::string stage;  // variant of moe_stage1 / moe_stage2
   unsigned grid1 = 0, grid2 = 0, threads = 0;
 };
@@ -134,15 +137,34 @@ Plan portable_plan(const FusedMoeArgs &a, const std::string &prefix) {
   return plan;
 }
 
-Plan triton_plan() {
+// AITER_MOE_COMBINE=pairs (read once): the Triton stage 2 stores a row a pair
+// and the combine kernel sums them (bit-reproducible), as the other paths do.
+bool pair_rows_forced() {
+  static const bool forced = [] {
+    const char *env = std::getenv("AITER_MOE_COMBINE");
+    return env != nullptr && std::strcmp(env, "pairs") == 0;
+  }();
+  return forced;
+}
+
+// The Triton stage 2 adds each pair's weighted row to its token's fp32 sums
+// (atomics; then one cast pass) instead of a row a pair and the combine, which
+// reads them all back: Qwen3-30B at T 4096 wrote and read 134 MB of pair rows
+// for 16 MB of output (docs/performance_moe.md, run 9).  The sums,
+// [tokens, hidden] fp32, take the start of pair_out: room from topk 2 on
+// (topk 1 keeps the pair rows).
+bool fp32_sums(const FusedMoeArgs &a) { return a.topk >= 2 && !pair_rows_forced(); }
+
+Plan triton_plan(const FusedMoeArgs &a) {
   Plan plan;
   plan.path = StagePath::triton;
+  plan.combine = fp32_sums(a) ? TritonCombine::fp32_sums : TritonCombine::pair_rows;
   return plan;
 }
 
 aiter_status launch_stage(const GpuCall &call, int stage, const Plan &plan, unsigned row_tiles,
                           const FusedMoeArgs &a, const FusedMoeParams &p) {
-  if (plan.path == StagePath::triton) return triton_moe_stage(a, stage, call);
+  if (plan.path == StagePath::triton) return triton_moe_stage(a, stage, plan.combine, call);
   const unsigned grid = stage == 1 ? plan.grid1 : plan.grid2;
   const Dim3 dims = plan.path == StagePath::mma ? Dim3{grid, 1, 1} : Dim3{grid, row_tiles, 1};
   return launch(call, stage == 1 ? "moe_stage1" : "moe_stage2", plan.stage, dims, plan.threads, p);
@@ -167,6 +189,19 @@ aiter_status prepare_inputs(const FusedMoeArgs &a, const FusedMoeParams &p, cons
   if (is_fp8(a)) return launch(call, "moe_quant", dtype_tag(a.dtype), rows, unsigned(kRowThreads), p);
   if (a.weights_on_input) return launch(call, "moe_gather", dtype_tag(a.dtype), rows, unsigned(kRowThreads), p);
   return AITER_OK;
+}
+
+// The sort into the workspace: many blocks with inter_buf (unused until stage
+// 1) as scratch; with the stage-2 sums, their zeroing in the sort's first kernel.
+aiter_status sort_pairs(const FusedMoeArgs &a, const Plan &plan, const GpuCall &call) {
+  SortExtras extras;
+  extras.scratch = a.inter_buf;
+  extras.scratch_bytes = size_t(a.sort.rows) * size_t(a.inter) * 2;
+  if (plan.path == StagePath::triton && plan.combine == TritonCombine::fp32_sums && a.tokens > 0) {
+    extras.zero = a.pair_out;
+    extras.zero_bytes = a.tokens * a.hidden * int64_t(sizeof(float));
+  }
+  return moe_sorting_fused(a.sort, extras, call);
 }
 
 }  // namespace
@@ -195,23 +230,24 @@ aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
   if (a.tokens > INT32_MAX) return fail(AITER_ERR_UNSUPPORTED_SHAPE, "%s: too many tokens", a.sort.op);
   int sms = 0;
   aiter_status s = multiprocessors(call, &sms);
-  if (s == AITER_OK) s = moe_sorting(a.sort, call);
-  if (s != AITER_OK || a.tokens == 0) return s;
-  const FusedMoeParams p = params_of(a);
   const std::string dt = dtype_tag(a.dtype);
   const std::string prefix = is_fp8(a) ? std::string(dtype_tag(a.wdtype)) + "." + dt : dt;
+  const Plan plan = triton ? triton_plan(a) : mma ? mma_plan(a, prefix, sms) : portable_plan(a, prefix);
+  if (s == AITER_OK) s = sort_pairs(a, plan, call);
+  if (s != AITER_OK || a.tokens == 0) return s;
+  const FusedMoeParams p = params_of(a);
   s = prepare_inputs(a, p, call);
   if (s != AITER_OK) return s;
-  const Plan plan = triton ? triton_plan() : mma ? mma_plan(a, prefix, sms) : portable_plan(a, prefix);
   s = run_stages(a, p, plan, call);
   if (s == AITER_ERR_NO_KERNEL && mma && a.variant == kMoeAuto) {  // fp8 products need sm_89+: the portable stages
     clear_error();
     s = run_stages(a, p, portable_plan(a, prefix), call);
   }
   if (s != AITER_OK) return s;
-  // The combine: 8 columns a thread (kernels/moe/fused_moe.cu's kCombineCols).
-  return launch(call, "moe_combine", dt, Dim3{unsigned(a.tokens), unsigned(ceil_div(a.hidden, kRowThreads * 8)), 1},
-                unsigned(kRowThreads), p);
+  // The combine, or the cast of stage 2's sums: 8 columns a thread (kernels/moe/fused_moe.cu's kCombineCols).
+  const bool sums = plan.path == StagePath::triton && plan.combine == TritonCombine::fp32_sums;
+  return launch(call, sums ? "moe_finish" : "moe_combine", dt,
+                Dim3{unsigned(a.tokens), unsigned(ceil_div(a.hidden, kRowThreads * 8)), 1}, unsigned(kRowThreads), p);
 }
 
 }  // namespace gpu

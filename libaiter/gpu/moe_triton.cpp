@@ -106,7 +106,7 @@ bool triton_moe_fits(const FusedMoeArgs &a, const GpuCall &call) {
   return stage_fits(a, 1, find_stage(a, 1, call)) && stage_fits(a, 2, find_stage(a, 2, call));
 }
 
-aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, const GpuCall &call) {
+aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, TritonCombine combine, const GpuCall &call) {
   const StageKernel s = find_stage(a, stage, call);
   if (s.width == 0)
     return fail(AITER_ERR_NO_KERNEL, "%s: no Triton %s kernel for %s weights on this device", a.sort.op,
@@ -114,6 +114,8 @@ aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, const GpuCall &c
   const std::string variant = variant_name(a, s.width, s.step);
   const bool first = stage == 1;
   const int64_t n = stage_columns(a, stage), k = first ? a.hidden : a.inter;
+  const bool sums = !first && combine == TritonCombine::fp32_sums;
+  const int combine_code = sums ? (a.weights_on_input ? 2 : 1) : 0;  // moe.py's combine
   const NamedArg values[] = {
       NamedArg::pointer("a", stage_input(a, stage)), NamedArg::pointer("w", first ? a.w1 : a.w2),
       NamedArg::pointer("out", first ? a.inter_buf : a.pair_out), NamedArg::pointer("sorted_rows", a.sort.sorted),
@@ -125,6 +127,8 @@ aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, const GpuCall &c
       NamedArg::number("ldo", n), NamedArg::number("local_experts", a.local_experts),
       NamedArg::number("block", a.sort.block), NamedArg::number("gather", gathers_x(a, stage) ? 1 : 0),
       NamedArg::number("act", a.act), NamedArg::number("out_kind", a.dtype == DType::f16 ? 1 : 2),
+      NamedArg::pointer("weights", a.weights), NamedArg::number("weights_stride", a.weights_stride),
+      NamedArg::number("combine", combine_code),
   };
   const Dim3 grid{unsigned(grid_of(a, stage, s.width)), 1, 1};
   if (grid.x == 0) return AITER_OK;

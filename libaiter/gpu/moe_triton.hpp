@@ -13,10 +13,17 @@ namespace gpu {
 // sorting's blocks, K a multiple of the kernels' K step, 16-byte aligned rows).
 bool triton_moe_fits(const FusedMoeArgs &a, const GpuCall &call);
 
+// What stage 2 does with its rows: store each pair's row in pair_out (the
+// combine kernel sums them: deterministic), or add weight * row to the token's
+// fp32 sums at the start of pair_out ([tokens, hidden], zeroed beforehand;
+// needs topk >= 2 for the room) with fp32 atomics, whose order varies from run
+// to run (bit-reproducible only where a token has at most 2 pairs).
+enum class TritonCombine { pair_rows, fp32_sums };
+
 // Stage 1 (gate/up product and activation into inter_buf) or stage 2 (down
-// product into pair_out), reading the sorted rows from the workspace; for fp8
-// weights the stage's input is its per-row quantized copy (xq / hq).
-aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, const GpuCall &call);
+// product, as `combine` says), reading the sorted rows from the workspace; for
+// fp8 weights the stage's input is its per-row quantized copy (xq / hq).
+aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, TritonCombine combine, const GpuCall &call);
 
 }  // namespace gpu
 }  // namespace aiter

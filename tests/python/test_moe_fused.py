@@ -182,10 +182,12 @@ def test_fused_moe_gpu_shapes(rng, device, variant, case):
     check_out(out, moe_ref(x, w1, w2, weights, ids), "bfloat16")
 
 
-# Prefill sizes: on average 128 or more rows an expert, where the GPU runs its
+# Prefill sizes: on average 64 or more rows an expert, where the GPU runs its
 # Triton stages (wgmma on sm_90a) when they are built; odd token counts, inter
 # not a multiple of the Triton tiles' width (192, 320: clamped columns), k 3.
-PREFILL_CASES = [(2049, 8, 2, 512, 256), (1501, 16, 4, 256, 192), (700, 4, 3, 384, 320)]
+# Past 4096 pairs the sort runs on several blocks (2049 x 2 just past it; E 128
+# k 8 as Qwen3-30B, 3 blocks), and stage 2 adds its rows to fp32 sums.
+PREFILL_CASES = [(2049, 8, 2, 512, 256), (1501, 16, 4, 256, 192), (700, 4, 3, 384, 320), (1100, 128, 8, 256, 128)]
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -214,7 +216,7 @@ def test_fused_moe_prefill_expert_mask_gpu(rng, device):
     """Expert parallelism at prefill size: this rank holds experts 0, 3, 6 of 8."""
     if device == "cpu":
         pytest.skip("large shapes: GPU only")
-    x, w1, w2, weights, ids = make_routed_layer(rng, 1200, 8, 2, 256, 128, "bfloat16")
+    x, w1, w2, weights, ids = make_routed_layer(rng, 2500, 8, 2, 256, 128, "bfloat16")  # 5000 pairs: 2 sort blocks
     mask = np.zeros(8, np.int32)
     mask[[0, 3, 6]] = 1
     w1, w2 = w1[[0, 3, 6]], w2[[0, 3, 6]]
@@ -271,6 +273,50 @@ def test_fused_moe_graph_capture(rng, device):
         graph.replay()
         torch.cuda.synchronize()
         check_out(out, moe_ref(x, w1, w2, new_w, new_ids), "bfloat16")
+
+
+def test_fused_moe_prefill_graph_capture(rng, device):
+    """The prefill path (sort on several blocks, stage 2's fp32 sums zeroed in the
+    sort) captured once, replayed with new routing on a NaN-filled workspace."""
+    if device == "cpu":
+        pytest.skip("CUDA graphs")
+    import torch
+    case = (1501, 16, 4, 256, 192)
+    x, w1, w2, weights, ids = make_routed_layer(rng, *case, "bfloat16")
+    dev = [to_device(a, device) for a in (x, w1, w2, weights, ids)]
+    ws = torch.full((aiter.fused_moe_workspace_size(1501, 4, 16, 256, 192),), 0xFF, dtype=torch.uint8, device="cuda")
+    out = torch.empty_like(dev[0])
+    aiter.fused_moe(*dev, out=out, workspace=ws)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        aiter.fused_moe(*dev, out=out, workspace=ws)
+    for _ in range(2):
+        new_w = rng.random((1501, 4)).astype(np.float32)
+        new_ids = routed_ids(rng, 1501, 16, 4)
+        dev[3].copy_(torch.from_numpy(new_w))
+        dev[4].copy_(torch.from_numpy(new_ids))
+        ws.fill_(0xFF)
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        check_out(out, moe_ref(x, w1, w2, new_w, new_ids), "bfloat16")
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_fused_moe_prefill_repeatable(rng, device, k):
+    """Run to run at prefill size: stage 2's fp32 sums are added by atomics in
+    whatever order the tiles finish, so the outputs are bit-identical where a token
+    has at most 2 pairs (0 + a + b in either order) and agree to about an ulp of
+    the dtype beyond (AITER_MOE_COMBINE=pairs gives bit-identical results there)."""
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    x, w1, w2, weights, ids = make_routed_layer(rng, 2100, 8, k, 256, 128, "bfloat16")
+    first, second = (f64(on_host(run(device, x, w1, w2, weights, ids))) for _ in range(2))
+    if k <= 2:
+        np.testing.assert_array_equal(first, second)
+    else:
+        np.testing.assert_allclose(first, second, rtol=1e-2, atol=1e-2 * np.sqrt(np.mean(first ** 2)))
 
 
 def test_fused_moe_rejects_bad_arguments(rng):

@@ -93,8 +93,11 @@ def dequantized(codes, scale, group):
     return (c.reshape(e, n // group, group, k // group, group) * s).reshape(e, n, k).numpy()
 
 
-def run(moe, stage, tokens=37, local=5, k=2, hidden=128, inter=96, block=64, bn=64, act=0, fp8=None, seed=0):
-    """One stage launched as libaiter/gpu/moe_triton.cpp does; checks it against float64."""
+def run(moe, stage, tokens=37, local=5, k=2, hidden=128, inter=96, block=64, bn=64, act=0, fp8=None, seed=0,
+        combine=0):
+    """One stage launched as libaiter/gpu/moe_triton.cpp does; checks it against float64.
+    combine (stage 2): 0 a row a pair; 1 / 2 each pair's row added, times its routing
+    weight (1) or not (2), to its token's fp32 sums (zeros on entry)."""
     g = torch.Generator().manual_seed(seed)
     routed = [e for e in range(local + 1) if e != local - 2]  # expert local - 2 gets no tokens
     ids = np.array([[routed[i] for i in torch.randperm(len(routed), generator=g)[:k]] for _ in range(tokens)])
@@ -116,14 +119,19 @@ def run(moe, stage, tokens=37, local=5, k=2, hidden=128, inter=96, block=64, bn=
         a_scale = w_scale = torch.ones(1)
         a64, w64 = a_in.double().numpy(), w_in.double().numpy()
     out = torch.full((rows if stage == 1 else pairs, n), float("nan")).half()
+    weights = torch.rand(tokens, k, generator=g)
+    if combine:
+        out = torch.zeros(tokens, n)
     tiles = rows // 64 * triton.cdiv(n, bn)
     moe.moe_stage_kernel[(tiles,)](
         a_in, w_in, out, torch.from_numpy(sorted_rows), torch.from_numpy(block_experts),
         torch.tensor([valid], dtype=torch.int32), a_scale.float().contiguous(), w_scale.float().contiguous(),
         rows, pairs, k, n, kk, a_in.stride(0), out.stride(0), local, block, int(gather), act, 1,
-        BM=64, BN=bn, BK=128 if fp8 else 32, GROUP_M=2, GATED=stage == 1, SCALED=fp8 == "channel",
+        weights, weights.stride(0), combine, BM=64, BN=bn, BK=128 if fp8 else 32, GROUP_M=2, GATED=stage == 1, SCALED=fp8 == "channel",
         BLOCK_SCALED=fp8 == "block")
     got = out.double().numpy()
+    if combine:
+        return check_sums(got, w64, a64, sorted_rows, block_experts, valid, block, local, k, weights, combine)
     written = np.zeros(len(got), bool)
     for m in range(valid):
         q = int(sorted_rows[m])
@@ -140,6 +148,17 @@ def run(moe, stage, tokens=37, local=5, k=2, hidden=128, inter=96, block=64, bn=
     assert not np.isnan(got[written]).any(), "elements of a valid row unwritten"
     assert np.isnan(got[~written]).all(), "rows of padding, of a non-local expert or past the valid rows written"
     assert len(skipped) > 0 and not written[skipped].any() if stage == 2 else True
+
+
+def check_sums(got, w64, a64, sorted_rows, block_experts, valid, block, local, k, weights, combine):
+    """Stage 2's fp32 sums against float64: every valid pair of a local expert
+    added once (the foreign block's and the padding's not at all)."""
+    ref = np.zeros_like(got)
+    for m in range(valid):
+        q, e = int(sorted_rows[m]), int(block_experts[m // block])
+        if q < len(got) * k and 0 <= e < local:
+            ref[q // k] += (float(weights[q // k, q % k]) if combine == 1 else 1.0) * (w64[e] @ a64[m])
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
 
 
 def fp8_layer(moe, block_scaled, tokens=37, experts=5, k=2, hidden=256, inter=256, seed=8):
@@ -171,7 +190,7 @@ def fp8_layer(moe, block_scaled, tokens=37, experts=5, k=2, hidden=256, inter=25
         out = torch.full((out_rows, n), float("nan")).half()
         moe.moe_stage_kernel[(rows // 64 * triton.cdiv(n, 128),)](
             a, w, out, *layout, a_scale, w_scale.float().contiguous(), rows, pairs, k, n, kk, kk, n, experts, 64,
-            0, 0, 1, BM=64, BN=128, BK=128, GROUP_M=2, GATED=stage == 1, SCALED=not block_scaled,
+            0, 0, 1, torch.ones(1), 0, 0, BM=64, BN=128, BK=128, GROUP_M=2, GATED=stage == 1, SCALED=not block_scaled,
             BLOCK_SCALED=block_scaled)
         return out.double().numpy()
 
@@ -193,6 +212,10 @@ def cases():
         "stage 1, gelu": lambda m: run(m, 1, act=1, tokens=20, seed=1),
         "stage 1, gelu tanh, block 128": lambda m: run(m, 1, act=2, block=128, k=3, seed=2),
         "stage 2, ragged columns, block 128": lambda m: run(m, 2, hidden=160, inter=64, block=128, seed=3),
+        "stage 2, weighted fp32 sums, k 3": lambda m: run(m, 2, hidden=160, inter=64, k=3, seed=9, combine=1),
+        "stage 2, fp32 sums, block 128": lambda m: run(m, 2, hidden=96, inter=64, block=128, seed=10, combine=2),
+        "stage 2, fp8 per channel, weighted fp32 sums": lambda m: run(m, 2, hidden=96, inter=256, fp8="channel",
+                                                                     seed=11, combine=1),
         "stage 1, fp8 per channel": lambda m: run(m, 1, hidden=256, inter=64, fp8="channel", seed=4),
         "stage 2, fp8 per channel": lambda m: run(m, 2, hidden=96, inter=256, fp8="channel", seed=5),
         "stage 1, fp8 block-scaled": lambda m: run(m, 1, hidden=256, inter=128, fp8="block", seed=6),
