@@ -8,9 +8,9 @@ usage: python3 benchmarks/bench_moe.py [--shapes mixtral,qwen3,deepseek-bf16] [-
 The stages' path is the library's choice (Triton stages for prefill sizes
 where built, mma.sync stages for decode) unless AITER_MOE_KERNEL=triton|mma|
 portable forces one; the header names it, and the Triton path's switches
-AITER_MOE_COMBINE=pairs (a row a pair and the combine kernel, not stage 2's
-fp32 sums) and AITER_MOE_SORT=single (the one-block sort), for before/after
-timings in one run.  --show-kernels lists the GPU
+AITER_MOE_COMBINE=sums (stage 2 adds its rows to fp32 sums by atomics instead
+of a row a pair read back by the combine kernel) and AITER_MOE_SORT=single (the
+one-block sort), for before/after timings in one run.  --show-kernels lists the GPU
 kernels one call of each row launched with their times (torch.profiler, one
 call), to confirm the path and see where the time goes.
 
@@ -291,8 +291,8 @@ def main():
     args = ap.parse_args()
     copy_tbs = copy_bandwidth()
     path = os.environ.get("AITER_MOE_KERNEL", "heuristic")
-    # The Triton path's A/B switches (libaiter/gpu/moe_fused.cpp, moe.cpp): the
-    # pair rows and combine kernel instead of stage 2's fp32 sums; the one-block sort.
+    # The Triton path's A/B switches (libaiter/gpu/moe_fused.cpp, moe.cpp): stage
+    # 2's fp32 sums instead of the pair rows and combine kernel; the one-block sort.
     path += f", combine: {os.environ.get('AITER_MOE_COMBINE', 'default')}, sort: {os.environ.get('AITER_MOE_SORT', 'default')}"
     print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  device copy {copy_tbs:.2f} TB/s  "
           f"MoE stages: {path}")

@@ -276,10 +276,11 @@ __device__ __forceinline__ void scatter_pairs(const SortingParams &p, long long 
   }
 }
 
-// Inclusive scans of a[] and b[] over kSortThreads entries (one a thread).
-__device__ __forceinline__ void scan2(int *a, int *b) {
+// Inclusive scans of a[] and b[] over their first n entries (one a thread;
+// the entries past n come out meaningless).
+__device__ __forceinline__ void scan2(int *a, int *b, int n) {
   const int i = thread_x();
-  for (int d = 1; d < kSortThreads; d <<= 1) {
+  for (int d = 1; d < n; d <<= 1) {
     const int va = i >= d ? a[i - d] : 0, vb = i >= d ? b[i - d] : 0;
     sync_block();
     a[i] += va, b[i] += vb;
@@ -298,9 +299,9 @@ __device__ __forceinline__ int expert_rows(const SortingParams &p, int mine, int
   padded[i] = padded_count(p, mine);
   local[i] = i < p.experts && is_local(p, i) ? 1 : 0;
   sync_block();  // every thread's entry written before the scan reads its neighbours'
-  scan2(padded, local);
+  scan2(padded, local, p.experts);  // past the experts: mine = 0, so start = end, nothing placed
   end = padded[i], start = end - padded_count(p, mine), local_id = local[i] - 1;
-  const int total = padded[kSortThreads - 1];
+  const int total = padded[p.experts - 1];
   sync_block();  // all read before a later call writes again
   return total;
 }
@@ -372,10 +373,13 @@ __device__ __forceinline__ void sort_scatter(const SortingParams &p) {
   __shared__ int next[kSortThreads];
   const int i = thread_x(), b = int(block_x());
   int mine = 0, before = 0;
-  for (int part = 0; part < p.parts && i < p.experts; ++part) {
-    const int c = p.partial[(long long)part * p.experts + i];
-    mine += c;
-    before += part < b ? c : 0;
+  if (i < p.experts) {
+#pragma unroll 8
+    for (int part = 0; part < p.parts; ++part) {  // unrolled: the loads in flight together
+      const int c = p.partial[(long long)part * p.experts + i];
+      mine += c;
+      before += part < b ? c : 0;
+    }
   }
   int start, end, local_id;
   const int total = expert_rows(p, mine, start, end, local_id);

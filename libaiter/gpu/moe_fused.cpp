@@ -137,23 +137,23 @@ Plan portable_plan(const FusedMoeArgs &a, const std::string &prefix) {
   return plan;
 }
 
-// AITER_MOE_COMBINE=pairs (read once): the Triton stage 2 stores a row a pair
-// and the combine kernel sums them (bit-reproducible), as the other paths do.
-bool pair_rows_forced() {
-  static const bool forced = [] {
+// AITER_MOE_COMBINE=sums (read once): the Triton stage 2 adds each pair's
+// weighted row to its token's fp32 sums (atomics), then one cast pass, instead
+// of a row a pair and the combine kernel that reads them back.  Not the
+// default: measured slower (H200, 2026-11-27, docs/performance_moe.md run 9:
+// Qwen3-30B T 4096 the stages took about 110 us more, Mixtral T 4096 the layer
+// 418 us more, against the 20-30 us of pair-row traffic it saves), and its sum
+// order varies run to run (bit-reproducible only up to 2 pairs a token).
+bool sums_chosen() {
+  static const bool chosen = [] {
     const char *env = std::getenv("AITER_MOE_COMBINE");
-    return env != nullptr && std::strcmp(env, "pairs") == 0;
+    return env != nullptr && std::strcmp(env, "sums") == 0;
   }();
-  return forced;
+  return chosen;
 }
 
-// The Triton stage 2 adds each pair's weighted row to its token's fp32 sums
-// (atomics; then one cast pass) instead of a row a pair and the combine, which
-// reads them all back: Qwen3-30B at T 4096 wrote and read 134 MB of pair rows
-// for 16 MB of output (docs/performance_moe.md, run 9).  The sums,
-// [tokens, hidden] fp32, take the start of pair_out: room from topk 2 on
-// (topk 1 keeps the pair rows).
-bool fp32_sums(const FusedMoeArgs &a) { return a.topk >= 2 && !pair_rows_forced(); }
+// The sums, [tokens, hidden] fp32, take the start of pair_out: room from topk 2 on.
+bool fp32_sums(const FusedMoeArgs &a) { return a.topk >= 2 && sums_chosen(); }
 
 Plan triton_plan(const FusedMoeArgs &a) {
   Plan plan;

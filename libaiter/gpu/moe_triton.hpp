@@ -14,10 +14,11 @@ namespace gpu {
 bool triton_moe_fits(const FusedMoeArgs &a, const GpuCall &call);
 
 // What stage 2 does with its rows: store each pair's row in pair_out (the
-// combine kernel sums them: deterministic), or add weight * row to the token's
-// fp32 sums at the start of pair_out ([tokens, hidden], zeroed beforehand;
-// needs topk >= 2 for the room) with fp32 atomics, whose order varies from run
-// to run (bit-reproducible only where a token has at most 2 pairs).
+// combine kernel sums them: deterministic; the default), or add weight * row to
+// the token's fp32 sums at the start of pair_out ([tokens, hidden], zeroed
+// beforehand; needs topk >= 2 for the room) with fp32 atomics, whose order
+// varies from run to run (bit-reproducible only where a token has at most 2
+// pairs); AITER_MOE_COMBINE=sums, slower where measured (gpu/moe_fused.cpp).
 enum class TritonCombine { pair_rows, fp32_sums };
 
 // Stage 1 (gate/up product and activation into inter_buf) or stage 2 (down
