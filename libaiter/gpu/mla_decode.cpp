@@ -1,17 +1,20 @@
-// GPU launcher of MLA decode: on NVIDIA the tensor-core kernel
-// (kernels/mla/mla_mma.cu: tiles of 16 or 32 rows of a sequence), on AMD the
-// Triton one where built (mla_triton.cpp: MFMA), elsewhere the
-// portable one (kernels/mla/mla.cu: one row a block); with several splits, then
-// the merge of their partial results.
+// GPU launcher of MLA decode: on NVIDIA the tensor-core kernels (on sm_90a,
+// sequences of 64 rows or more with 16-bit caches: kernels/mla/mla_wgmma.cu,
+// tiles of 64 rows; else kernels/mla/mla_mma.cu: tiles of 16 or 32), on AMD
+// the Triton one where built (mla_triton.cpp: MFMA), elsewhere the portable one
+// (kernels/mla/mla.cu: one row a block); with several splits, then the merge of
+// their partial results.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "gpu/launch.hpp"
 #include "gpu/mla_triton.hpp"
 #include "kernels/common/quant_kind.h"
 #include "kernels/mla/mla_params.h"
+#include "kernels/mla/mla_wgmma_params.h"
 #include "ops/mla.hpp"
 
 namespace aiter {
@@ -28,9 +31,17 @@ constexpr double kLog2e = 1.4426950408889634;
 bool aligned(const void *p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 // AITER_MLA_KERNEL=portable runs the portable kernel on NVIDIA too: the AMD
-// targets' kernel, tested where AMD hardware is not at hand.
+// targets' kernel, tested where AMD hardware is not at hand; =mma keeps the
+// sm_90a kernel out, so that the mma.sync one runs (and is tested) at every size.
 bool portable_forced() {
   static const bool forced = portable_requested("AITER_MLA_KERNEL");
+  return forced;
+}
+bool mma_forced() {
+  static const bool forced = [] {
+    const char *env = std::getenv("AITER_MLA_KERNEL");
+    return env != nullptr && std::string(env) == "mma";
+  }();
   return forced;
 }
 
@@ -77,6 +88,57 @@ aiter_status plan_splits(const MlaDecodeArgs &a, int64_t blocks, int64_t capacit
   return AITER_OK;
 }
 
+// The sm_90a kernel: 16-bit caches, 64 rows or more a sequence, pages of a
+// multiple of 16 positions (a TMA box never crosses one), q and the cache
+// 16-byte aligned (TMA), rows and cache positions TMA coordinates can address.
+constexpr int64_t kWgmmaRows = 64;
+constexpr int64_t kMaxTmaRowsBytes = int64_t(1) << 40;
+
+bool wgmma_chosen(const MlaDecodeArgs &a, const GpuCall &call, int64_t rows) {
+  const int64_t cache_rows = a.num_blocks * a.page_size;
+  const bool fits = call.device.device_type == kDLCUDA && !portable_forced() && !mma_forced() &&
+                    !is_fp8(a.cache_dtype) && rows >= kWgmmaRows && a.page_size % 16 == 0 && aligned(a.q, 16) &&
+                    aligned(a.kv_cache, 16) && aligned(a.out, 4) && cache_rows < INT_MAX &&
+                    cache_rows * kMlaLatentDim * 2 < kMaxTmaRowsBytes && a.batch * rows < INT_MAX &&
+                    a.batch * rows * kMlaLatentDim * 2 < kMaxTmaRowsBytes;
+  if (!fits) return false;
+  DeviceScope scope(call.device);
+  if (scope.status() == AITER_OK &&
+      has_kernel(scope.driver(), call.device.device_id, "mla_decode", std::string("wgmma.") + dtype_tag(a.dtype)))
+    return true;
+  clear_error();  // no sm_90a code object here (another GPU, or a build without it)
+  return false;
+}
+
+// [rows][576] 16-bit rows as a 3-D map (the third dim of one), boxes of 64 columns by `box_rows`.
+aiter_status encode_rows(Driver *driver, const void *data, int64_t rows, int box_rows, TensorMap *map) {
+  TensorMapSpec spec{};
+  spec.base = data;
+  spec.element_bytes = 2;
+  spec.dims[0] = uint64_t(kMlaLatentDim), spec.dims[1] = uint64_t(rows), spec.dims[2] = 1;
+  spec.byte_strides[0] = uint64_t(kMlaLatentDim * 2), spec.byte_strides[1] = uint64_t(rows * kMlaLatentDim * 2);
+  spec.box[0] = 64, spec.box[1] = uint32_t(box_rows), spec.box[2] = 1;
+  return driver->encode_tensor_map(spec, map);
+}
+
+// One block per 64 rows of a split of a sequence, a sequence's blocks side by side.
+aiter_status launch_wgmma(const MlaDecodeArgs &a, const MlaDecodeParams &p, const GpuCall &call, int64_t tiles) {
+  DeviceScope scope(call.device);
+  if (scope.status() != AITER_OK) return scope.status();
+  MlaWgmmaParams w{};
+  w.p = p;
+  w.box_rows = a.page_size % 64 == 0 ? 64 : 16;
+  aiter_status s = encode_rows(scope.driver(), a.q, a.batch * p.rows, 64, &w.q_map);
+  if (s == AITER_OK) s = encode_rows(scope.driver(), a.kv_cache, a.num_blocks * a.page_size, w.box_rows, &w.kv_map);
+  if (s != AITER_OK) return s;
+  const int64_t blocks = a.batch * p.splits * tiles;
+  if (blocks > INT_MAX)
+    return fail(AITER_ERR_UNSUPPORTED_SHAPE, "aiter_mla_decode: %lld blocks are more than one launch holds",
+                (long long)blocks);
+  return launch(call, "mla_decode", std::string("wgmma.") + dtype_tag(a.dtype), Dim3{unsigned(blocks), 1, 1}, 384,
+                w);
+}
+
 aiter_status combine(const MlaDecodeArgs &a, const MlaDecodeParams &p, const GpuCall &call) {
   MlaCombineParams c{};
   c.partial_out = p.partial_out;
@@ -98,8 +160,9 @@ aiter_status mla_decode(const MlaDecodeArgs &a, const GpuCall &call) {
   bool triton = false;
   aiter_status s = mla_triton_chosen(a, call, &triton);
   if (s != AITER_OK) return s;
-  const bool mma = !triton && use_mma(a, call);
-  const int64_t tile_rows = triton ? kMlaTritonRows : mma ? (rows <= 16 ? 16 : 32) : 1;
+  const bool wgmma = !triton && wgmma_chosen(a, call, rows);
+  const bool mma = !triton && !wgmma && use_mma(a, call);
+  const int64_t tile_rows = triton ? kMlaTritonRows : wgmma ? kWgmmaRows : mma ? (rows <= 16 ? 16 : 32) : 1;
   const int64_t tiles = (rows + tile_rows - 1) / tile_rows;
   const int64_t capacity = a.max_blocks * a.page_size;
   if (tiles > kMaxGridY || capacity > INT_MAX || a.batch * rows > INT_MAX || a.batch * kMlaMaxSplits > INT_MAX)
@@ -136,7 +199,9 @@ aiter_status mla_decode(const MlaDecodeArgs &a, const GpuCall &call) {
   }
   const std::string types = std::string(dtype_tag(a.dtype)) + (is_fp8(a.cache_dtype) ? ".fp8" : ".same");
   const Dim3 grid{unsigned(a.batch * splits), unsigned(tiles), 1};
-  if (triton)
+  if (wgmma)
+    s = launch_wgmma(a, p, call, tiles);
+  else if (triton)
     s = mla_decode_triton(a, p, call);
   else if (mma)
     s = launch(call, "mla_decode", "mma." + types + ".m" + std::to_string(tile_rows), grid, unsigned(tile_rows * 8), p);

@@ -148,6 +148,40 @@ def test_decode_deepseek_shapes(rng, device, hq, s_q, cache_dtype):
     check(got, lse, *mla_ref(q, cache, table, lens, 0.0417, kv_scale), "bfloat16")
 
 
+def poison_unused_rows(cache, table, lens):
+    """NaN in every cache row no context position uses (the tails of last pages
+    and spare blocks): a kernel that lets them into P V returns NaN."""
+    page = cache.shape[1]
+    used = np.zeros(cache.shape[0] * page, bool)
+    for b, n in enumerate(lens):
+        pos = np.arange(n)
+        used[table[b, pos // page] * page + pos % page] = True
+    flat = cache.reshape(-1, D)
+    flat[~used] = np.nan
+    return cache
+
+
+@gpu_only
+@pytest.mark.parametrize("hq,s_q,page_size,num_splits", [(64, 1, 64, 0), (128, 1, 16, 0), (128, 2, 64, 3),
+                                                         (64, 3, 48, 0), (96, 1, 16, 2), (64, 1, 1, 0)])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_decode_many_rows(rng, device, hq, s_q, page_size, num_splits, dtype):
+    """64 rows or more a sequence (on sm_90a the wgmma kernel's 64-row tiles; its
+    page sizes are multiples of 16, page 1 takes the mma.sync kernel): lengths
+    0, 1, odd and whole tiles, unused cache rows poisoned with NaN, forced splits."""
+    q, cache, table, lens = make_case(rng, [1000, 0, 1, 131, 64, 2 * s_q], page_size, hq, s_q, dtype)
+    cache = poison_unused_rows(cache, table, lens)
+    got, lse = run(device, q, cache, table, lens, 0.0417, num_splits=num_splits)
+    check(got, lse, *mla_ref(q, cache, table, lens, 0.0417), dtype)
+
+
+@gpu_only
+def test_decode_many_rows_without_lse(rng, device):
+    q, cache, table, lens = make_case(rng, [77, 300], 64, 128, 1)
+    got = aiter.mla_decode(*(to_device(a, device) for a in (q, cache, table, lens)), 0.05)
+    assert_close(on_host(got), mla_ref(q, cache, table, lens, 0.05)[0], "bfloat16")
+
+
 @gpu_only
 def test_decode_one_long_sequence(rng, device):
     """B 1 over 20000 positions: split-KV spreads it over the device."""
@@ -157,9 +191,10 @@ def test_decode_one_long_sequence(rng, device):
 
 
 @gpu_only
-def test_decode_bad_block_ids_on_device(rng, device):
+@pytest.mark.parametrize("hq", [16, 64])
+def test_decode_bad_block_ids_on_device(rng, device, hq):
     """Block ids the host cannot check: positions with an id out of range are skipped."""
-    q, cache, table, lens = make_case(rng, [100, 40], 16, 16, 1)
+    q, cache, table, lens = make_case(rng, [100, 40], 16, hq, 1)
     bad = table.copy()
     bad[0, 2], bad[1, 0] = 10 ** 6, -5
     got, lse = run(device, q, cache, bad, lens, 0.05, num_splits=2)
@@ -174,10 +209,11 @@ def test_decode_bad_block_ids_on_device(rng, device):
 
 
 @gpu_only
-def test_graph_capture_and_replay(rng, device):
+@pytest.mark.parametrize("hq", [16, 64])
+def test_graph_capture_and_replay(rng, device, hq):
     """Captured once, replayed with new block tables, lengths and queries."""
     import torch
-    q, cache, table, lens = make_case(rng, [300, 5, 1000, 0], 16, 16, 2)
+    q, cache, table, lens = make_case(rng, [300, 5, 1000, 0], 16, hq, 2)
     qd, cd, td, ld = (to_device(a, device) for a in (q, cache, table, lens))
     size = aiter.mla_decode_workspace_size(qd, cd, td)
     ws = torch.full((max(size // 4, 1),), float("nan"), device="cuda")
