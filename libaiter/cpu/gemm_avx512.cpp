@@ -18,9 +18,13 @@
 // bf16, fp8 and int8 with at most kDotMaxM rows of A take the dot-product form
 // instead (avx512::dot_kernel): strips of W rows meet every row of A straight
 // from memory, so W is read once and never packed: with so few rows of A,
-// packing W would cost as much as the products.
+// packing W would cost as much as the products.  There W comes from memory in
+// the six-rows-at-once order of the kernel, which the hardware's prefetchers
+// do not follow: the kernels sweep prefetch requests through W in address
+// order ahead of the reads (dot_ahead_bytes).
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -68,6 +72,30 @@ struct LineAligned {
   bool operator!=(const LineAligned<U> &) const { return false; }
 };
 using Lines = std::vector<uint32_t, LineAligned<uint32_t>>;
+
+// Line-aligned words kept from call to call, grown without copying or zeroing
+// what they held: every call rewrites them whole.  (A std::vector's resize
+// copied the old packed A and zeroed the rest on the calling thread alone: the
+// demo's first down GEMM, 1.35 MB, took its 330 page faults on one thread,
+// where pack_a's writes share them between the threads.)
+class Words {
+ public:
+  uint32_t *at_least(size_t n) {
+    if (n > size_) {
+      data_.reset();
+      data_.reset(static_cast<uint32_t *>(::operator new(n * sizeof(uint32_t), std::align_val_t(64))));
+      size_ = n;
+    }
+    return data_.get();
+  }
+
+ private:
+  struct Free {
+    void operator()(uint32_t *p) const { ::operator delete(p, std::align_val_t(64)); }
+  };
+  std::unique_ptr<uint32_t, Free> data_;
+  size_t size_ = 0;
+};
 
 // ---- the slots of a dtype ----------------------------------------------------------
 Slots slots_for(const Plan &p) {
@@ -419,22 +447,44 @@ DotA dot_a(const Plan &p) {
 // between blocks.  Sum: float (bf16) or int32_t (int8, exact).
 constexpr int64_t kDotBlockK = 512;
 
-// Asks for a block of W the strip reads later (a later K block of the same
-// rows, else the first of the next rows) while the groups of A compute on this
-// one: the first group would otherwise wait on memory for every line of W.
-// The caller asks for the next two blocks: one block's products take less
-// time than one core's memory bandwidth needs to bring the next.
-void prefetch_next_w_block(const Plan &p, int64_t b, int64_t row0, int64_t rows, int64_t next_k0, int64_t block_k,
-                           int64_t strip_end) {
-  if (next_k0 >= p.k) row0 += rows, rows = std::min<int64_t>(avx512::kDotRowsW, strip_end - row0), next_k0 = 0;
-  const int64_t bytes = std::min(block_k, p.k - next_k0) * p.w.elem_bytes;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t line = 0; line < bytes; line += 64)
-      __builtin_prefetch(p.w.row(b, row0 + r) + next_k0 * p.w.elem_bytes + line, 0, 2);
+// How far ahead of the reads the dot kernels' prefetch requests run, in
+// bytes of W.  One thread reading evicted W of 5632 x 1024 bf16 (2-core EPYC,
+// docs/performance_cpu.md): 11-12 GB/s with the hardware's prefetchers alone
+// (six rows 2 KB apart defeat them), 19 GB/s with requests 12 KB ahead, 23-26
+// at 32 KB, 25-28 at 64-256 KB, where one thread's sequential read makes
+// 25-28; through the library on both threads 16-128 KB were within the noise.
+// Short enough that a run of rows 256 KB long (o at M 4) is mostly covered:
+// a run's first kDotAheadBytes get no requests.
+constexpr int64_t kDotAheadBytes = 32 << 10;
+
+// The dot kernels' prefetch requests (avx512::DotKernel's ahead_bytes) sweep
+// through W in address order, kDotAheadBytes ahead of where the kernel
+// reads.  Rows of W follow each other (a padded row stride leaves the padding
+// unasked-for), so the kDotRowsW rows of a kernel call are one range of
+// bytes, read in that order block by block of K: the call for rows [row, row
+// + kDotRowsW) and columns [k0, k0 + kc) asks for the bytes from row(row) +
+// kDotAheadBytes + kDotRowsW k0 on, as many as it reads.  Where that range
+// would pass run_end (the end of this thread's run of rows: the rows after it
+// are another thread's to read) it asks for nothing; 0 says so.
+int64_t dot_ahead_bytes(const Plan &p, int64_t row, int64_t k0, int64_t kc, int64_t run_end) {
+  const int64_t elem = p.w.elem_bytes, distance = kDotAheadBytes;
+  const int64_t start = row * p.w.row_bytes + distance + avx512::kDotRowsW * k0 * elem;
+  const int64_t end = start + avx512::kDotRowsW * ((kc + 31) / 32 * 32) * elem;  // the kernel's steps of 32
+  const int64_t run_bytes = (run_end - 1) * p.w.row_bytes + p.k * elem;
+  return end <= run_bytes ? distance + (avx512::kDotRowsW - 1) * k0 * elem : 0;
+}
+
+// fp8 W decoded once per block: the kernel reads the decoded copy, so the
+// block's share of the sweep is asked for here, before the decoding.
+void prefetch_ahead_block(const Plan &p, int64_t b, int64_t row, int64_t k0, int64_t kc, int64_t ahead_bytes) {
+  if (ahead_bytes == 0) return;
+  const char *at = p.w.row(b, row) + k0 * p.w.elem_bytes + ahead_bytes;
+  for (int64_t byte = 0; byte < avx512::kDotRowsW * kc * p.w.elem_bytes; byte += 64) __builtin_prefetch(at + byte, 0, 2);
 }
 
 template <class Sum>
-void run_dot_strip(const Plan &p, const Layout &l, const DotA &a, int64_t b, int64_t n0, int64_t cols) {
+void run_dot_strip(const Plan &p, const Layout &l, const DotA &a, int64_t b, int64_t n0, int64_t cols,
+                   int64_t run_end) {
   constexpr int64_t kPair = avx512::kDotRowsA * avx512::kDotRowsW * 16;  // lanes of one group's kernel call
   Sum acc[kDotMaxM * kDotStripN];
   Sum lanes[(kDotMaxM / avx512::kDotRowsA) * kPair];
@@ -452,8 +502,8 @@ void run_dot_strip(const Plan &p, const Layout &l, const DotA &a, int64_t b, int
     const void *w[avx512::kDotRowsW];
     for (int64_t k0 = 0; k0 < p.k; k0 += block_k) {
       const int64_t kc = std::min(block_k, p.k - k0);
-      prefetch_next_w_block(p, b, n0 + j0, c, k0 + block_k, block_k, n0 + cols);
-      prefetch_next_w_block(p, b, n0 + j0, c, k0 + 2 * block_k, block_k, n0 + cols);
+      const int64_t ahead_bytes = dot_ahead_bytes(p, n0 + j0, k0, kc, run_end);
+      if (decode_once) prefetch_ahead_block(p, b, n0 + j0, k0, kc, ahead_bytes);
       for (int64_t j = 0; j < avx512::kDotRowsW; ++j) {
         w[j] = p.w.row(b, n0 + j0 + std::min(j, c - 1)) + k0 * p.w.elem_bytes;
         if (decode_once) {
@@ -465,19 +515,19 @@ void run_dot_strip(const Plan &p, const Layout &l, const DotA &a, int64_t b, int
       for (int64_t g = 0, i0 = 0; g < groups; ++g) {
         const int64_t r = p.m / groups + (g < p.m % groups ? 1 : 0);
         avx512::dot_kernel(l.slots, int(r), l.vnni, table != nullptr)(
-            a_rows + (i0 * a.ld + k0) * a.elem_bytes, a.ld, w, kc, lanes + g * kPair, k0 > 0, table);
+            a_rows + (i0 * a.ld + k0) * a.elem_bytes, a.ld, w, kc, lanes + g * kPair, k0 > 0, table,
+            g == 0 && !decode_once ? ahead_bytes : 0);  // the other groups read the same rows
         i0 += r;
       }
     }
     for (int64_t g = 0, i0 = 0; g < groups; ++g) {
       const int64_t r = p.m / groups + (g < p.m % groups ? 1 : 0);
+      const int outputs = int(r) * avx512::kDotRowsW;  // lanes (i * kDotRowsW + j) * 16 on
+      Sum sums[avx512::kDotRowsA * avx512::kDotRowsW] = {};  // with K = 0 the lanes were never written
+      for (int o = 0; p.k > 0 && o < outputs; o += 16)
+        avx512::add_lanes(lanes + g * kPair + o * 16, std::min(16, outputs - o), sums + o);
       for (int64_t i = 0; i < r; ++i)
-        for (int64_t j = 0; j < c; ++j) {
-          const Sum *lane = lanes + g * kPair + (i * avx512::kDotRowsW + j) * 16;
-          Sum s = 0;  // with K = 0 the lanes were never written: adding them up would be UB
-          for (int t = 0; p.k > 0 && t < 16; ++t) s += lane[t];
-          acc[(i0 + i) * kDotStripN + j0 + j] = s;
-        }
+        for (int64_t j = 0; j < c; ++j) acc[(i0 + i) * kDotStripN + j0 + j] = sums[i * avx512::kDotRowsW + j];
       i0 += r;
     }
   }
@@ -490,14 +540,16 @@ void run_dot(const Plan &p, const Layout &l) {
   // Runs of consecutive strips (parallel_for's 4 chunks a thread), not
   // for_each_item's one strip at a time: W's rows follow each other in
   // memory, and a thread that reads one long run keeps its prefetches
-  // (prefetch_next_w_block, the hardware's) on the rows it reads next.
+  // (the kernels' requests ahead, the hardware's) on the rows it reads next.
   parallel_for(p.batch * strips, 1, [&](int64_t begin, int64_t end) {
     for (int64_t index = begin; index < end; ++index) {
       const int64_t b = index / strips, n0 = (index % strips) * kDotStripN, cols = std::min(kDotStripN, p.n - n0);
+      const bool last_matrix = b == (end - 1) / strips;  // the run ends in this matrix
+      const int64_t run_end = last_matrix ? std::min(p.n, ((end - 1) % strips + 1) * kDotStripN) : p.n;
       if (l.slots == Slots::int16_pairs)
-        run_dot_strip<int32_t>(p, l, a, b, n0, cols);
+        run_dot_strip<int32_t>(p, l, a, b, n0, cols, run_end);
       else
-        run_dot_strip<float>(p, l, a, b, n0, cols);
+        run_dot_strip<float>(p, l, a, b, n0, cols, run_end);
     }
   });
 }
@@ -508,10 +560,9 @@ void run(const Plan &p) {
   // Kept from call to call: fresh pages every call cost more than small GEMMs.
   // (The workers reach it through `packed`: a lambda names its own thread's
   // thread_local, not the caller's.)
-  thread_local Lines packed_a;
-  packed_a.resize(size_t(p.batch * p.m * l.slots_k));
-  const uint32_t *packed = packed_a.data();
-  pack_a(p, l, packed_a.data());
+  thread_local Words packed_a;
+  uint32_t *packed = packed_a.at_least(size_t(p.batch * p.m * l.slots_k));
+  pack_a(p, l, packed);
   const std::vector<int32_t> offsets = quad_offsets(p, l);
   const int32_t *offset = offsets.empty() ? nullptr : offsets.data();
   const int64_t chunks_n = (p.n + kChunkN - 1) / kChunkN, items = l.blocks_m * chunks_n;

@@ -158,20 +158,33 @@ __attribute__((target(AITER_TARGET_AVX512))) void pack_block(const uint32_t *src
 }
 
 // ---- the dot-product form ----------------------------------------------------------
-// 32 bf16 of every row of A against 32 of every row of W; kMasked: the last,
-// partial step (masked loads read nothing past `mask`).
+// The lines of step k's share of a linear sweep through W, `ahead_bytes` past
+// row 0 of the call (dot_kernel's `ahead_bytes`; none where 0): each step asks
+// for as many bytes as it reads, kDotRowsW x 32 elements, in address order.
+template <class T>
+__attribute__((always_inline)) inline void prefetch_ahead(const T *w0, int64_t k, int64_t ahead_bytes) {
+  if (ahead_bytes == 0) return;
+  const char *at = reinterpret_cast<const char *>(w0) + ahead_bytes + k * int64_t(sizeof(T)) * kDotRowsW;
+  constexpr int kLines = kDotRowsW * 32 * int(sizeof(T)) / 64;
+#pragma GCC unroll 8
+  for (int line = 0; line < kLines; ++line) __builtin_prefetch(at + line * 64, 0, 2);
+}
+
+// Elements [k, k + 32) of every row of A against the same of every row of W;
+// kMasked: the last, partial step (masked loads read nothing past `mask`).
+// (The rows are addressed as base + k: gcc turned an array of moving row
+// pointers into vector arithmetic and extracts, 6 instructions a row.)
 template <int R, bool kMasked>
-__attribute__((target(AITER_TARGET_BF16), always_inline)) inline void dot_bf16_step(__m512 (&acc)[R][kDotRowsW],
-                                                                                  const uint16_t *a, int64_t lda,
-                                                                                  const uint16_t *const *w,
-                                                                                  __mmask32 mask) {
+__attribute__((target(AITER_TARGET_BF16), always_inline)) inline void dot_bf16_step(
+    __m512 (&acc)[R][kDotRowsW], const uint16_t *a, int64_t lda, const uint16_t *const (&w)[kDotRowsW], int64_t k,
+    __mmask32 mask) {
   __m512i av[R];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
-    av[i] = kMasked ? _mm512_maskz_loadu_epi16(mask, a + i * lda) : _mm512_loadu_si512(a + i * lda);
+    av[i] = kMasked ? _mm512_maskz_loadu_epi16(mask, a + i * lda + k) : _mm512_loadu_si512(a + i * lda + k);
 #pragma GCC unroll 8
   for (int j = 0; j < kDotRowsW; ++j) {
-    const __m512i wv = kMasked ? _mm512_maskz_loadu_epi16(mask, w[j]) : _mm512_loadu_si512(w[j]);
+    const __m512i wv = kMasked ? _mm512_maskz_loadu_epi16(mask, w[j] + k) : _mm512_loadu_si512(w[j] + k);
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)wv, (__m512bh)av[i]);
   }
@@ -179,9 +192,12 @@ __attribute__((target(AITER_TARGET_BF16), always_inline)) inline void dot_bf16_s
 
 template <int R>
 __attribute__((target(AITER_TARGET_BF16))) void dot_bf16(const void *a_v, int64_t lda, const void *const *w_v,
-                                                         int64_t kc, void *lanes_v, bool accumulate, const uint16_t *) {
+                                                         int64_t kc, void *lanes_v, bool accumulate, const uint16_t *,
+                                                         int64_t ahead_bytes) {
   const uint16_t *a = static_cast<const uint16_t *>(a_v);
-  const uint16_t *const *w = reinterpret_cast<const uint16_t *const *>(w_v);
+  const uint16_t *w[kDotRowsW];
+#pragma GCC unroll 8
+  for (int j = 0; j < kDotRowsW; ++j) w[j] = static_cast<const uint16_t *>(w_v[j]);
   float *lanes = static_cast<float *>(lanes_v);
   __m512 acc[R][kDotRowsW];
 #pragma GCC unroll 16
@@ -189,15 +205,14 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_bf16(const void *a_v, int64_
 #pragma GCC unroll 8
     for (int j = 0; j < kDotRowsW; ++j)
       acc[i][j] = accumulate ? _mm512_loadu_ps(lanes + (i * kDotRowsW + j) * 16) : _mm512_setzero_ps();
-  const uint16_t *w_at[kDotRowsW];
   int64_t k = 0;
   for (; k + 32 <= kc; k += 32) {
-    for (int j = 0; j < kDotRowsW; ++j) w_at[j] = w[j] + k;
-    dot_bf16_step<R, false>(acc, a + k, lda, w_at, 0);
+    prefetch_ahead(w[0], k, ahead_bytes);
+    dot_bf16_step<R, false>(acc, a, lda, w, k, 0);
   }
   if (k < kc) {
-    for (int j = 0; j < kDotRowsW; ++j) w_at[j] = w[j] + k;
-    dot_bf16_step<R, true>(acc, a + k, lda, w_at, __mmask32((1u << (kc - k)) - 1u));
+    prefetch_ahead(w[0], k, ahead_bytes);
+    dot_bf16_step<R, true>(acc, a, lda, w, k, __mmask32((1u << (kc - k)) - 1u));
   }
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
@@ -231,9 +246,11 @@ __attribute__((target(AITER_TARGET_AVX512), always_inline)) inline __m512i decod
 template <int R>
 __attribute__((target(AITER_TARGET_BF16))) void dot_fp8(const void *a_v, int64_t lda, const void *const *w_v,
                                                         int64_t kc, void *lanes_v, bool accumulate,
-                                                        const uint16_t *table) {
+                                                        const uint16_t *table, int64_t ahead_bytes) {
   const uint16_t *a = static_cast<const uint16_t *>(a_v);
-  const uint8_t *const *w = reinterpret_cast<const uint8_t *const *>(w_v);
+  const uint8_t *w[kDotRowsW];
+#pragma GCC unroll 8
+  for (int j = 0; j < kDotRowsW; ++j) w[j] = static_cast<const uint8_t *>(w_v[j]);
   float *lanes = static_cast<float *>(lanes_v);
   const Fp8Table t = load_fp8_table(table);
   __m512 acc[R][kDotRowsW];
@@ -244,6 +261,7 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_fp8(const void *a_v, int64_t
       acc[i][j] = accumulate ? _mm512_loadu_ps(lanes + (i * kDotRowsW + j) * 16) : _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; k += 32) {
     const __mmask32 mask = kc - k >= 32 ? __mmask32(~0u) : __mmask32((1u << (kc - k)) - 1u);
+    prefetch_ahead(w[0], k, ahead_bytes);
     __m512i av[R];
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) av[i] = _mm512_maskz_loadu_epi16(mask, a + i * lda + k);
@@ -264,9 +282,11 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_fp8(const void *a_v, int64_t
 #define AITER_DEFINE_DOT_INT8(NAME, TARGET)                                                                     \
   template <int R, class Op>                                                                                   \
   __attribute__((target(TARGET))) void NAME(const void *a_v, int64_t lda, const void *const *w_v, int64_t kc,  \
-                                            void *lanes_v, bool accumulate, const uint16_t *) {                \
+                                            void *lanes_v, bool accumulate, const uint16_t *,                  \
+                                            int64_t ahead_bytes) {                                             \
     const int16_t *a = static_cast<const int16_t *>(a_v);                                                      \
-    const int8_t *const *w = reinterpret_cast<const int8_t *const *>(w_v);                                      \
+    const int8_t *w[kDotRowsW];                                                                                \
+    _Pragma("GCC unroll 8") for (int j = 0; j < kDotRowsW; ++j) w[j] = static_cast<const int8_t *>(w_v[j]);    \
     int32_t *lanes = static_cast<int32_t *>(lanes_v);                                                          \
     __m512i acc[R][kDotRowsW];                                                                                 \
     _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i)                                                        \
@@ -274,6 +294,7 @@ __attribute__((target(AITER_TARGET_BF16))) void dot_fp8(const void *a_v, int64_t
         acc[i][j] = accumulate ? _mm512_loadu_si512(lanes + (i * kDotRowsW + j) * 16) : _mm512_setzero_si512(); \
     for (int64_t k = 0; k < kc; k += 32) {                                                                     \
       const __mmask32 mask = kc - k >= 32 ? __mmask32(~0u) : __mmask32((1u << (kc - k)) - 1u);                \
+      prefetch_ahead(w[0], k, ahead_bytes);                                                                       \
       __m512i av[R];                                                                                           \
       _Pragma("GCC unroll 16") for (int i = 0; i < R; ++i) av[i] = _mm512_maskz_loadu_epi16(mask, a + i * lda + k); \
       _Pragma("GCC unroll 8") for (int j = 0; j < kDotRowsW; ++j) {                                             \
@@ -298,7 +319,61 @@ __attribute__((target(AITER_TARGET_AVX512))) void decode_fp8_row_avx512(const ui
   }
 }
 
+// 16 rows of 16 lanes (rows >= count read as zeros) as 16 vectors of one
+// lane each: col[t][o] = row o's lane t.  Lanes within 128-bit quarters by
+// unpacks, then the quarters by shuffle_f32x4 (a 4 x 4 transpose of quarters).
+__attribute__((target(AITER_TARGET_AVX512))) inline void transpose16(const float *lanes, int count, __m512 (&col)[16]) {
+  __m512 r[16], t[16];
+#pragma GCC unroll 16
+  for (int o = 0; o < 16; ++o) r[o] = o < count ? _mm512_loadu_ps(lanes + 16 * o) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (int q = 0; q < 8; ++q) {  // per quarter: a0 b0 a1 b1 / a2 b2 a3 b3 of rows 2q, 2q + 1
+    t[2 * q] = _mm512_unpacklo_ps(r[2 * q], r[2 * q + 1]);
+    t[2 * q + 1] = _mm512_unpackhi_ps(r[2 * q], r[2 * q + 1]);
+  }
+  __m512 u[16];  // u[4k + e], quarter L: element 4L + e of rows 4k .. 4k + 3
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    const __m512d t0 = _mm512_castps_pd(t[4 * k]), t1 = _mm512_castps_pd(t[4 * k + 1]);
+    const __m512d t2 = _mm512_castps_pd(t[4 * k + 2]), t3 = _mm512_castps_pd(t[4 * k + 3]);
+    u[4 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    u[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    u[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    u[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+#pragma GCC unroll 4
+  for (int e = 0; e < 4; ++e) {  // col[4L + e] = quarter L of u[e], u[4 + e], u[8 + e], u[12 + e]
+    const __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x44), v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xEE);
+    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x44), v3 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xEE);
+    col[e] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    col[4 + e] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+    col[8 + e] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    col[12 + e] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+  }
+}
+
+__attribute__((target(AITER_TARGET_AVX512))) void add_lanes_avx512(const float *lanes, int count, float *sums) {
+  __m512 col[16];
+  transpose16(lanes, count, col);
+  __m512 s = _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; ++t) s = _mm512_add_ps(s, col[t]);
+  _mm512_mask_storeu_ps(sums, __mmask16((1u << count) - 1u), s);
+}
+
+__attribute__((target(AITER_TARGET_AVX512))) void add_lanes_avx512(const int32_t *lanes, int count, int32_t *sums) {
+  __m512 col[16];
+  transpose16(reinterpret_cast<const float *>(lanes), count, col);  // moves bits only
+  __m512i s = _mm512_setzero_si512();
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; ++t) s = _mm512_add_epi32(s, _mm512_castps_si512(col[t]));
+  _mm512_mask_storeu_epi32(sums, __mmask16((1u << count) - 1u), s);
+}
+
 }  // namespace
+
+void add_lanes(const float *lanes, int count, float *sums) { add_lanes_avx512(lanes, count, sums); }
+void add_lanes(const int32_t *lanes, int count, int32_t *sums) { add_lanes_avx512(lanes, count, sums); }
 
 void decode_fp8_row(const uint8_t *src, int64_t n, const uint16_t *table, uint16_t *dst) {
   decode_fp8_row_avx512(src, n, table, dst);
@@ -348,6 +423,8 @@ Kernel kernel(Slots, int, bool) { return nullptr; }
 DotKernel dot_kernel(Slots, int, bool, bool) { return nullptr; }
 void decode_fp8_row(const uint8_t *, int64_t, const uint16_t *, uint16_t *) {}
 void pack_panel(const uint32_t *, int64_t, int, int64_t, int, uint32_t *) {}
+void add_lanes(const float *, int, float *) {}
+void add_lanes(const int32_t *, int, int32_t *) {}
 
 #endif
 

@@ -52,9 +52,25 @@ Kernel kernel(Slots slots, int rows, bool vnni);
 // by the caller at the end.  Null off x86-64 and for fp32 slots.
 constexpr int kDotRowsA = 4;
 constexpr int kDotRowsW = 6;
+
+// ahead_bytes (0: none): every step of 32 elements also asks for (prefetcht1)
+// kDotRowsW x 32 elements' worth of lines, in address order, from
+// w_rows[0] + ahead_bytes + k kDotRowsW on (k: the step's first element): a
+// sweep through bytes of W that later calls read, as fast as this one reads
+// (the caller picks ahead_bytes: cpu/gemm_avx512.cpp, dot_ahead_bytes).  Six
+// rows read side by side, 2 KB apart, defeat the hardware's prefetchers (one
+// thread read evicted W at 11-12 GB/s that way, at 23-28 GB/s with this sweep
+// 32-256 KB ahead; docs/performance_cpu.md).
 using DotKernel = void (*)(const void *a, int64_t lda, const void *const *w_rows, int64_t kc, void *lanes,
-                           bool accumulate, const uint16_t *w_table);
+                           bool accumulate, const uint16_t *w_table, int64_t ahead_bytes);
 DotKernel dot_kernel(Slots slots, int rows, bool vnni, bool fp8_w);
+
+// sums[o] = (((0 + lanes[16 o]) + lanes[16 o + 1]) + ...) + lanes[16 o + 15]
+// for o < count (1..16): the dot kernels' lanes added up, 16 rows of lanes at
+// a time (a transpose, then 16 vector adds in the scalar loop's order, so the
+// float sums are the same bits).  Reads no row at or past `count`.
+void add_lanes(const float *lanes, int count, float *sums);
+void add_lanes(const int32_t *lanes, int count, int32_t *sums);
 
 // dst[i] = the bf16 bits of fp8 byte src[i], i < n, by the dot kernel's table
 // lookups (table: as w_table above), 32 a step.
