@@ -583,6 +583,7 @@ aiter_status gemm_avx512(const GemmArgs &g, const GpuCall *) {
   if (g.batch == 0 || g.m == 0 || g.n == 0) return AITER_OK;
   std::vector<float> bias;
   const Plan p = make_plan(g, bias);
+  populate_output(p);
   run(p);
   return AITER_OK;
 }

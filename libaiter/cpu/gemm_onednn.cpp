@@ -199,6 +199,7 @@ aiter_status gemm_onednn(const GemmArgs &g, const GpuCall *) {
   if (g.batch == 0 || g.m == 0 || g.n == 0) return AITER_OK;
   std::vector<float> bias, product(size_t(g.m * g.n));
   const Plan p = make_plan(g, bias);
+  populate_output(p);
   if (g.k == 0) {  // the empty sum: oneDNN has no matmul over nothing
     for (int64_t b = 0; b < p.batch; ++b) store_tile(p, b, 0, p.m, 0, p.n, product.data(), p.n);
     return AITER_OK;

@@ -85,6 +85,7 @@ aiter_status gemm_openblas(const GemmArgs &g, const GpuCall *) {
   if (g.batch == 0 || g.m == 0 || g.n == 0) return AITER_OK;
   std::vector<float> bias, a_copy, w_copy, product(size_t(g.m * g.n));
   const Plan p = make_plan(g, bias);
+  populate_output(p);
   for (int64_t b = 0; b < p.batch; ++b) {
     int64_t lda, ldw;
     const float *a = fp32_matrix(p.a, b, p.m, p.k, a_copy, &lda);

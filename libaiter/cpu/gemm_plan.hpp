@@ -67,6 +67,11 @@ struct Plan {
 // The plan of `g`; `bias` keeps an fp32 copy of the bias for plan.bias.
 Plan make_plan(const GemmArgs &g, std::vector<float> &bias);
 
+// Maps the pages of a contiguous output (of at least 128 KB) that are not
+// mapped yet, spread over the CPU threads, before a variant writes it: a page
+// fault per fresh page inside the kernels cost far more (cpu/gemm_populate.cpp).
+void populate_output(const Plan &p);
+
 // Rows [row0, row0 + rows) and columns [k0, k0 + kc) of matrix b of `op` as
 // fp32 rows `*ld` floats apart: the operand itself when it is fp32, else a copy
 // in `scratch` (rows `scratch_ld` apart).  With `fold_group_scales`, block
@@ -99,6 +104,7 @@ aiter_status run_with_acc(const GemmArgs &g) {
   if (g.batch == 0 || g.m == 0 || g.n == 0) return AITER_OK;
   std::vector<float> bias;
   const Plan p = make_plan(g, bias);
+  populate_output(p);
   if (p.int8)
     Run<int64_t>::run(p);
   else
