@@ -153,6 +153,10 @@ bool rows_in_16_bytes(const GemmArgs &g) {
          aligned16(g.w.data);
 }
 
+struct TileShape {
+  int bm, bn;
+};
+
 int64_t tile_count(const GemmArgs &g, int bm, int bn) { return ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn); }
 int64_t tile_count(const GemmArgs &g, const KernelShape &s) { return tile_count(g, s.bm, s.bn); }
 
@@ -187,6 +191,14 @@ int wide_tile_width(const GemmArgs &g) {
     if (score > best_score) best = bn, best_score = score;
   }
   return best;
+}
+
+// The warp-specialized tile the heuristic takes for a call without block
+// scales: above 64 rows 128-row tiles of wide_tile_width; up to 64 rows 64 x 64
+// tiles, or 64 x 32 where those fill half the multiprocessors or less.
+TileShape heuristic_tile(const GemmArgs &g) {
+  if (g.m <= 64) return {64, tile_count(g, 64, 64) * g.batch <= kHopperSms / 2 ? 32 : 64};
+  return {128, wide_tile_width(g)};
 }
 
 template <size_t I>
@@ -229,13 +241,21 @@ bool good_fit(const GemmArgs &g) {
     // 4; 9-16 tokens only where the 64 x 128 wgmma tiles would fill less than
     // half the GPU (with one tile and 8 warps the heuristic took 1.2-1.6x the
     // tuned time in the H100 tuning runs, before the unscaled kernels' registers
-    // were cut).
+    // were cut).  fp8, 9-16 tokens: likewise the 64 x 64 warp-specialized tiles
+    // where the heuristic takes 64 x 64 (not 64 x 32) tiles for the shape: at
+    // M = 32 they took 0.83-0.99x the time the 16-token skinny kernel took at
+    // M = 16 on all 7 such untuned shapes (N 5120-37888, where the skinny
+    // kernel ran 0.93-1.33x of torch._scaled_mm), the 64 x 32 tiles 0.99-1.21x
+    // on the 14 others (H100, 2026-11-27 12:27 UTC sweep; the tuned row of
+    // 28672 x 4096 at M = 16 is that tile too).  Without the wgmma kernels
+    // (not Hopper) the 64-row tiled kernels take these calls: not measured.
     case Family::skinny:
       if (s.block_scaled) {
         const bool long_k = g.k >= 4096;
         if (g.m <= 8) return s.nt == 1 && s.rt == 2 && s.warps == (long_k ? 8 : 4);
         return long_k && tile_count(g, 64, 128) * g.batch < kHopperSms / 2 && s.rt == 2 && s.warps == 8;
       }
+      if (g.m > 8 && is_fp8(g.in_dtype) && heuristic_tile(g).bn == 64) return false;
       return s.rt == 1 && s.warps == 8 && (s.nt == 1 || g.m > 8);
     // Hopper: above 128 rows (below, the 64-row mma.sync tiles fill the GPU better;
     // measured by the sm_90a tuning run, configs/gemm_sm_90a.csv).
@@ -250,8 +270,7 @@ bool good_fit(const GemmArgs &g) {
       if (s.fp32_sum) return false;  // slower; the tuner picks them where the others miss the tolerance
       if (s.cluster_blocks() > 1) return false;  // left to the tuner
       if (s.block_scaled) return block_scaled_fit(g, s.bm);
-      if (s.bm == 64) return g.m <= 64 && (s.bn == 32) == (tile_count(g, 64, 64) * g.batch <= kHopperSms / 2);
-      return g.m > 64 && (s.block_scaled || s.bn == wide_tile_width(g));
+      return s.bm == heuristic_tile(g).bm && s.bn == heuristic_tile(g).bn;
     case Family::tiled:
       // 128 x 128: 3 stages fit two blocks per SM (the block-scaled tiles have only 4)
       if (s.bn == 256 || (s.bm == 128 && s.stages == 4 && !s.block_scaled)) return false;
@@ -338,6 +357,13 @@ bool belongs(GemmOp op, const KernelShape &s) {
 }
 
 }  // namespace
+
+TileWaves heuristic_tile_waves(const GemmArgs &g) {
+  const TileShape t = heuristic_tile(g);
+  const int64_t tiles = tile_count(g, t.bm, t.bn) * g.batch;
+  const int64_t waves = std::max<int64_t>(1, (tiles + kHopperSms - 1) / kHopperSms);
+  return {t.bm, t.bn, tiles, kHopperSms, waves, tiles - (waves - 1) * kHopperSms};
+}
 
 VariantList<GemmArgs> gemm_variants(GemmOp op) {
   static const auto lists = [] {

@@ -347,6 +347,47 @@ def test_heuristic_takes_the_library_for_block_scales_at_large_m(rng, cublaslt):
 
 
 @on_gpu
+def test_heuristic_takes_the_library_for_fp8_where_the_last_wave_idles(rng, cublaslt, monkeypatch):
+    """Untuned per-token x per-channel fp8 goes to cuBLASLt where libaiter's own
+    128-row tiles would run in 2-4 waves on the H100's 132 multiprocessors with
+    the last wave less than half full (N = 5120, 128 x 256 tiles: 160 tiles at
+    M = 1024, 320 at 2048), and stays on libaiter's kernels in one wave (80 tiles
+    at M = 512), where the last of 4 waves is more than half full (480 tiles at
+    M = 3072) and for few tokens (skinny kernels to 8 rows; at 16 rows, on
+    Hopper, the 64 x 64 tiles, as 64 x 64 tiles fill more than half the GPU
+    here).  Each chosen call matches float64; AITER_VENDOR_BLAS=0 takes the
+    library out."""
+    n, k = 5120, 256  # no tuned row has this shape
+    w = quantized(rng, (n, k))
+    w_scale = (rng.random((1, n)) + 0.5).astype(np.float32) / 64
+    hopper = torch.cuda.get_device_capability() == (9, 0)
+    probe = dev(quantized(rng, (1024, k)), w, np.ones((1024, 1), np.float32), w_scale)
+    if refuses(lambda: forced_run("gemm_a8w8", "cublaslt.e4m3fn", *probe)):
+        pytest.skip("cuBLASLt has no per-token x per-channel fp8 here")
+    cases = [(8, "skinny"), (16, "wgmma_ws" if hopper else None), (512, None), (1024, "cublaslt"),
+             (2048, "cublaslt"), (3072, None)]
+    for m, family in cases:
+        a = quantized(rng, (m, k))
+        a_scale = (rng.random((m, 1)) + 0.5).astype(np.float32) / 64
+        out = poisoned_on((m, n), "bfloat16", CUDA)
+        aiter.gemm_a8w8(*dev(a, w, a_scale, w_scale), out=out)
+        _, name, how = aiter.tuning.last_variant()
+        assert how == 0 and name.startswith("cublaslt.") == (family == "cublaslt"), (m, name)
+        assert family is None or name.split(".")[0] == family, (m, name)
+        ref = (f64(a) @ f64(w).T) * f64(a_scale).reshape(-1, 1) * f64(w_scale).reshape(1, -1)
+        magnitude = float(np.abs(f64(a)).mean() * np.abs(f64(w)).mean()) / 64 / 64 * 4
+        check(on_host(out), ref, "bfloat16", k, magnitude)
+    monkeypatch.setenv("AITER_VENDOR_BLAS", "0")
+    aiter.tuning.reload()
+    try:
+        aiter.gemm_a8w8(*probe)
+        assert not aiter.tuning.last_variant()[1].startswith("cublaslt")
+    finally:
+        monkeypatch.delenv("AITER_VENDOR_BLAS")
+        aiter.tuning.reload()
+
+
+@on_gpu
 def test_amd_variants_do_not_run_on_nvidia(rng, cublaslt):
     a = to_device(rand(rng, (8, 64), "bfloat16"), CUDA)
     assert refuses(lambda: forced_run("gemm_a16w16", "hipblaslt.bf16", a, a))

@@ -209,18 +209,35 @@ aiter_status run_vendor(const VendorKernel &k, const GemmArgs &g, const GpuCall 
 // tiles 0.46-1.02x, cuBLASLt itself 0.96-1.01x everywhere); fp32 inputs always
 // (no tensor-core kernel of ours).  Block-scaled fp8 from kBlockScaledRows rows:
 // libaiter's tiles ran 0.83x of F.scaled_mm untuned at M = 256-512 and 0.78x
-// from 1024 (tuned: 0.90x and 0.85x; H100, 2026-11-23), and this call is F.scaled_mm's own cuBLASLt
-// call (same descriptors and first algorithm; plus a transpose of A's scales
-// when they come row-major).  An inference, NOT yet timed: the run meant to
-// time it (2026-11-27) only verified the results (docs/performance_gemm.md).
-// Per-token x per-channel fp8: never (not timed against ours either; the tuner
-// still weighs it).  AMD: always, as libaiter has no matrix-core GEMM there
-// yet (not measured: no AMD GPU at hand).
+// from 1024 (tuned: 0.90x and 0.85x; H100, 2026-11-23), where this call, which
+// is F.scaled_mm's own cuBLASLt call, ran 0.82-0.98x with row-major a_scale
+// (transposed first) and 0.99-1.00x column-major (H100, 2026-11-27 10:20 UTC).
+// Other fp8: fp8_last_wave_mostly_idle below.  AMD: always, as libaiter has
+// no matrix-core GEMM there yet (not measured: no AMD GPU at hand).
 constexpr int64_t kBlockScaledRows = 256;
+
+// fp8 with per-token / per-channel (or per-tensor) scales: where the 128-row
+// tiles libaiter's heuristic takes run on the H100's multiprocessors in two to
+// kMaxTailWaves waves, the last less than half full.  The persistent kernel
+// then spends a whole tile's time with most of the GPU idle, and that last
+// wave is a quarter of the call or more.  Basis (the untuned sweep, 336 shapes
+// at M = 1-8192 against torch._scaled_mm rowwise, H100, 2026-11-27 12:27 UTC):
+// the 12 untuned shapes this takes ran 0.84-1.03x (0.84x at 160 tiles, 0.88x
+// at 296, 0.95-0.97x at 320, 0.96-1.01x at 432-448) where cuBLASLt ran
+// 0.97-1.01x; ours was faster on 4 of them, by 0.5-3.2%.  Up to 64 rows
+// (64-row tiles: at most 128 flops per byte of W, bound by streaming W) the
+// idle slots cost little: ours ran 1.05-2.14x there whatever the fill.
+constexpr int64_t kMaxTailWaves = 4;
+bool fp8_last_wave_mostly_idle(const GemmArgs &g) {
+  const TileWaves t = heuristic_tile_waves(g);
+  return t.bm == 128 && t.waves >= 2 && t.waves <= kMaxTailWaves && 2 * t.last_wave < t.sms;
+}
+
 bool preferred(const VendorKernel &k, const GemmArgs &g) {
   if (k.rank > 0) return false;  // for the tuner only
   if (k.vendor->device_type == kDLROCM) return true;
   if (k.kind == Kind::blockscale) return g.m >= kBlockScaledRows;
+  if (k.kind == Kind::a8w8) return fp8_last_wave_mostly_idle(g);
   return k.kind == Kind::a16w16 && (g.in_dtype == DType::f32 || g.m > 8);
 }
 

@@ -17,5 +17,15 @@ namespace gpu {
 // without a tuned row.
 std::vector<Variant<GemmArgs>> vendor_gemm_variants(GemmOp op);
 
+// How the warp-specialized tiles libaiter's heuristic takes for `g` (no block
+// scales) cover an H100: `tiles` work items of bm x bn, one per multiprocessor
+// at a time (`sms`), in `waves` rounds, the last holding `last_wave` tiles.
+// Defined in gemm.cpp beside the heuristic; the vendor rule for fp8 reads it.
+struct TileWaves {
+  int bm, bn;
+  int64_t tiles, sms, waves, last_wave;
+};
+TileWaves heuristic_tile_waves(const GemmArgs &g);
+
 }  // namespace gpu
 }  // namespace aiter
