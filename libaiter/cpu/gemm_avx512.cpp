@@ -74,10 +74,10 @@ struct LineAligned {
 using Lines = std::vector<uint32_t, LineAligned<uint32_t>>;
 
 // Line-aligned words kept from call to call, grown without copying or zeroing
-// what they held: every call rewrites them whole.  (A std::vector's resize
-// copied the old packed A and zeroed the rest on the calling thread alone: the
-// demo's first down GEMM, 1.35 MB, took its 330 page faults on one thread,
-// where pack_a's writes share them between the threads.)
+// what they held (every call rewrites them whole), their fresh pages mapped
+// by all threads at once (populate_range).  A std::vector's resize copied the
+// old packed A and zeroed the rest on the calling thread alone: the demo's
+// first down GEMM (K 2816: 1.35 MB) took 330 page faults there.
 class Words {
  public:
   uint32_t *at_least(size_t n) {
@@ -85,6 +85,7 @@ class Words {
       data_.reset();
       data_.reset(static_cast<uint32_t *>(::operator new(n * sizeof(uint32_t), std::align_val_t(64))));
       size_ = n;
+      populate_range(data_.get(), int64_t(n * sizeof(uint32_t)));
     }
     return data_.get();
   }

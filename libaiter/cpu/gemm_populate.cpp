@@ -1,4 +1,5 @@
-// The output's untouched pages mapped before the kernels write (Linux).
+// The output's untouched pages mapped before the kernels write (Linux); also
+// the packed A of cpu.avx512 when it grows.
 //
 // A GEMM writing into memory the process never touched (NumPy's np.empty of a
 // few MB: malloc hands out fresh pages) takes a page fault at the first store
@@ -52,13 +53,12 @@ int64_t contiguous_bytes(const Plan &p) {
 
 }  // namespace
 
-void populate_output(const Plan &p) {
+void populate_range(void *data, int64_t bytes) {
 #if defined(__linux__)
-  const int64_t bytes = contiguous_bytes(p);
   if (bytes < kPopulateFromBytes) return;
   static const int64_t page = sysconf(_SC_PAGESIZE);
-  const uintptr_t first = (reinterpret_cast<uintptr_t>(p.out) + page - 1) / page * page;
-  const uintptr_t last = (reinterpret_cast<uintptr_t>(p.out) + bytes) / page * page;
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
   if (page <= 0 || last <= first) return;
   const int64_t pages = int64_t(last - first) / page;
   std::vector<unsigned char> resident(size_t(pages), 0);
@@ -80,9 +80,11 @@ void populate_output(const Plan &p) {
               size_t(calls[size_t(c)].second * page), MADV_POPULATE_WRITE);
   });
 #else
-  (void)p;
+  (void)data, (void)bytes;
 #endif
 }
+
+void populate_output(const Plan &p) { populate_range(p.out, contiguous_bytes(p)); }
 
 }  // namespace gemm
 }  // namespace cpu
