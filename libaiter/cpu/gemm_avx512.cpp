@@ -54,30 +54,15 @@ constexpr int64_t kMaxExactInt8K = 131071;
 constexpr int64_t kMaxQuadsK = 65536;  // K * 255 * 128 < 2^31: (w + 128) a sums stay exact  // K * 128 * 128 < 2^31: int32 sums stay exact
 static_assert(kSlotsK % kScaleBlock == 0 || kScaleBlock % kSlotsK == 0, "K blocks hold whole scale groups");
 
-// Vectors on 64-byte lines.  A zmm load from a W panel or a row of sums that
-// straddles two lines costs two; malloc aligns to 16 bytes, so a GEMM's speed
-// depended on where its buffers fell (bf16 M 240 N 1024 K 1024 on 2 threads:
-// 1.21 or 1.35 ms from one process to the next).
-template <class T>
-struct LineAligned {
-  using value_type = T;
-  LineAligned() = default;
-  template <class U>
-  LineAligned(const LineAligned<U> &) {}
-  T *allocate(size_t n) { return static_cast<T *>(::operator new(n * sizeof(T), std::align_val_t(64))); }
-  void deallocate(T *p, size_t) { ::operator delete(p, std::align_val_t(64)); }
-  template <class U>
-  bool operator==(const LineAligned<U> &) const { return true; }
-  template <class U>
-  bool operator!=(const LineAligned<U> &) const { return false; }
-};
-using Lines = std::vector<uint32_t, LineAligned<uint32_t>>;
-
-// Line-aligned words kept from call to call, grown without copying or zeroing
-// what they held (every call rewrites them whole), their fresh pages mapped
-// by all threads at once (populate_range).  A std::vector's resize copied the
-// old packed A and zeroed the rest on the calling thread alone: the demo's
-// first down GEMM (K 2816: 1.35 MB) took 330 page faults there.
+// Words on 64-byte lines, kept from call to call, grown without copying or
+// zeroing what they held (every call rewrites them whole), their fresh pages
+// mapped by all threads at once (populate_range).  Lines: a zmm load from a
+// W panel or a row of sums that straddles two lines costs two; malloc aligns
+// to 16 bytes, so a GEMM's speed depended on where its buffers fell (bf16 M
+// 240 N 1024 K 1024 on 2 threads: 1.21 or 1.35 ms from one process to the
+// next).  Not std::vector: its resize copied the old packed A and zeroed the
+// rest on the calling thread alone (the demo's first down GEMM, K 2816: 1.35
+// MB, 330 page faults there).
 class Words {
  public:
   uint32_t *at_least(size_t n) {
@@ -318,10 +303,14 @@ class WPrefetch {
   int64_t total_ = 0, per_call_ = 0, next_ = 0, row_ = 0, line_ = 0;
 };
 
+// A thread's buffers of run_item, made at its first item (Words: not zeroed,
+// their 300 KB of pages mapped at once rather than a fault at a time).
 struct Scratch {
-  Lines staged = Lines(size_t(kPanelW * kSlotsK));
-  Lines w = Lines(size_t(kChunkN * kSlotsK));
-  Lines acc = Lines(size_t((kMaxRowsM + kMaxRowsA) * kChunkN));
+  static constexpr size_t kStaged = kPanelW * kSlotsK, kW = kChunkN * kSlotsK, kAcc = (kMaxRowsM + kMaxRowsA) * kChunkN;
+  Words buffer;
+  uint32_t *staged = buffer.at_least(kStaged + kW + kAcc);
+  uint32_t *w = staged + kStaged;
+  uint32_t *acc = w + kW;
 };
 
 // int8 quads: 128 sum(a) of each row of A, which the (w + 128) a sums hold too.
@@ -364,17 +353,17 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, const in
   const int64_t q0 = block_m * l.panels_per_block, q1 = std::min(l.panels.count, q0 + l.panels_per_block);
   const int64_t m0 = l.panels.start(q0), k_elems = kSlotsK * l.per_slot;
   if (p.k == 0) {  // empty sums: zeros in fp32 and int32 alike
-    std::fill(s.acc.begin(), s.acc.end(), 0u);
+    std::fill(s.acc, s.acc + Scratch::kAcc, 0u);
     return store_sums(p, l, quad_offsets, b, m0, l.panels.start(q1 - 1) + l.panels.rows(q1 - 1) - m0, n0, cols,
-                      s.acc.data());
+                      s.acc);
   }
   for (int64_t k0 = 0, kb = 0; k0 < p.k; k0 += k_elems, ++kb) {
     const int64_t kc = std::min(k_elems, p.k - k0), groups = (kc + l.per_slot - 1) / l.per_slot;
     for (int64_t j = 0; j < panels_w; ++j) {
       const int64_t rows = std::min<int64_t>(kPanelW, cols - j * kPanelW);
       int64_t ld;
-      const uint32_t *src = slot_rows(p.w, l.slots, b, n0 + j * kPanelW, rows, k0, kc, s.staged.data(), &ld, true);
-      avx512::pack_panel(src, ld, int(rows), groups, kPanelW, s.w.data() + j * kSlotsK * kPanelW);
+      const uint32_t *src = slot_rows(p.w, l.slots, b, n0 + j * kPanelW, rows, k0, kc, s.staged, &ld, true);
+      avx512::pack_panel(src, ld, int(rows), groups, kPanelW, s.w + j * kSlotsK * kPanelW);
     }
     // The next K block of these columns, or after the last the first block of
     // the next item's: the first block of an item would otherwise wait on
@@ -388,9 +377,9 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, const in
       for (int64_t q = q0; q < q1; ++q) {
         prefetch.step();
         const int64_t rows = l.panels.rows(q);
-        uint32_t *acc = s.acc.data() + (l.panels.start(q) - m0) * kChunkN + j * kPanelW;
+        uint32_t *acc = s.acc + (l.panels.start(q) - m0) * kChunkN + j * kPanelW;
         avx512::kernel(l.slots, int(rows), l.vnni)(packed_a + a_panel(l, p.m, b, q) + kb * kSlotsK * rows,
-                                                   s.w.data() + j * kSlotsK * kPanelW, groups, acc, kChunkN, kb > 0);
+                                                   s.w + j * kSlotsK * kPanelW, groups, acc, kChunkN, kb > 0);
         // Stored while the tile is still in L1 (from L2 after the item, the
         // store took 3% of a bf16 GEMM of K 1024).
         if (last_k)
