@@ -103,6 +103,10 @@ __device__ __forceinline__ uint64_t tile_boxes(const MlaWgmmaParams &w, const Sp
   return keys >= kKeys ? real : real & ((1ull << keys) - 1);
 }
 
+// CLUSTER 2: the block pair of a sequence's two adjacent row tiles; each copies
+// every other 64-column block of a key tile into both blocks' buffers
+// (multicast), so the pair reads each latent byte from L2 once.
+template <int CLUSTER>
 __device__ void produce(const MlaWgmmaParams &w, const Smem &sm, const Split &s, int tile_row0) {
   const MlaDecodeParams &p = w.p;
   const int *table_row = p.block_table + (long long)s.b * p.table_stride;
@@ -115,10 +119,17 @@ __device__ void produce(const MlaWgmmaParams &w, const Smem &sm, const Split &s,
     const uint64_t real = tile_boxes(w, s, table_row, s.first + i * kKeys, rows);
     barrier_wait(sm.empty(buf), ((i >> 1) & 1) ^ 1);
     asm volatile("st.shared.u64 [%0], %1;" ::"r"(sm.mask(buf)), "l"(real) : "memory");
+    const int rank = int(blockIdx.x) % CLUSTER;
     for (int blk = 0; blk < kBlocks; ++blk) {
-      barrier_arrive_expect(sm.full(buf, blk), kBlockBytes);
-      for (int j = 0; j < kKeys / w.box_rows; ++j)
-        tma_copy_3d(sm.kv(buf, blk) + j * w.box_rows * 128, &w.kv_map, sm.full(buf, blk), blk * 64, rows[j], 0);
+      barrier_arrive_expect(sm.full(buf, blk), kBlockBytes);  // (in a pair, half of them come from the other block)
+      if (blk % CLUSTER != rank) continue;
+      for (int j = 0; j < kKeys / w.box_rows; ++j) {
+        const uint32_t dst = sm.kv(buf, blk) + j * w.box_rows * 128;
+        if constexpr (CLUSTER == 1)
+          tma_copy_3d(dst, &w.kv_map, sm.full(buf, blk), blk * 64, rows[j], 0);
+        else
+          tma_copy_3d_multicast(dst, &w.kv_map, sm.full(buf, blk), blk * 64, rows[j], 0, 3u);
+      }
     }
   }
 }
@@ -179,7 +190,18 @@ __device__ __forceinline__ void issue_scores(const Smem &sm, int buf, unsigned p
   fence_registers(s);
 }
 
+// Hands buffer `buf` back to the copier (in a pair, to both blocks' copiers:
+// either one's multicast writes this block's buffer).
+template <int CLUSTER>
+__device__ __forceinline__ void release(const Smem &sm, int buf) {
+  barrier_arrive(sm.empty(buf));
+  if constexpr (CLUSTER == 2) barrier_arrive_remote(sm.empty(buf), (blockIdx.x % 2) ^ 1);
+}
+
+// O times each row's factor, skipped where the whole warp's factors are 1 (no
+// row maximum moved: most tiles past the first few).
 __device__ __forceinline__ void rescale(float (&o)[128], const float (&f)[2]) {
+  if (__all_sync(0xffffffffu, f[0] == 1.0f && f[1] == 1.0f)) return;
 #pragma unroll
   for (int i = 0; i < 128; ++i) o[i] *= f[i % 4 / 2];
 }
@@ -204,7 +226,9 @@ __device__ __forceinline__ Rows thread_rows(const MlaDecodeParams &p, const Spli
 }
 
 // The online softmax of one tile's scores in place (log2 domain), each row's
-// factor for O in f.
+// factor for O in f.  MASKED: some key of the tile is not seen by some row of
+// the warp (a warp-uniform choice: the inner tiles skip the per-score tests).
+template <bool MASKED>
 __device__ __forceinline__ void softmax(float (&s)[32], Rows &r, uint64_t real, int k0, float logit_scale,
                                         float (&f)[2]) {
   const int tq = int(threadIdx.x) % 4;
@@ -212,7 +236,7 @@ __device__ __forceinline__ void softmax(float (&s)[32], Rows &r, uint64_t real, 
 #pragma unroll
   for (int i = 0; i < 32; ++i) {
     const int key = i / 4 * 8 + tq * 2 + i % 2, h = i % 4 / 2;
-    const bool seen = (real >> key & 1) && k0 + key < r.hi[h];
+    const bool seen = !MASKED || ((real >> key & 1) && k0 + key < r.hi[h]);
     s[i] = seen ? s[i] * logit_scale : kNegInf;
     top[h] = fmaxf(top[h], s[i]);
   }
@@ -282,7 +306,7 @@ __device__ __forceinline__ void store_rows(const MlaDecodeParams &p, const Split
   }
 }
 
-template <class T>
+template <class T, int CLUSTER>
 __device__ void consume_scores(const MlaDecodeParams &p, const Smem &sm, const Split &s, int tile_row0) {
   const int t = int(threadIdx.x) - 128;
   Rows r = thread_rows(p, s, tile_row0, t);
@@ -302,7 +326,11 @@ __device__ void consume_scores(const MlaDecodeParams &p, const Smem &sm, const S
       uint64_t real;
       asm volatile("ld.shared.u64 %0, [%1];" : "=l"(real) : "r"(sm.mask(buf)) : "memory");
       if (s.end - k0 < kKeys) zero_tail(sm, buf, s.end - k0, t);
-      softmax(sc, r, real, k0, p.logit_scale, f);
+      const bool whole = real == ~0ull && k0 + kKeys <= min(r.hi[0], r.hi[1]);
+      if (__all_sync(0xffffffffu, whole))
+        softmax<false>(sc, r, real, k0, p.logit_scale, f);
+      else
+        softmax<true>(sc, r, real, k0, p.logit_scale, f);
       pack_p<T>(sc, pk);
       // Zeros, though the next S overwrites them: where these registers still held
       // probabilities, ptxas serialized every product of the kernel (C7515).
@@ -313,11 +341,18 @@ __device__ void consume_scores(const MlaDecodeParams &p, const Smem &sm, const S
       asm volatile("bar.arrive %0, 256;" ::"n"(kPReady) : "memory");
       rescale(o, f);
       issue_pv<T>(sm, buf, 0, o, pk);
-      wgmma_wait<0>();
-      fence_registers(o);
-      if (t == 0) barrier_arrive(sm.empty(buf));
     }
+    // S of the next tile queues behind P V at once (no gap on the tensor cores);
+    // the buffer goes back when P V is done.
     if (j < s.tiles) issue_scores<T>(sm, j & 1, unsigned(j >> 1) & 1u, sc);
+    if (j > 0) {
+      if (j < s.tiles)
+        wgmma_wait<1>();
+      else
+        wgmma_wait<0>();
+      fence_registers(o);
+      if (t == 0) release<CLUSTER>(sm, (j - 1) & 1);
+    }
   }
   wgmma_wait<0>();  // nothing is in flight here; without it ptxas assumes S may be, and serializes every product
   // Row sums over the quad; the factors for both halves; the log-sum-exp.
@@ -347,7 +382,7 @@ __device__ void consume_scores(const MlaDecodeParams &p, const Smem &sm, const S
   }
 }
 
-template <class T>
+template <class T, int CLUSTER>
 __device__ void consume_values(const MlaDecodeParams &p, const Smem &sm, const Split &s, int tile_row0) {
   const int t = int(threadIdx.x) - 256;
   float o[128], f[2];
@@ -366,7 +401,7 @@ __device__ void consume_values(const MlaDecodeParams &p, const Smem &sm, const S
     issue_pv<T>(sm, buf, 1, o, pk);
     wgmma_wait<0>();
     fence_registers(o);
-    if (t == 0) barrier_arrive(sm.empty(buf));
+    if (t == 0) release<CLUSTER>(sm, buf);
   }
   asm volatile("bar.sync %0, 256;" ::"n"(kPReady) : "memory");
   read_factors(sm, t, f);
@@ -374,8 +409,8 @@ __device__ void consume_values(const MlaDecodeParams &p, const Smem &sm, const S
 }
 
 // Grid: x = batch x splits x tiles of 64 rows, a sequence's tiles side by side
-// (so that they share its latents through L2).
-template <class T>
+// (so that they share its latents through L2, or in pairs by multicast).
+template <class T, int CLUSTER>
 __device__ void mla_wgmma(const MlaWgmmaParams &w) {
   enter_stream_order();
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -387,33 +422,44 @@ __device__ void mla_wgmma(const MlaWgmmaParams &w) {
     barrier_init(sm.q_full(), 1);
     for (int buf = 0; buf < 2; ++buf) {
       for (int blk = 0; blk < kBlocks; ++blk) barrier_init(sm.full(buf, blk), 1);
-      barrier_init(sm.empty(buf), 2);
+      barrier_init(sm.empty(buf), 2 * CLUSTER);  // both consumers of each block of the pair
     }
     barrier_init_fence();
   }
-  __syncthreads();
+  if constexpr (CLUSTER == 1)
+    __syncthreads();
+  else
+    cluster_sync();  // the other block's copies and releases signal this block's barriers
   if (threadIdx.x < 128) {
     registers_shrink<40>();
-    if (threadIdx.x == 0 && s.tiles > 0) produce(w, sm, s, tile_row0);
+    if (threadIdx.x == 0 && s.tiles > 0) produce<CLUSTER>(w, sm, s, tile_row0);
   } else {
     registers_grow<232>();
     if (threadIdx.x < 256)
-      consume_scores<T>(w.p, sm, s, tile_row0);
+      consume_scores<T, CLUSTER>(w.p, sm, s, tile_row0);
     else
-      consume_values<T>(w.p, sm, s, tile_row0);
+      consume_values<T, CLUSTER>(w.p, sm, s, tile_row0);
   }
+  if constexpr (CLUSTER == 2) cluster_sync();  // no block leaves while the other may still signal it
 }
 
 }  // namespace
 
 #define AITER_MLA_WGMMA(name, T)                                                                             \
   extern "C" __global__ void __launch_bounds__(kThreads, 1) name(const __grid_constant__ MlaWgmmaParams w) { \
-    mla_wgmma<T>(w);                                                                                         \
+    mla_wgmma<T, 1>(w);                                                                                      \
+  }                                                                                                          \
+  extern "C" __global__ void __launch_bounds__(kThreads, 1) __cluster_dims__(2, 1, 1)                        \
+      name##_x2(const __grid_constant__ MlaWgmmaParams w) {                                                  \
+    mla_wgmma<T, 2>(w);                                                                                      \
   }
 
+// Variants: wgmma.<dtype>, and .x2 in block pairs (sequences of an even number of 64-row tiles).
 // aiter-kernel: op=mla_decode variant=wgmma.f16 symbol=aiter_mla_wgmma_f16 block=384 smem=231608
+// aiter-kernel: op=mla_decode variant=wgmma.f16.x2 symbol=aiter_mla_wgmma_f16_x2 block=384 smem=231608
 AITER_MLA_WGMMA(aiter_mla_wgmma_f16, half_t)
 // aiter-kernel: op=mla_decode variant=wgmma.bf16 symbol=aiter_mla_wgmma_bf16 block=384 smem=231608
+// aiter-kernel: op=mla_decode variant=wgmma.bf16.x2 symbol=aiter_mla_wgmma_bf16_x2 block=384 smem=231608
 AITER_MLA_WGMMA(aiter_mla_wgmma_bf16, bf16_t)
 static_assert(Smem::kBytes == 231608, "update smem above");
 

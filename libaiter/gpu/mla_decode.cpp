@@ -121,7 +121,8 @@ aiter_status encode_rows(Driver *driver, const void *data, int64_t rows, int box
   return driver->encode_tensor_map(spec, map);
 }
 
-// One block per 64 rows of a split of a sequence, a sequence's blocks side by side.
+// One block per 64 rows of a split of a sequence, a sequence's blocks side by
+// side; in pairs sharing each key tile by multicast where the tiles pair up.
 aiter_status launch_wgmma(const MlaDecodeArgs &a, const MlaDecodeParams &p, const GpuCall &call, int64_t tiles) {
   DeviceScope scope(call.device);
   if (scope.status() != AITER_OK) return scope.status();
@@ -135,8 +136,8 @@ aiter_status launch_wgmma(const MlaDecodeArgs &a, const MlaDecodeParams &p, cons
   if (blocks > INT_MAX)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE, "aiter_mla_decode: %lld blocks are more than one launch holds",
                 (long long)blocks);
-  return launch(call, "mla_decode", std::string("wgmma.") + dtype_tag(a.dtype), Dim3{unsigned(blocks), 1, 1}, 384,
-                w);
+  const std::string variant = std::string("wgmma.") + dtype_tag(a.dtype) + (tiles % 2 == 0 ? ".x2" : "");
+  return launch(call, "mla_decode", variant, Dim3{unsigned(blocks), 1, 1}, 384, w);
 }
 
 aiter_status combine(const MlaDecodeArgs &a, const MlaDecodeParams &p, const GpuCall &call) {
