@@ -11,7 +11,7 @@
 #   STEPS=...      which steps, in this order (default: all but blockscale):
 #                  fp8         the untuned fp8 sweep, sides $FP8_SIDES (ours,own,vendor)
 #                              at M = $FP8_M (all 14), against torch._scaled_mm rowwise
-#                  tests       test_gemm_vendor.py and test_gemm_gpu.py -k heuristic
+#                  tests       test_gemm_vendor.py and test_gemm_gpu.py -k "$GEMM_GPU_K" (heuristic)
 #                  bf16        the untuned bf16 sweep, side ours, against F.linear
 #                  blockscale  DeepSeek-V3 block-scaled, cuBLASLt forced (both a_scale
 #                              layouts), against F.scaled_mm
@@ -50,7 +50,7 @@ if wants fp8; then
 fi
 if wants tests; then
   step 120 tests-vendor $pytest tests/python/test_gemm_vendor.py 2>&1 | tee "$OUT/tests.log" | tail -15 | tee -a "$log"
-  step 120 tests-heuristic $pytest tests/python/test_gemm_gpu.py -k heuristic 2>&1 | tee -a "$OUT/tests.log" \
+  step 120 tests-heuristic $pytest tests/python/test_gemm_gpu.py -k "${GEMM_GPU_K:-heuristic}" 2>&1 | tee -a "$OUT/tests.log" \
     | tail -10 | tee -a "$log"
 fi
 if wants bf16; then

@@ -245,7 +245,7 @@ bool good_fit(const GemmArgs &g) {
     // where the heuristic takes 64 x 64 (not 64 x 32) tiles for the shape: at
     // M = 32 they took 0.83-0.99x the time the 16-token skinny kernel took at
     // M = 16 on all 7 such untuned shapes (N 5120-37888, where the skinny
-    // kernel ran 0.93-1.33x of torch._scaled_mm), the 64 x 32 tiles 0.99-1.21x
+    // kernel ran 0.93-1.39x of torch._scaled_mm), the 64 x 32 tiles 0.99-1.21x
     // on the 14 others (H100, 2026-11-27 12:27 UTC sweep; the tuned row of
     // 28672 x 4096 at M = 16 is that tile too).  Without the wgmma kernels
     // (not Hopper) the 64-row tiled kernels take these calls: not measured.

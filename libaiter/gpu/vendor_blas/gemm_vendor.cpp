@@ -210,8 +210,9 @@ aiter_status run_vendor(const VendorKernel &k, const GemmArgs &g, const GpuCall 
 // (no tensor-core kernel of ours).  Block-scaled fp8 from kBlockScaledRows rows:
 // libaiter's tiles ran 0.83x of F.scaled_mm untuned at M = 256-512 and 0.78x
 // from 1024 (tuned: 0.90x and 0.85x; H100, 2026-11-23), where this call, which
-// is F.scaled_mm's own cuBLASLt call, ran 0.82-0.98x with row-major a_scale
-// (transposed first) and 0.99-1.00x column-major (H100, 2026-11-27 10:20 UTC).
+// is F.scaled_mm's own cuBLASLt call, ran 0.82-0.98x per M with row-major
+// a_scale (transposed first) and 0.99-1.00x column-major (geometric means;
+// H100, 2026-11-27 10:20 UTC).
 // Other fp8: fp8_last_wave_mostly_idle below.  AMD: always, as libaiter has
 // no matrix-core GEMM there yet (not measured: no AMD GPU at hand).
 constexpr int64_t kBlockScaledRows = 256;
@@ -224,7 +225,10 @@ constexpr int64_t kBlockScaledRows = 256;
 // at M = 1-8192 against torch._scaled_mm rowwise, H100, 2026-11-27 12:27 UTC):
 // the 12 untuned shapes this takes ran 0.84-1.03x (0.84x at 160 tiles, 0.88x
 // at 296, 0.95-0.97x at 320, 0.96-1.01x at 432-448) where cuBLASLt ran
-// 0.97-1.01x; ours was faster on 4 of them, by 0.5-3.2%.  Up to 64 rows
+// 0.97-1.01x; ours was faster on 4 of them, by 0.5-3.2%.  Verified on an
+// H200 (the same 132 multiprocessors), 12:44 UTC: those 12 ran 0.997-1.011x
+// with the rule, 0.843-0.995x on libaiter's kernels alone, and no untuned
+// shape of the sweep fell below 0.95x (worst 0.977x).  Up to 64 rows
 // (64-row tiles: at most 128 flops per byte of W, bound by streaming W) the
 // idle slots cost little: ours ran 1.05-2.14x there whatever the fill.
 constexpr int64_t kMaxTailWaves = 4;
