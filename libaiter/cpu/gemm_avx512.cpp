@@ -449,9 +449,10 @@ constexpr int64_t kDotAheadBytes = 32 << 10;
 
 // The dot kernels' prefetch requests (avx512::DotKernel's ahead_bytes) sweep
 // through W in address order, kDotAheadBytes ahead of where the kernel
-// reads.  Rows of W follow each other (a padded row stride leaves the padding
-// unasked-for), so the kDotRowsW rows of a kernel call are one range of
-// bytes, read in that order block by block of K: the call for rows [row, row
+// reads.  Rows of W follow each other (with a padded row stride the requests
+// cover kDotRowsW rows' length a call, not their stride: a few lines of each
+// six rows go unasked-for), so the kDotRowsW rows of a kernel call are one
+// range of bytes, read in that order block by block of K: the call for rows [row, row
 // + kDotRowsW) and columns [k0, k0 + kc) asks for the bytes from row(row) +
 // kDotAheadBytes + kDotRowsW k0 on, as many as it reads.  Where that range
 // would pass run_end (the end of this thread's run of rows: the rows after it
