@@ -214,66 +214,44 @@ __device__ __forceinline__ void gather_scaled(const FusedMoeParams &p) {
 // out[t, n] = sum_j w[t, j] * pair_out[t k + j, n] over the token's valid pairs,
 // kCombineCols consecutive columns a thread: 16-byte loads and stores where the
 // rows allow (a third of the time of 2-byte ones on an H100 at Qwen3-30B's
-// 32768 pairs x 2048), element by element otherwise.
+// 32768 pairs x 2048), element by element otherwise.  At that size it reads
+// and writes at 92% of the device copy (54 us, H100); loading 4 pairs' rows
+// before summing them measured no faster (55 us, run 10 of docs/performance_moe.md).
 constexpr int kCombineCols = 8;
 template <class T> struct alignas(16) Pack8 { T v[kCombineCols]; };
 
 __device__ __forceinline__ bool aligned16(const void *ptr) { return (reinterpret_cast<unsigned long long>(ptr) & 15) == 0; }
-
-// Whether pair j of token t adds to the output (its expert routed and local), and its weight.
-__device__ __forceinline__ bool pair_weight(const FusedMoeParams &p, long long t, int j, float &w) {
-  const int e = p.ids[t * p.ids_stride + j];
-  if (e < 0 || e >= p.experts || !mask_on(p, e)) return false;
-  w = p.weights_on_input ? 1.0f : p.weights[t * p.weights_stride + j];
-  return true;
-}
-
-// acc += the weighted rows of a token's pairs, 16-byte loads of kCombineBatch
-// pairs issued before any is summed (one at a time left each thread a single
-// load in flight), summed in j order.
-constexpr int kCombineBatch = 4;
-template <class T>
-__device__ __forceinline__ void sum_packed(const FusedMoeParams &p, long long t, const T *rows, float (&acc)[kCombineCols]) {
-  for (int j0 = 0; j0 < p.topk; j0 += kCombineBatch) {
-    bool use[kCombineBatch];
-    float w[kCombineBatch];
-    Pack8<T> v[kCombineBatch];
-#pragma unroll
-    for (int b = 0; b < kCombineBatch; ++b) {
-      use[b] = j0 + b < p.topk && pair_weight(p, t, j0 + b, w[b]);
-      if (use[b]) v[b] = *reinterpret_cast<const Pack8<T> *>(rows + (long long)(j0 + b) * p.hidden);
-    }
-#pragma unroll
-    for (int b = 0; b < kCombineBatch; ++b)
-      if (use[b])
-        for (int c = 0; c < kCombineCols; ++c) acc[c] += w[b] * to_f32(v[b].v[c]);
-  }
-}
 
 template <class T>
 __device__ __forceinline__ void combine(const FusedMoeParams &p) {
   const long long t = block_x();
   const int n0 = (block_y() * kCombineThreads + thread_x()) * kCombineCols;
   if (n0 >= p.hidden) return;
-  const T *rows = static_cast<const T *>(p.pair_out) + t * p.topk * p.hidden + n0;
-  T *out = static_cast<T *>(p.out) + t * p.out_stride + n0;
+  const T *rows = static_cast<const T *>(p.pair_out) + t * p.topk * p.hidden;
+  T *out = static_cast<T *>(p.out) + t * p.out_stride;
   const bool packed = n0 + kCombineCols <= p.hidden && p.hidden % kCombineCols == 0 && aligned16(rows) &&
                       aligned16(out) && p.out_stride % kCombineCols == 0;
+  const int cols = packed || n0 + kCombineCols <= p.hidden ? kCombineCols : p.hidden - n0;
   float acc[kCombineCols] = {};
+  for (int j = 0; j < p.topk; ++j) {
+    const int e = p.ids[t * p.ids_stride + j];
+    if (e < 0 || e >= p.experts || !mask_on(p, e)) continue;
+    const float w = p.weights_on_input ? 1.0f : p.weights[t * p.weights_stride + j];
+    const T *row = rows + (long long)j * p.hidden + n0;
+    if (packed) {
+      const Pack8<T> v = *reinterpret_cast<const Pack8<T> *>(row);
+      for (int c = 0; c < kCombineCols; ++c) acc[c] += w * to_f32(v.v[c]);
+    } else {
+      for (int c = 0; c < cols; ++c) acc[c] += w * to_f32(row[c]);
+    }
+  }
   if (packed) {
-    sum_packed<T>(p, t, rows, acc);
     Pack8<T> v;
     for (int c = 0; c < kCombineCols; ++c) v.v[c] = from_f32<T>(acc[c]);
-    *reinterpret_cast<Pack8<T> *>(out) = v;
-    return;
+    *reinterpret_cast<Pack8<T> *>(out + n0) = v;
+  } else {
+    for (int c = 0; c < cols; ++c) out[n0 + c] = from_f32<T>(acc[c]);
   }
-  const int cols = n0 + kCombineCols <= p.hidden ? kCombineCols : p.hidden - n0;
-  for (int j = 0; j < p.topk; ++j) {
-    float w;
-    if (!pair_weight(p, t, j, w)) continue;
-    for (int c = 0; c < cols; ++c) acc[c] += w * to_f32(rows[(long long)j * p.hidden + c]);
-  }
-  for (int c = 0; c < cols; ++c) out[c] = from_f32<T>(acc[c]);
 }
 
 // out[t, n] = acc[t, n] rounded to the dtype, acc = (float *)pair_out [tokens,
