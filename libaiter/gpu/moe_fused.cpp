@@ -140,10 +140,11 @@ Plan portable_plan(const FusedMoeArgs &a, const std::string &prefix) {
 // AITER_MOE_COMBINE=sums (read once): the Triton stage 2 adds each pair's
 // weighted row to its token's fp32 sums (atomics), then one cast pass, instead
 // of a row a pair and the combine kernel that reads them back.  Not the
-// default: measured slower (H200, 2026-11-27, docs/performance_moe.md run 9:
-// Qwen3-30B T 4096 the stages took about 110 us more, Mixtral T 4096 the layer
-// 418 us more, against the 20-30 us of pair-row traffic it saves), and its sum
-// order varies run to run (bit-reproducible only up to 2 pairs a token).
+// default: measured slower (docs/performance_moe.md runs 9-10: Qwen3-30B T 4096
+// 952 us against 864 on an H100, 882 against 821 on an H200: the fp32 atomics,
+// twice the bytes of the bf16 rows, stall each tile's epilogue, which nothing
+// overlaps at one block an SM; that costs more than the combine's 54 us), and
+// its sum order varies run to run (bit-reproducible only up to 2 pairs a token).
 bool sums_chosen() {
   static const bool chosen = [] {
     const char *env = std::getenv("AITER_MOE_COMBINE");
