@@ -13,7 +13,12 @@
 //     factors (O is 64 x 512 fp32: 128 registers a thread in each half).
 // Per tile: S_i, softmax_i, then both halves of P_i V_i; a buffer is handed back
 // once both halves are done, so the copy of tile i + 2 runs under S_{i+1},
-// softmax_{i+1} and P_{i+1} V_{i+1}.
+// softmax_{i+1} and P_{i+1} V_{i+1}.  Where a sequence's 64-row tiles pair up
+// (128 heads), the pair runs as a cluster of two blocks and each copies every
+// other 64-column block into both (TMA multicast): each latent byte leaves L2
+// once per pair.  (Measured slower and not kept, H100: S_{i+1} queued behind
+// P_i V_i; an L2 prefetch of the tiles ahead; each half of a buffer handed back
+// on its own.  docs/performance_mla.md.)
 //
 // Masking: a key is seen by a row where its block id is in range, it lies
 // before the split's end and the context length, and before the row's causal
