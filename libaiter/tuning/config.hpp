@@ -26,8 +26,10 @@ struct TuneKey {
 int64_t m_bucket(int64_t m);
 
 // The variant a table row names for `key` (M bucketed here), or "" if no row
-// matches.  Loads the tables on first use; a malformed table is reported once
-// through the log and in aiter_tuned_config_sources(), and its rows are not used.
+// matches.  Reads the tables at the first lookup and parses those that can hold
+// rows for key.target at that target's first lookup (config.cpp says why); a
+// malformed table is reported once through the log and in
+// aiter_tuned_config_sources(), and its rows are not used.
 std::string tuned_variant(const TuneKey &key);
 
 // With AITER_LOG_UNTUNED=1: appends `key` to the untuned CSV, once per key and

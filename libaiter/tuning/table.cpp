@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <vector>
 
 #include "tuning/config.hpp"
@@ -130,13 +132,19 @@ int64_t m_bucket(int64_t m) {
   return b;
 }
 
-TableFile read_table(const std::string &path) {
-  TableFile file;
-  std::ifstream in(path);
+bool read_table_text(const std::string &path, std::string *text, std::string *error) {
+  std::ifstream in(path, std::ios::binary);
   if (!in) {
-    file.error = path + ": cannot be read (" + std::strerror(errno) + ")";
-    return file;
+    *error = path + ": cannot be read (" + std::strerror(errno) + ")";
+    return false;
   }
+  text->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return true;
+}
+
+TableFile parse_table(const std::string &path, const std::string &text) {
+  TableFile file;
+  std::istringstream in(text);
   size_t header_size = 0;
   std::vector<size_t> columns;
   std::string line;

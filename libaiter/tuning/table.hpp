@@ -35,8 +35,12 @@ struct TableFile {
   std::string error;     // "path:line: what is wrong", or "" when the file is good
 };
 
-// Reads `path`.  On the first malformed line the error names it and `rows` is
-// left empty: a half-read table would select kernels nobody tuned together.
-TableFile read_table(const std::string &path);
+// The bytes of `path`; false, with `error` naming the file, where it cannot be read.
+bool read_table_text(const std::string &path, std::string *text, std::string *error);
+
+// Parses `text`, the contents of `path` (named in messages).  On the first
+// malformed line the error names it and `rows` is left empty: a half-read
+// table would select kernels nobody tuned together.
+TableFile parse_table(const std::string &path, const std::string &text);
 
 }  // namespace aiter
