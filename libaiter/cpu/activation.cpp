@@ -12,6 +12,7 @@
 
 #include "core/parallel.hpp"
 #include "cpu/isa.hpp"
+#include "cpu/populate.hpp"
 #include "cpu/quantize.hpp"
 #include "cpu/vec512.hpp"
 #include "ops/activation.hpp"
@@ -102,6 +103,7 @@ void gated_tiles(const ActivationArgs &a, Act act) {
 template <class Act>
 aiter_status run_gated(const ActivationArgs &a, Act act) {
   if (a.out_rows.rows == 0 || a.out_rows.cols == 0) return AITER_OK;
+  populate_rows(a.out, a.out_rows, dtype_size(a.dtype));  // fresh pages mapped up front (cpu/populate.cpp)
   visit_float(a.dtype, [&](auto tag) { gated_tiles<decltype(tag)>(a, act); });
   return AITER_OK;
 }
@@ -136,6 +138,7 @@ aiter_status silu_and_mul_quant(const ActivationArgs &a) {
     std::fill(a.scale, a.scale + a.scale_count, 1.0f);
     return AITER_OK;
   }
+  populate_rows(a.out, a.out_rows, dtype_size(a.quant_dtype));
   visit_float(a.dtype, [&](auto tag) { silu_quant_rows<decltype(tag)>(a); });
   return AITER_OK;
 }

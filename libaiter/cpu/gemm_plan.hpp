@@ -13,6 +13,7 @@
 #include <functional>
 #include <vector>
 
+#include "cpu/populate.hpp"  // populate_range, for cpu.avx512's packed A
 #include "ops/gemm.hpp"
 
 namespace aiter {
@@ -71,9 +72,6 @@ Plan make_plan(const GemmArgs &g, std::vector<float> &bias);
 // mapped yet, spread over the CPU threads, before a variant writes it: a page
 // fault per fresh page inside the kernels cost far more (cpu/gemm_populate.cpp).
 void populate_output(const Plan &p);
-// The same for bytes [data, data + bytes) that the caller is about to write
-// whole (only the whole pages inside; nothing under 128 KB).
-void populate_range(void *data, int64_t bytes);
 
 // Rows [row0, row0 + rows) and columns [k0, k0 + kc) of matrix b of `op` as
 // fp32 rows `*ld` floats apart: the operand itself when it is fp32, else a copy

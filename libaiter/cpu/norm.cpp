@@ -7,6 +7,7 @@
 
 #include "core/parallel.hpp"
 #include "cpu/isa.hpp"
+#include "cpu/populate.hpp"
 #include "cpu/quantize.hpp"
 #include "cpu/vec512.hpp"
 #include "ops/norm.hpp"
@@ -181,6 +182,14 @@ void norm_rows(const NormArgs &a, Kind kind, const std::vector<float> &weight, c
   });
 }
 
+// Fresh output pages mapped up front rather than faulted in by the row loop
+// (cpu/populate.cpp): out, and the new residual of add_rmsnorm.
+void populate_outputs(const NormArgs &a) {
+  const DType out_dtype = a.quant_dtype != DType::unknown ? a.quant_dtype : a.dtype;
+  populate_rows(a.out, a.out_rows, dtype_size(out_dtype));
+  if (a.residual_out != nullptr) populate_rows(a.residual_out, a.residual_out_rows, dtype_size(a.dtype));
+}
+
 aiter_status run_norm(const NormArgs &a, Kind kind) {
   if (a.x_rows.cols == 0) {  // empty rows: nothing to normalize, but each still gets a scale
     // (the row view of an empty x counts no rows, so the scale's own size says how many)
@@ -190,6 +199,7 @@ aiter_status run_norm(const NormArgs &a, Kind kind) {
   if (a.x_rows.rows == 0) return AITER_OK;
   std::vector<float> weight, bias;
   params_f32(a, weight, bias);
+  populate_outputs(a);
   visit_float(a.dtype, [&](auto tag) { norm_rows<decltype(tag)>(a, kind, weight, bias); });
   return AITER_OK;
 }
