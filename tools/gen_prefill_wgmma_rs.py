@@ -41,9 +41,22 @@ def wrapper(tag, kind, n=64):
             f'      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));\n}}\n')
 
 
+WIDTHS = (64, 256)
+DTYPES = {"bf16": "bf16_t", "f16": "half_t"}
+
+
+def dispatch():
+    lines = ["// The products above by input type and width: WgmmaRs<T, N>::run(d, a, b, accumulate).",
+             "template <class T, int N> struct WgmmaRs;"]
+    lines += [f"template <> struct WgmmaRs<{DTYPES[tag]}, {n}> {{ static constexpr auto run = wgmma_rs_{tag}_n{n}_tb; }};"
+              for n in WIDTHS for tag, _ in TYPES]
+    return "\n".join(lines) + "\n"
+
+
 def main(path):
     with open(path, "w", encoding="utf-8") as f:
-        f.write(HEADER + "\n".join(wrapper(tag, kind, n) for n in (64, 256) for tag, kind in TYPES) + "\n#endif\n")
+        f.write(HEADER + "\n".join(wrapper(tag, kind, n) for n in WIDTHS for tag, kind in TYPES) + "\n" + dispatch()
+                + "\n#endif\n")
 
 
 if __name__ == "__main__":

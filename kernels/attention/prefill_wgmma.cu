@@ -91,30 +91,10 @@ __device__ __forceinline__ uint64_t mn_major_descriptor(uint32_t address) {
   return uint64_t((address & 0x3FFFF) >> 4) | uint64_t(1) << 16 | uint64_t(1024 >> 4) << 32 | uint64_t(1) << 62;
 }
 
-template <class T> struct Pv;
-template <> struct Pv<bf16_t> {
-  static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
-    wgmma_rs_bf16_n64_tb(d, a, b, 1);
-  }
-};
-template <> struct Pv<half_t> {
-  static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
-    wgmma_rs_f16_n64_tb(d, a, b, 1);
-  }
-};
-
 template <bool B>
 struct BoolTag {
   static constexpr bool value = B;
 };
-
-// Keeps the compiler from moving reads or writes of these registers across
-// this point (FlashAttention-3 fences a product's accumulators likewise).
-template <int N>
-__device__ __forceinline__ void fence_registers(float (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
-}
 
 // The block's key range: the union of its rows' ranges [start, stop), and the
 // part every row sees whole [inner_lo, inner_hi) (empty where a row sees nothing).
@@ -256,7 +236,7 @@ __device__ __forceinline__ void issue_pv(const Smem<S> &sm, int s, RowState<S> &
 #pragma unroll
   for (int j = 0; j < S::kKeys / 16; ++j)
 #pragma unroll
-    for (int b = 0; b < S::DV / 64; ++b) Pv<T>::run(st.o[b], st.p[j], mn_major_descriptor(sm.v(s, b) + j * 2048));
+    for (int b = 0; b < S::DV / 64; ++b) WgmmaRs<T, 64>::run(st.o[b], st.p[j], mn_major_descriptor(sm.v(s, b) + j * 2048), 1);
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #pragma unroll
   for (int b = 0; b < S::DV / 64; ++b) fence_registers(st.o[b]);

@@ -47,4 +47,11 @@ __device__ __forceinline__ void wgmma_rs_f16_n256_tb(float (&d)[128], const uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
 }
 
+// The products above by input type and width: WgmmaRs<T, N>::run(d, a, b, accumulate).
+template <class T, int N> struct WgmmaRs;
+template <> struct WgmmaRs<bf16_t, 64> { static constexpr auto run = wgmma_rs_bf16_n64_tb; };
+template <> struct WgmmaRs<half_t, 64> { static constexpr auto run = wgmma_rs_f16_n64_tb; };
+template <> struct WgmmaRs<bf16_t, 256> { static constexpr auto run = wgmma_rs_bf16_n256_tb; };
+template <> struct WgmmaRs<half_t, 256> { static constexpr auto run = wgmma_rs_f16_n256_tb; };
+
 #endif

@@ -35,6 +35,14 @@ __device__ __forceinline__ void issue_stage(uint32_t a, uint32_t w, float (&acc)
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 
+// Keeps the compiler from moving reads or writes of these registers across
+// this point (FlashAttention-3 fences a product's accumulators likewise).
+template <int N>
+__device__ __forceinline__ void fence_registers(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
 // Waits until at most N of this warpgroup's wgmma groups are in flight.
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {

@@ -141,24 +141,6 @@ __device__ void produce(const MlaWgmmaParams &w, const Smem &sm, const Split &s,
 
 // ---- warpgroups 1 and 2: the products -----------------------------------------------
 
-template <int N>
-__device__ __forceinline__ void fence_registers(float (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
-}
-
-template <class T> struct Pv256;
-template <> struct Pv256<bf16_t> {
-  static __device__ __forceinline__ void run(float (&d)[128], const uint32_t (&a)[4], uint64_t b) {
-    wgmma_rs_bf16_n256_tb(d, a, b, 1);
-  }
-};
-template <> struct Pv256<half_t> {
-  static __device__ __forceinline__ void run(float (&d)[128], const uint32_t (&a)[4], uint64_t b) {
-    wgmma_rs_f16_n256_tb(d, a, b, 1);
-  }
-};
-
 // B of P V: 256 columns of V read MN-major from 16 keys on: 8-key groups of
 // 128-byte rows 1024 bytes apart (stride offset), 64-column blocks 8 KiB apart
 // (leading offset), the 128-byte swizzle.
@@ -173,7 +155,7 @@ __device__ __forceinline__ void issue_pv(const Smem &sm, int buf, int half, floa
   fence_registers(o);
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-  for (int j = 0; j < kKeys / 16; ++j) Pv256<T>::run(o, p[j], values_descriptor(sm.kv(buf, half * 4) + j * 2048));
+  for (int j = 0; j < kKeys / 16; ++j) WgmmaRs<T, 256>::run(o, p[j], values_descriptor(sm.kv(buf, half * 4) + j * 2048), 1);
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
   fence_registers(o);
 }
