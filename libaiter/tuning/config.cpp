@@ -92,7 +92,11 @@ std::unique_ptr<Loaded> load() {
     f.path = src.path;
     std::string problem = src.error;
     if (problem.empty()) read_table_text(src.path, &f.text, &problem);
-    if (!problem.empty()) report_problem(f, problem);
+    if (!problem.empty())
+      report_problem(f, problem);
+    else
+      log_message(LogLevel::debug, "tuned config %s: read (parsed at the first lookup of a target it names)",
+                  f.path.c_str());
   }
   return l;
 }
