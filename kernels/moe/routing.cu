@@ -254,26 +254,26 @@ __device__ __forceinline__ void pair_experts(const SortingParams &p, long long q
   }
 }
 
-// count[e] += the pairs of expert e in [begin, end), kSortChunk a step.
-__device__ __forceinline__ void count_pairs(const SortingParams &p, long long begin, long long end, int *count) {
+// f(expert, pair) for each pair of [begin, end) with a local expert, kSortChunk a step.
+template <class F>
+__device__ __forceinline__ void for_each_pair(const SortingParams &p, long long begin, long long end, F f) {
   for (long long q0 = begin + thread_x(); q0 < end; q0 += kSortChunk) {
     int e[kSortPerThread];
     pair_experts(p, q0, end, e);
 #pragma unroll
     for (int j = 0; j < kSortPerThread; ++j)
-      if (e[j] >= 0) shared_add(&count[e[j]], 1);
+      if (e[j] >= 0) f(e[j], q0 + (long long)j * kSortThreads);
   }
+}
+
+// count[e] += the pairs of expert e in [begin, end).
+__device__ __forceinline__ void count_pairs(const SortingParams &p, long long begin, long long end, int *count) {
+  for_each_pair(p, begin, end, [&](int e, long long) { shared_add(&count[e], 1); });
 }
 
 // Each pair of [begin, end) to its expert's next row (next[e], a shared cursor).
 __device__ __forceinline__ void scatter_pairs(const SortingParams &p, long long begin, long long end, int *next) {
-  for (long long q0 = begin + thread_x(); q0 < end; q0 += kSortChunk) {
-    int e[kSortPerThread];
-    pair_experts(p, q0, end, e);
-#pragma unroll
-    for (int j = 0; j < kSortPerThread; ++j)
-      if (e[j] >= 0) p.sorted[shared_add(&next[e[j]], 1)] = int(q0 + (long long)j * kSortThreads);
-  }
+  for_each_pair(p, begin, end, [&](int e, long long q) { p.sorted[shared_add(&next[e], 1)] = int(q); });
 }
 
 // Inclusive scans of a[] and b[] over their first n entries (one a thread;
