@@ -185,14 +185,17 @@ inline aiter_status active_clusters(const GpuCall &call, const char *op, const s
   return AITER_OK;
 }
 
-// True where environment variable `name` says "portable": a launcher with a
-// tensor-core kernel then runs its portable one (the AMD targets') on NVIDIA too,
-// so that kernel is tested and timed where no AMD GPU is at hand.  Launchers read
-// it once (a static).
-inline bool portable_requested(const char *name) {
+// True where environment variable `name` is `value`: the switches that force a
+// kernel or path for tests and timing.  Launchers read them once (a static).
+inline bool env_is(const char *name, const char *value) {
   const char *env = std::getenv(name);
-  return env != nullptr && std::strcmp(env, "portable") == 0;
+  return env != nullptr && std::strcmp(env, value) == 0;
 }
+
+// `name` says "portable": a launcher with a tensor-core kernel then runs its
+// portable one (the AMD targets') on NVIDIA too, so that kernel is tested and
+// timed where no AMD GPU is at hand.
+inline bool portable_requested(const char *name) { return env_is(name, "portable"); }
 
 }  // namespace gpu
 }  // namespace aiter

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "gpu/launch.hpp"
@@ -38,10 +37,7 @@ bool portable_forced() {
   return forced;
 }
 bool mma_forced() {
-  static const bool forced = [] {
-    const char *env = std::getenv("AITER_MLA_KERNEL");
-    return env != nullptr && std::string(env) == "mma";
-  }();
+  static const bool forced = env_is("AITER_MLA_KERNEL", "mma");
   return forced;
 }
 

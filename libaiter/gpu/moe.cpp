@@ -1,7 +1,5 @@
 // GPU launchers of the MoE routing and sorting kernels (kernels/moe/routing.cu).
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "gpu/launch.hpp"
@@ -82,10 +80,7 @@ int zero_blocks(int64_t bytes) {
 
 // AITER_MOE_SORT=single: the fused MoE sorts with the one-block kernel (read once).
 bool single_forced() {
-  static const bool forced = [] {
-    const char *env = std::getenv("AITER_MOE_SORT");
-    return env != nullptr && std::strcmp(env, "single") == 0;
-  }();
+  static const bool forced = env_is("AITER_MOE_SORT", "single");
   return forced;
 }
 

@@ -146,10 +146,7 @@ Plan portable_plan(const FusedMoeArgs &a, const std::string &prefix) {
 // overlaps at one block an SM; that costs more than the combine's 54 us), and
 // its sum order varies run to run (bit-reproducible only up to 2 pairs a token).
 bool sums_chosen() {
-  static const bool chosen = [] {
-    const char *env = std::getenv("AITER_MOE_COMBINE");
-    return env != nullptr && std::strcmp(env, "sums") == 0;
-  }();
+  static const bool chosen = env_is("AITER_MOE_COMBINE", "sums");
   return chosen;
 }
 
