@@ -141,7 +141,11 @@ __device__ __forceinline__ void portable_block(const MlaDecodeParams &p) {
 // nothing), so the weighted sum reads no unwritten workspace.  The splits are
 // shared out over kCombineGroups groups of 16 threads (a group: 8 columns a
 // thread, 16 bytes of partial row), so that many loads are in flight at once
-// whatever the split count; the groups' sums meet in shared memory.
+// whatever the split count; the groups' sums meet in shared memory.  MAX_SPLITS
+// (8, 32 or 128: the launcher takes the smallest that holds the call's splits)
+// sizes a thread's loads in registers: sized for 128 at every count, the kernel
+// took 168 registers, 3 blocks an SM, and 28.8 us for the 1024 rows x 2 splits
+// of B64 (H100, ncu); the decode itself took 114.
 constexpr int kCombineGroups = kThreads / 16;
 
 __device__ __forceinline__ void combine_weights(const float *lse, int splits, float *weight, float *stats) {
@@ -163,12 +167,13 @@ __device__ __forceinline__ void combine_weights(const float *lse, int splits, fl
   sync_block();
 }
 
-template <class T>
+template <class T, int MAX_SPLITS>
 __device__ __forceinline__ void combine_row(const MlaCombineParams &p) {
-  __shared__ float weight[kMaxCombineSplits];
+  static_assert(MAX_SPLITS <= kMaxCombineSplits && MAX_SPLITS % kCombineGroups == 0, "splits a group");
+  __shared__ float weight[MAX_SPLITS];
   __shared__ float stats[2];
   __shared__ float sums[kCombineGroups][kThreads];
-  constexpr int kPerThread = kMaxCombineSplits / kCombineGroups;  // splits a thread, at most
+  constexpr int kPerThread = MAX_SPLITS / kCombineGroups;  // splits a thread, at most
   const long long row = block_x();
   const int t = int(thread_x()), group = t / 16, col0 = int(block_y()) * kThreads + (t % 16) * 8;
   // The thread's partial rows are loaded before the weights are known, so that
@@ -222,7 +227,7 @@ __device__ __forceinline__ void cache_row(const MlaCacheParams &p) {
 }  // namespace
 
 #define AITER_MLA_PORTABLE(name, T, C) AITER_ENTRY(name, kThreads, MlaDecodeParams, portable_block<T, C>)
-#define AITER_MLA_COMBINE(name, T) AITER_ENTRY(name, kThreads, MlaCombineParams, combine_row<T>)
+#define AITER_MLA_COMBINE(name, T, MAX_SPLITS) AITER_ENTRY(name, kThreads, MlaCombineParams, combine_row<T, MAX_SPLITS>)
 #define AITER_MLA_CACHE(name, T, FP8) AITER_ENTRY(name, kThreads, MlaCacheParams, cache_row<T, FP8>)
 
 // aiter-kernel: op=mla_decode variant=portable.f16.same symbol=aiter_mla_portable_f16_same block=128 smem=0
@@ -233,10 +238,18 @@ AITER_MLA_PORTABLE(aiter_mla_portable_f16_fp8, half_t, uint8_t)
 AITER_MLA_PORTABLE(aiter_mla_portable_bf16_same, bf16_t, bf16_t)
 // aiter-kernel: op=mla_decode variant=portable.bf16.fp8 symbol=aiter_mla_portable_bf16_fp8 block=128 smem=0
 AITER_MLA_PORTABLE(aiter_mla_portable_bf16_fp8, bf16_t, uint8_t)
-// aiter-kernel: op=mla_decode variant=combine.f16 symbol=aiter_mla_combine_f16 block=128 smem=0
-AITER_MLA_COMBINE(aiter_mla_combine_f16, half_t)
-// aiter-kernel: op=mla_decode variant=combine.bf16 symbol=aiter_mla_combine_bf16 block=128 smem=0
-AITER_MLA_COMBINE(aiter_mla_combine_bf16, bf16_t)
+// aiter-kernel: op=mla_decode variant=combine.f16.s8 symbol=aiter_mla_combine_f16_s8 block=128 smem=0
+AITER_MLA_COMBINE(aiter_mla_combine_f16_s8, half_t, 8)
+// aiter-kernel: op=mla_decode variant=combine.f16.s32 symbol=aiter_mla_combine_f16_s32 block=128 smem=0
+AITER_MLA_COMBINE(aiter_mla_combine_f16_s32, half_t, 32)
+// aiter-kernel: op=mla_decode variant=combine.f16.s128 symbol=aiter_mla_combine_f16_s128 block=128 smem=0
+AITER_MLA_COMBINE(aiter_mla_combine_f16_s128, half_t, 128)
+// aiter-kernel: op=mla_decode variant=combine.bf16.s8 symbol=aiter_mla_combine_bf16_s8 block=128 smem=0
+AITER_MLA_COMBINE(aiter_mla_combine_bf16_s8, bf16_t, 8)
+// aiter-kernel: op=mla_decode variant=combine.bf16.s32 symbol=aiter_mla_combine_bf16_s32 block=128 smem=0
+AITER_MLA_COMBINE(aiter_mla_combine_bf16_s32, bf16_t, 32)
+// aiter-kernel: op=mla_decode variant=combine.bf16.s128 symbol=aiter_mla_combine_bf16_s128 block=128 smem=0
+AITER_MLA_COMBINE(aiter_mla_combine_bf16_s128, bf16_t, 128)
 // aiter-kernel: op=concat_and_cache_mla variant=f16.same symbol=aiter_mla_cache_f16_same block=128 smem=0
 AITER_MLA_CACHE(aiter_mla_cache_f16_same, half_t, false)
 // aiter-kernel: op=concat_and_cache_mla variant=f16.fp8 symbol=aiter_mla_cache_f16_fp8 block=128 smem=0

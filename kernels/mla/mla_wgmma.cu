@@ -1,7 +1,9 @@
-// MLA decode on Hopper (sm_90a) for sequences with many query rows (64 or more:
-// 128 heads, or 64 with several new tokens): wgmma products fed by TMA.  A block
+// MLA decode on Hopper (sm_90a) over 16-bit caches: wgmma products fed by TMA.  A block
 // of 3 warpgroups takes 64 rows (new token x head) of one sequence over one split
-// of its context, 64 latent rows (keys) at a time:
+// of its context, 64 latent rows (keys) at a time.  A sequence of fewer rows
+// (16 heads x 1 new token: the memory-bound case) fills its tile with zero rows,
+// fully masked and never stored: the products cost 4x their useful work, which
+// the tensor cores have to spare while the latents stream in at memory speed.
 //   - warpgroup 0: one thread copies Q once (9 boxes of 64 columns) and each key
 //     tile into one of two buffers, every 64-column block of a tile completing
 //     on its own barrier, so S = Q K^T starts on the first block while the
@@ -117,7 +119,7 @@ __device__ void produce(const MlaWgmmaParams &w, const Smem &sm, const Split &s,
   const int *table_row = p.block_table + (long long)s.b * p.table_stride;
   barrier_arrive_expect(sm.q_full(), kTileBytes);
   for (int blk = 0; blk < kBlocks; ++blk)
-    tma_copy_3d(sm.q(blk), &w.q_map, sm.q_full(), blk * 64, s.b * p.rows + tile_row0, 0);
+    tma_copy_3d(sm.q(blk), &w.q_map, sm.q_full(), blk * 64, tile_row0, s.b);  // rows past the sequence's: zeros
   for (int i = 0; i < s.tiles; ++i) {
     const int buf = i & 1;
     int rows[4];

@@ -1,6 +1,6 @@
-// GPU launcher of MLA decode: on NVIDIA the tensor-core kernels (on sm_90a,
-// sequences of 64 rows or more with 16-bit caches: kernels/mla/mla_wgmma.cu,
-// tiles of 64 rows; else kernels/mla/mla_mma.cu: tiles of 16 or 32), on AMD
+// GPU launcher of MLA decode: on NVIDIA the tensor-core kernels (on sm_90a with
+// 16-bit caches: kernels/mla/mla_wgmma.cu, tiles of 64 rows; else
+// kernels/mla/mla_mma.cu: tiles of 16 or 32), on AMD
 // the Triton one where built (mla_triton.cpp: MFMA), elsewhere the portable one
 // (kernels/mla/mla.cu: one row a block); with several splits, then the merge of
 // their partial results.
@@ -84,16 +84,17 @@ aiter_status plan_splits(const MlaDecodeArgs &a, int64_t blocks, int64_t capacit
   return AITER_OK;
 }
 
-// The sm_90a kernel: 16-bit caches, 64 rows or more a sequence, pages of a
-// multiple of 16 positions (a TMA box never crosses one), q and the cache
-// 16-byte aligned (TMA), rows and cache positions TMA coordinates can address.
+// The sm_90a kernel: 16-bit caches (any rows a sequence: fewer than 64 are
+// padded, see mla_wgmma.cu), pages of a multiple of 16 positions (a TMA box
+// never crosses one), q and the cache 16-byte aligned (TMA), rows and cache
+// positions TMA coordinates can address.
 constexpr int64_t kWgmmaRows = 64;
 constexpr int64_t kMaxTmaRowsBytes = int64_t(1) << 40;
 
 bool wgmma_chosen(const MlaDecodeArgs &a, const GpuCall &call, int64_t rows) {
   const int64_t cache_rows = a.num_blocks * a.page_size;
   const bool fits = call.device.device_type == kDLCUDA && !portable_forced() && !mma_forced() &&
-                    !is_fp8(a.cache_dtype) && rows >= kWgmmaRows && a.page_size % 16 == 0 && aligned(a.q, 16) &&
+                    !is_fp8(a.cache_dtype) && a.page_size % 16 == 0 && aligned(a.q, 16) &&
                     aligned(a.kv_cache, 16) && aligned(a.out, 4) && cache_rows < INT_MAX &&
                     cache_rows * kMlaLatentDim * 2 < kMaxTmaRowsBytes && a.batch * rows < INT_MAX &&
                     a.batch * rows * kMlaLatentDim * 2 < kMaxTmaRowsBytes;
@@ -106,12 +107,14 @@ bool wgmma_chosen(const MlaDecodeArgs &a, const GpuCall &call, int64_t rows) {
   return false;
 }
 
-// [rows][576] 16-bit rows as a 3-D map (the third dim of one), boxes of 64 columns by `box_rows`.
-aiter_status encode_rows(Driver *driver, const void *data, int64_t rows, int box_rows, TensorMap *map) {
+// [sequences][rows][576] 16-bit rows as a 3-D map, boxes of 64 columns by
+// `box_rows` rows of one sequence (rows past a sequence's last read as zeros).
+aiter_status encode_rows(Driver *driver, const void *data, int64_t sequences, int64_t rows, int box_rows,
+                         TensorMap *map) {
   TensorMapSpec spec{};
   spec.base = data;
   spec.element_bytes = 2;
-  spec.dims[0] = uint64_t(kMlaLatentDim), spec.dims[1] = uint64_t(rows), spec.dims[2] = 1;
+  spec.dims[0] = uint64_t(kMlaLatentDim), spec.dims[1] = uint64_t(rows), spec.dims[2] = uint64_t(sequences);
   spec.byte_strides[0] = uint64_t(kMlaLatentDim * 2), spec.byte_strides[1] = uint64_t(rows * kMlaLatentDim * 2);
   spec.box[0] = 64, spec.box[1] = uint32_t(box_rows), spec.box[2] = 1;
   return driver->encode_tensor_map(spec, map);
@@ -125,8 +128,8 @@ aiter_status launch_wgmma(const MlaDecodeArgs &a, const MlaDecodeParams &p, cons
   MlaWgmmaParams w{};
   w.p = p;
   w.box_rows = a.page_size % 64 == 0 ? 64 : 16;
-  aiter_status s = encode_rows(scope.driver(), a.q, a.batch * p.rows, 64, &w.q_map);
-  if (s == AITER_OK) s = encode_rows(scope.driver(), a.kv_cache, a.num_blocks * a.page_size, w.box_rows, &w.kv_map);
+  aiter_status s = encode_rows(scope.driver(), a.q, a.batch, p.rows, 64, &w.q_map);
+  if (s == AITER_OK) s = encode_rows(scope.driver(), a.kv_cache, 1, a.num_blocks * a.page_size, w.box_rows, &w.kv_map);
   if (s != AITER_OK) return s;
   const int64_t blocks = a.batch * p.splits * tiles;
   if (blocks > INT_MAX)
@@ -145,8 +148,9 @@ aiter_status combine(const MlaDecodeArgs &a, const MlaDecodeParams &p, const Gpu
   c.splits = p.splits;
   const int64_t rows = a.batch * p.rows;
   const unsigned quarters = unsigned(kMlaValueDim / kPortableThreads);  // a block per 128 columns of a row
-  return launch(call, "mla_decode", std::string("combine.") + dtype_tag(a.dtype), Dim3{unsigned(rows), quarters, 1},
-                kPortableThreads, c);
+  const char *room = p.splits <= 8 ? ".s8" : p.splits <= 32 ? ".s32" : ".s128";  // the splits it holds (mla.cu)
+  return launch(call, "mla_decode", std::string("combine.") + dtype_tag(a.dtype) + room,
+                Dim3{unsigned(rows), quarters, 1}, kPortableThreads, c);
 }
 
 }  // namespace
