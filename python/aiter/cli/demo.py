@@ -194,7 +194,6 @@ def run(dtype=None, decode_steps=4, seed=0, device="auto"):
     cache = PagedCache(rng, c, dt, int(lens.max()) + decode_steps, dev)
     layer = AiterLayer(weights, c, cache, timer, dev)
     reference = ReferenceLayer(weights, c)
-    errors = []
 
     # Prefill: all prompts packed into one [total, hidden] batch.
     x = rng.standard_normal((total, c["hidden"])).astype(dt)
@@ -202,15 +201,15 @@ def run(dtype=None, decode_steps=4, seed=0, device="auto"):
     positions = np.concatenate([np.arange(n) for n in lens]).astype(np.int32)
     cu_seqlens = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
     cu_seqlens_dev = dev.put(cu_seqlens)
-    out = layer.forward(x, positions, cache.slots(seq_of_token, positions),
-                        lambda q, k, v: timer("prefill_attention", aiter.prefill_attention, q, k, v, cu_seqlens_dev))
-    ref = np.concatenate([reference.forward(s, x[cu_seqlens[s]:cu_seqlens[s + 1]].astype(np.float64),
-                                            positions[cu_seqlens[s]:cu_seqlens[s + 1]]) for s in range(n_seq)])
-    errors.append(("prefill", relative_error(out, ref)))
+    prefill_out = layer.forward(x, positions, cache.slots(seq_of_token, positions),
+                                lambda q, k, v: timer("prefill_attention", aiter.prefill_attention, q, k, v,
+                                                      cu_seqlens_dev))
+    prefill = (x, positions)
 
     # Decode: one new token per sequence, attending over its paged history.
     context = lens.copy()
     seqs = np.arange(n_seq)
+    steps = []  # (input, positions, output) of each step, checked below
     for step in range(decode_steps):
         x = rng.standard_normal((n_seq, c["hidden"])).astype(dt)
         pos = context.astype(np.int32)
@@ -218,9 +217,19 @@ def run(dtype=None, decode_steps=4, seed=0, device="auto"):
         out = layer.forward(x, pos, cache.slots(seqs, pos), lambda q, k, v: timer(
             "paged_decode_attention", aiter.paged_decode_attention, q, cache.k, cache.v, cache.block_table,
             lens_after))
+        steps.append((x, pos, out))
+        context += 1
+
+    # The float64 check runs after the timed steps, not between them: its NumPy
+    # matmuls leave OpenBLAS's threads spinning for a while after each call,
+    # and a decode step started then would share the CPUs with them.
+    x, positions = prefill
+    ref = np.concatenate([reference.forward(s, x[cu_seqlens[s]:cu_seqlens[s + 1]].astype(np.float64),
+                                            positions[cu_seqlens[s]:cu_seqlens[s + 1]]) for s in range(n_seq)])
+    errors = [("prefill", relative_error(prefill_out, ref))]
+    for step, (x, pos, out) in enumerate(steps):
         ref = np.concatenate([reference.forward(s, x[s:s + 1].astype(np.float64), pos[s:s + 1]) for s in seqs])
         errors.append((f"decode step {step + 1}", relative_error(out, ref)))
-        context += 1
 
     print(timer.table())
     tolerance = TOLERANCE[name]
