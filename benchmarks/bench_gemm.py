@@ -2,7 +2,8 @@
 """libaiter's GEMMs against the library a PyTorch user would call, in one run.
 
 usage: python3 benchmarks/bench_gemm.py [--sets llama3-8b,llama3-70b,deepseek-v3] [--m 1,2,4,...,8192]
-                                        [--kinds bf16,fp8,blockscale] [--json FILE] [--markdown FILE]
+                                        [--kinds bf16,fp8,blockscale] [--a-scale-layout row|column]
+                                        [--json FILE] [--markdown FILE]
 
 Peers: bf16 against F.linear (cuBLAS), fp8 with per-token x per-channel scales
 against torch._scaled_mm (rowwise), block-scaled fp8 against F.scaled_mm with
@@ -105,10 +106,14 @@ def inputs(kind, m, n, k, copies):
                              w_scale=torch.rand(1, n, device="cuda") / 16 + 0.01))
         else:
             g = -(-k // 128)
-            sets.append(dict(a=(a * 4).to(FP8), w=(w * 4).to(FP8),
-                             a_scale=torch.rand(m, g, device="cuda") / 16 + 0.01,
+            a_scale = torch.rand(m, g, device="cuda") / 16 + 0.01
+            sets.append(dict(a=(a * 4).to(FP8), w=(w * 4).to(FP8), a_scale=a_scale,
+                             a_scale_col=a_scale.t().contiguous().t(),  # column-major, as F.scaled_mm wants
                              w_scale=torch.rand(-(-n // 128), g, device="cuda") / 16 + 0.01))
     return sets
+
+
+A_SCALE_COLUMN_MAJOR = False  # --a-scale-layout column: libaiter gets the peer's column-major a_scale too
 
 
 def ours(kind, s, out):
@@ -116,7 +121,8 @@ def ours(kind, s, out):
         return lambda: aiter.gemm_a16w16(s["a"], s["w"], out=out)
     if kind == "fp8":
         return lambda: aiter.gemm_a8w8(s["a"], s["w"], s["a_scale"], s["w_scale"], out=out)
-    return lambda: aiter.gemm_a8w8_blockscale(s["a"], s["w"], s["a_scale"], s["w_scale"], out=out)
+    a_scale = s["a_scale_col"] if A_SCALE_COLUMN_MAJOR else s["a_scale"]
+    return lambda: aiter.gemm_a8w8_blockscale(s["a"], s["w"], a_scale, s["w_scale"], out=out)
 
 
 def peer(kind, s):
@@ -129,7 +135,7 @@ def peer(kind, s):
     scaling = getattr(F, "ScalingType", None)
     if not hasattr(F, "scaled_mm") or scaling is None:
         return None
-    sa = s["a_scale"].t().contiguous().t()  # column-major, as the block-wise path wants
+    sa = s["a_scale_col"]
     sb = s["w_scale"].t()
     return lambda: F.scaled_mm(s["a"], s["w"].t(), sa, scaling.BlockWise1x128, sb, scaling.BlockWise128x128,
                                output_dtype=torch.bfloat16)
@@ -192,9 +198,14 @@ def main():
     p.add_argument("--sets", default=None, help="comma-separated: " + ",".join(SETS))
     p.add_argument("--m", default=",".join(str(2**i) for i in range(14)))
     p.add_argument("--kinds", default="bf16,fp8,blockscale")
+    p.add_argument("--a-scale-layout", choices=("row", "column"), default="row",
+                   help="block-scaled: libaiter's a_scale [M, K/128] row-major (AITER's layout; the peer always gets "
+                        "the column-major copy it requires) or the same column-major tensor as the peer")
     p.add_argument("--json")
     p.add_argument("--markdown")
     args = p.parse_args()
+    global A_SCALE_COLUMN_MAJOR
+    A_SCALE_COLUMN_MAJOR = args.a_scale_layout == "column"
     torch.manual_seed(0)
     header = [f"{torch.cuda.get_device_name()}, torch {torch.__version__} (CUDA {torch.version.cuda}), "
               f"libaiter {aiter.__version__}",

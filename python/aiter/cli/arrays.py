@@ -119,12 +119,15 @@ class TorchArrays:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            for _ in range(warmup):
+            for _ in range(max(warmup, 1)):  # one call at least: see the capture below
                 fn()
         torch.cuda.current_stream().wait_stream(side)
         calls = max(1, min(iters, 20))
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # Captured on the warm-up stream: a vendor BLAS variant keeps its
+        # workspace per stream, made at its first call there, and cannot make
+        # one while being captured (it would fail the capture, H100 2026-11-27).
+        with torch.cuda.graph(graph, stream=side):
             for _ in range(calls):
                 fn()
         graph.replay()

@@ -44,12 +44,17 @@ def _time_variant(case, arrays, variant, reference, iters, log, best_us=None):
             log.write(f"  {variant}: REJECTED, error {error:.3g} > tolerance {tolerance:g} "
                       f"(never selected)\n")
             return None, error
-        if best_us is not None:  # a candidate far slower than the best is not worth timing fully
-            once = arrays.time_us(case.run_cold, 1, warmup=0)
-            if once > 4 * best_us:
-                log.write(f"  {variant}: {once:.2f} us once, over 4x the best ({best_us:.2f} us); not timed further\n")
-                return None, error
-        us = arrays.time_us(case.run_cold, iters)
+        try:
+            if best_us is not None:  # a candidate far slower than the best is not worth timing fully
+                once = arrays.time_us(case.run_cold, 1, warmup=0)
+                if once > 4 * best_us:
+                    log.write(f"  {variant}: {once:.2f} us once, over 4x the best ({best_us:.2f} us); "
+                              f"not timed further\n")
+                    return None, error
+            us = arrays.time_us(case.run_cold, iters)
+        except AiterError as e:  # ran once, but not on the timing's inputs or inside its CUDA graph
+            log.write(f"  {variant}: skipped, failed while timed ({e})\n")
+            return None, None
     log.write(f"  {variant}: {us:.2f} us {tflops(p, us):.4g} TFLOP/s error {error:.3g}\n")
     return us, error
 
