@@ -4,6 +4,7 @@
 usage: python3 benchmarks/bench_cpu.py [--ops gemm,memory,attention,moe,mla,cold] [--m 1,16,256] [--rounds 3] [--reps 5]
                                       [--variants cpu.openblas,...] [--attn 512,16,1024]
                                       [--gemm-shapes demo|MxNxK,...]
+       python3 benchmarks/bench_cpu.py --demo-split 5
 
 Every case times libaiter and what a PyTorch user would write on the same
 tensors (F.linear for the GEMMs, torch._int_mm where it exists, else an fp32
@@ -24,12 +25,19 @@ an ideal kernel reads + writes), and the ratio peer time / ours (> 1: libaiter
 faster), with the CPU model, the instruction-set level the CPU kernels use and
 the GEMM variant each case ran.  --variants adds, for gemm_a16w16, a row per
 named variant forced (aiter/tuning.h), e.g. the vendor library cpu.openblas.
+
+--demo-split N runs the CPU demo's layer (`python -m aiter demo --device cpu`)
+in N fresh processes instead and prints where its time goes, op by op, prefill
+and decode: each call's wall time, the C call's share (the rest is the Python
+layer) and the minor page faults it took, medians over the processes.
 """
 import argparse
+import json
 import mmap
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 
@@ -393,6 +401,72 @@ def mla_cases(batch, heads, context):
            lambda: aiter.mla_decode(q, cache, table, lens, scale, out=out), eager, "bmm-softmax-bmm", False)
 
 
+# ---- the demo's layer, call by call (--demo-split N) ----------------------------------
+# Run in a fresh process each time: the demo times a process's first pass.
+_SPLIT_CHILD = r"""
+import contextlib, io, json, resource, time
+import aiter._call as call
+from aiter.cli import demo
+
+c_ms = [0.0]
+run_c = call.Call.run
+def run(self, *args):
+    t0 = time.perf_counter()
+    try:
+        return run_c(self, *args)
+    finally:
+        c_ms[0] += (time.perf_counter() - t0) * 1e3
+call.Call.run = run
+
+calls = []
+timer_call = demo.OpTimer.__call__
+def timed(self, name, fn, *args, **kwargs):
+    c_ms[0] = 0.0
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    t0 = time.perf_counter()
+    result = timer_call(self, name, fn, *args, **kwargs)
+    wall = (time.perf_counter() - t0) * 1e3
+    calls.append((name, wall, c_ms[0], resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults))
+    return result
+demo.OpTimer.__call__ = timed
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    status = demo.run(device="cpu")
+if status != 0:
+    raise SystemExit(out.getvalue())
+print(json.dumps(calls))
+"""
+
+
+def demo_split(runs):
+    """The demo's 50 op calls in `runs` fresh processes: per call the wall time,
+    the C call's time and the minor faults, medians over the processes."""
+    per_run = []
+    for _ in range(runs):
+        done = subprocess.run([sys.executable, "-c", _SPLIT_CHILD], capture_output=True, text=True, check=True)
+        per_run.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    calls_per_pass = 10  # the layer's op calls: the prefill, then each decode step
+    rows = {}
+    for calls in per_run:
+        for i, (name, wall, c_ms, faults) in enumerate(calls):
+            phase = "prefill" if i < calls_per_pass else f"decode {i // calls_per_pass}"
+            rows.setdefault((i, phase, name), []).append((wall, c_ms, faults))
+    med = statistics.median
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; the demo's layer in {runs} fresh processes; "
+          f"load average {os.getloadavg()[0]:.2f}; medians, ms (faults: minor page faults of the call)")
+    print(f"{'phase':10} {'op':26} {'wall':>8} {'C call':>8} {'python':>8} {'faults':>7}")
+    totals = {}
+    for (i, phase, name), samples in sorted(rows.items()):
+        wall, c_ms, faults = (med(s[j] for s in samples) for j in range(3))
+        print(f"{phase:10} {name:26} {wall:8.3f} {c_ms:8.3f} {wall - c_ms:8.3f} {faults:7.0f}")
+        total = totals.setdefault(phase, [0.0, 0.0])
+        total[0], total[1] = total[0] + wall, total[1] + c_ms
+    for phase, (wall, c_ms) in totals.items():
+        print(f"{phase:10} {'(sum of the medians)':26} {wall:8.3f} {c_ms:8.3f} {wall - c_ms:8.3f}")
+    run_totals = [sum(c[1] for c in calls) for calls in per_run]
+    print(f"all ops per process: {' '.join(f'{t:.2f}' for t in run_totals)} ms (median {med(run_totals):.2f})")
+    return 0
+
+
 FAMILIES = {"gemm": gemm_cases, "memory": memory_cases, "cold": cold_cases}
 
 
@@ -412,7 +486,11 @@ def main(argv=None):
     parser.add_argument("--mla", default="4,16,2048", help="mla: batch, query heads, context (a multiple of 64)")
     parser.add_argument("--attn", default="512,16,1024",
                         help="attention: prefill tokens, decode batch, decode context (a multiple of 16)")
+    parser.add_argument("--demo-split", type=int, default=0, metavar="N",
+                        help="instead: the CPU demo's layer in N fresh processes, each call's time split into C / Python")
     args = parser.parse_args(argv)
+    if args.demo_split:
+        return demo_split(args.demo_split)
     ms = [int(x) for x in args.m.split(",")]
     threads = aiter.library_info()["cpu_threads"]
     torch.set_num_threads(threads)
