@@ -20,6 +20,14 @@ namespace {
 
 constexpr int kTile = 32, kSlice = 32, kThreads = 256, kCombineThreads = 256;
 
+// 16-byte packs of 8 elements: the combine's and the quantization's loads.
+constexpr int kCombineCols = 8;
+template <class T> struct alignas(16) Pack8 { T v[kCombineCols]; };
+struct alignas(8) Codes8 { uint32_t lo, hi; };  // 8 one-byte codes, the first in lo's low byte
+
+__device__ __forceinline__ bool aligned16(const void *ptr) { return (reinterpret_cast<unsigned long long>(ptr) & 15) == 0; }
+__device__ __forceinline__ bool aligned8(const void *ptr) { return (reinterpret_cast<unsigned long long>(ptr) & 7) == 0; }
+
 // A if FIRST, else B (no <type_traits> in the AMD device build).
 template <bool FIRST, class A, class B> struct Pick { using type = A; };
 template <class A, class B> struct Pick<false, A, B> { using type = B; };
@@ -154,8 +162,10 @@ __device__ __forceinline__ void stage_tile(const FusedMoeParams &p) {
 
 // fp8: stage input row r quantized to the weights' format with a dynamic
 // scale (dynamic_scale: the CPU's rule), values first gathered in fp32: x[t]
-// (times the pair's weight with weights_on_input) or inter row r.  The row is
-// read twice (amax, then codes), the second time mostly from L2.
+// (times the pair's weight with weights_on_input) or inter row r.  Per channel,
+// rows in 16-byte packs: quant_row_packed; otherwise (1 x 128 groups, other rows)
+// element by element, the row read twice (amax, then codes), the second time
+// mostly from L2.
 template <class T>
 __device__ __forceinline__ float quant_source(const FusedMoeParams &p, long long r, long long q, int i) {
   if (p.quant_source == 1) return to_f32(static_cast<const T *>(p.inter_buf)[r * p.inter + i]);
@@ -164,16 +174,81 @@ __device__ __forceinline__ float quant_source(const FusedMoeParams &p, long long
   return p.weights_on_input ? v * p.weights[t * p.weights_stride + q % p.topk] : v;
 }
 
+// Per channel, the common case: a row's values (times w) read once, in 16-byte
+// packs kept in registers, a lane's loads all in flight together; codes written
+// 8 at a time.  The same operations as the element-wise loops below (amax of
+// |v w|, codes of (v w) * (1 / scale)), so the same codes.  The element loop,
+// a row a block, waited out a load's latency for each value, twice: the two
+// passes took 542 us at Mixtral fp8 T4096 and 470 at Qwen3-30B T4096 on an
+// H100, now 218 and 120 (docs/performance_moe.md, run 12).  LANES: 32 (a team
+// a row, for rows of up to kMoeQuantShortRow) or the block's 256.
+constexpr int kQuantPacks = 8;  // a lane's packs: rows of up to 8 x 8 x 256 = 16384 values
+static_assert(kQuantPacks * kCombineCols * 32 == kMoeQuantShortRow, "a team's packs hold a short row");
+
+template <int LANES>
+__device__ __forceinline__ bool quant_packs_fit(const void *src, const unsigned char *codes, int n) {
+  return n % kCombineCols == 0 && n <= kQuantPacks * kCombineCols * LANES && aligned16(src) && aligned8(codes);
+}
+
+template <int LANES>
+__device__ __forceinline__ float lanes_max(float v, float *scratch) {
+  if (LANES == kCombineThreads) {
+    v = block_max(v, scratch);
+  } else {
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1) v = fmaxf(v, shfl_xor(v, m));  // within 32 lanes (also on 64-wide waves)
+  }
+  return v;
+}
+
+// KIND: the code format as a constant, so that quantize() is one conversion (e4m3fn on sm_89+).
+template <class T, int KIND, int LANES>
+__device__ __forceinline__ void quant_row_packed(const T *src, float w, int n, unsigned char *codes, float *scale,
+                                                 int lane, float *scratch) {
+  Pack8<T> pack[kQuantPacks];
+#pragma unroll
+  for (int c = 0; c < kQuantPacks; ++c) {
+    const int i = (c * LANES + lane) * kCombineCols;
+    if (i < n) pack[c] = *reinterpret_cast<const Pack8<T> *>(src + i);
+  }
+  float amax = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kQuantPacks; ++c)
+    if ((c * LANES + lane) * kCombineCols < n)
+#pragma unroll
+      for (int j = 0; j < kCombineCols; ++j) amax = fmaxf(amax, fabsf(to_f32(pack[c].v[j]) * w));
+  amax = lanes_max<LANES>(amax, scratch);
+  const float s = dynamic_scale(amax, KIND), inv = 1.0f / s;
+#pragma unroll
+  for (int c = 0; c < kQuantPacks; ++c) {
+    const int i = (c * LANES + lane) * kCombineCols;
+    if (i >= n) continue;
+    uint32_t word[2] = {0u, 0u};
+#pragma unroll
+    for (int j = 0; j < kCombineCols; ++j)
+      word[j / 4] |= uint32_t(quantize(to_f32(pack[c].v[j]) * w * inv, KIND)) << (8 * (j % 4));
+    *reinterpret_cast<Codes8 *>(codes + i) = Codes8{word[0], word[1]};
+  }
+  if (lane == 0) *scale = s;
+}
+
+// Element by element within a team of 32 lanes (short rows whose packs do not fit).
 template <class T>
-__device__ __forceinline__ void quant_rows(const FusedMoeParams &p) {
-  __shared__ float scratch[32];
-  const long long r = block_x(), pairs = p.tokens * p.topk;
-  if (r >= p.num_valid[0]) return;
-  const long long q = p.sorted[r];
-  if (q < 0 || q >= pairs) return;
-  const int n = p.quant_source == 1 ? p.inter : p.hidden;
-  unsigned char *codes = static_cast<unsigned char *>(p.quant_source == 1 ? p.hq : p.xq) + r * n;
-  float *scales = p.quant_source == 1 ? p.h_scale : p.x_scale;
+__device__ __forceinline__ void quant_row_team(const FusedMoeParams &p, long long r, long long q, int n,
+                                               unsigned char *codes, float *scale, int lane) {
+  float amax = 0.0f;
+  for (int i = lane; i < n; i += 32) amax = fmaxf(amax, fabsf(quant_source<T>(p, r, q, i)));
+  amax = lanes_max<32>(amax, nullptr);
+  const float s = dynamic_scale(amax, p.quant), inv = 1.0f / s;
+  for (int i = lane; i < n; i += 32) codes[i] = quantize(quant_source<T>(p, r, q, i) * inv, p.quant);
+  if (lane == 0) *scale = s;
+}
+
+// A row a block, element by element: 1 x 128 groups (a team of 32 lanes a
+// group), or per channel where the packs do not fit.
+template <class T>
+__device__ __forceinline__ void quant_row_block(const FusedMoeParams &p, long long r, long long q, int n,
+                                                unsigned char *codes, float *scales, float *scratch) {
   if (p.group > 0) {  // a team of 32 lanes per 128-wide group, 4 values a lane
     const int team = thread_x() / 32, lane = thread_x() % 32, groups = n / 128;
     for (int grp = team; grp < groups; grp += kCombineThreads / 32) {
@@ -197,6 +272,44 @@ __device__ __forceinline__ void quant_rows(const FusedMoeParams &p) {
   if (thread_x() == 0) scales[r] = scale;
 }
 
+// Row r of the stage's input, quantized by LANES lanes (lane: this thread's).
+template <class T, int LANES>
+__device__ __forceinline__ void quant_row(const FusedMoeParams &p, long long r, int lane, float *scratch) {
+  const long long pairs = p.tokens * p.topk;
+  if (r >= p.num_valid[0]) return;
+  const long long q = p.sorted[r];
+  if (q < 0 || q >= pairs) return;
+  const int n = p.quant_source == 1 ? p.inter : p.hidden;
+  unsigned char *codes = static_cast<unsigned char *>(p.quant_source == 1 ? p.hq : p.xq) + r * n;
+  float *scales = p.quant_source == 1 ? p.h_scale : p.x_scale;
+  const long long t = q / p.topk;
+  const T *src = p.quant_source == 1 ? static_cast<const T *>(p.inter_buf) + r * p.inter
+                                     : static_cast<const T *>(p.x) + t * p.x_stride;
+  if (p.group == 0 && quant_packs_fit<LANES>(src, codes, n)) {
+    const bool weighted = p.quant_source != 1 && p.weights_on_input;
+    const float w = weighted ? p.weights[t * p.weights_stride + q % p.topk] : 1.0f;
+    if (p.quant == kQuantE4m3fn)
+      quant_row_packed<T, kQuantE4m3fn, LANES>(src, w, n, codes, scales + r, lane, scratch);
+    else
+      quant_row_packed<T, kQuantE4m3fnuz, LANES>(src, w, n, codes, scales + r, lane, scratch);
+    return;
+  }
+  if (LANES == 32)
+    quant_row_team<T>(p, r, q, n, codes, scales + r, lane);
+  else
+    quant_row_block<T>(p, r, q, n, codes, scales, scratch);
+}
+
+// The grid: kMoeQuantTeams rows a block where they are short (moe_quant_short_rows), else a row a block.
+template <class T>
+__device__ __forceinline__ void quant_rows(const FusedMoeParams &p) {
+  __shared__ float scratch[32];
+  const int n = p.quant_source == 1 ? p.inter : p.hidden;
+  if (p.group == 0 && n <= kMoeQuantShortRow)
+    quant_row<T, 32>(p, (long long)block_x() * kMoeQuantTeams + thread_x() / 32, thread_x() % 32, scratch);
+  else
+    quant_row<T, kCombineThreads>(p, block_x(), thread_x(), scratch);
+}
 // weights_on_input: x_sorted[r] = x[t] * w[t, j], rounded, for the valid rows.
 template <class T>
 __device__ __forceinline__ void gather_scaled(const FusedMoeParams &p) {
@@ -217,10 +330,6 @@ __device__ __forceinline__ void gather_scaled(const FusedMoeParams &p) {
 // 32768 pairs x 2048), element by element otherwise.  At that size it reads
 // and writes at 92% of the device copy (54 us, H100); loading 4 pairs' rows
 // before summing them measured no faster (55 us, run 10 of docs/performance_moe.md).
-constexpr int kCombineCols = 8;
-template <class T> struct alignas(16) Pack8 { T v[kCombineCols]; };
-
-__device__ __forceinline__ bool aligned16(const void *ptr) { return (reinterpret_cast<unsigned long long>(ptr) & 15) == 0; }
 
 template <class T>
 __device__ __forceinline__ void combine(const FusedMoeParams &p) {

@@ -77,3 +77,9 @@ struct FusedMoeParams {
   int group;              // fp8 scale groups along K: 0 per channel, 128 block-scaled
   int quant_source;       // moe_quant: 0 the input rows (x, times the weight with weights_on_input), 1 inter
 };
+
+// moe_quant's grid: per channel, rows of up to kMoeQuantShortRow values take a
+// team of 32 lanes each, kMoeQuantTeams rows a block of 256 threads; longer
+// rows (and 1 x 128 groups) a block each.
+constexpr int kMoeQuantShortRow = 2048, kMoeQuantTeams = 8;
+inline bool moe_quant_short_rows(int values, int group) { return group == 0 && values <= kMoeQuantShortRow; }

@@ -153,6 +153,16 @@ def test_fused_moe_fp8_gpu_shapes(rng, device, variant, case):
     check(run_fp8(device, *layer, variant=variant), moe_fp8_reference(*layer, "float8_e4m3fn"))
 
 
+@pytest.mark.parametrize("case", [(37, 8, 2, 4096, 2304), (21, 4, 2, 2060, 2052)], ids=["packed", "unaligned"])
+def test_fused_moe_fp8_long_rows_gpu(rng, device, case):
+    """Rows past 2048 values, which the quantization takes a block each: in
+    16-byte packs (multiples of 8), else element by element."""
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    layer = routed_fp8_layer(rng, case, "bfloat16", "float8_e4m3fn")
+    check(run_fp8(device, *layer), moe_fp8_reference(*layer, "float8_e4m3fn"))
+
+
 @pytest.mark.parametrize("block", [False, True])
 def test_fused_moe_fp8_unrouted_experts_unread(rng, device, block):
     """Experts no token routes to hold NaN codes and scales: none reaches the output."""
