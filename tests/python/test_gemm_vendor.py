@@ -310,6 +310,30 @@ def test_captured_in_a_graph(rng, cublaslt):
 
 
 @on_gpu
+def test_block_scales_captured_on_a_fresh_stream(rng, cublaslt):
+    """Row-major 1 x 128 scales need the per-stream workspace (their transpose);
+    a graph captured on a stream no vendor GEMM has used (as torch.cuda.graph's
+    own stream) gets the buffer made ahead, instead of refusing the variant.
+    Two fresh streams in turn: the second capture takes the buffer made again
+    at the eager call between them."""
+    args, magnitude = blockscale_case(rng, 256, 384, 2048)
+    a, w, a_scale, w_scale = dev(*args)
+    for _ in range(2):
+        out = poisoned_on((256, 384), "bfloat16", CUDA)
+        with aiter.tuning.force_variant("gemm_a8w8_blockscale", "cublaslt.e4m3fn.bs"):
+            aiter.gemm_a8w8_blockscale(a, w, a_scale, w_scale, out=out)  # eager, on the current stream
+            torch.cuda.synchronize()
+            out.fill_(float("nan"))
+            graph = torch.cuda.CUDAGraph()
+            # (high priority: torch's pool of such streams, which other tests leave unused)
+            with torch.cuda.graph(graph, stream=torch.cuda.Stream(priority=-1)):
+                aiter.gemm_a8w8_blockscale(a, w, a_scale, w_scale, out=out)
+        graph.replay()
+        torch.cuda.synchronize()
+        check(on_host(out), blockscale_reference(*args), "bfloat16", 2048, magnitude)
+
+
+@on_gpu
 def test_heuristic_takes_the_library_where_it_wins(rng, cublaslt, monkeypatch):
     """Untuned bf16 above 16 rows goes to cuBLASLt, a few tokens stay on the
     skinny kernels; AITER_VENDOR_BLAS=0 takes the library out (and a forced

@@ -1,11 +1,16 @@
 // Device memory of the vendor GEMMs: one buffer per device and stream (so that
 // calls on several streams at once never share scratch), allocated at the first
-// call on that stream made outside graph capture, never freed, at most
-// kMaxStreams per device.  Each holds the library's workspace (split-K
-// reductions) and room for the transposed 1 x 128 block scales.  A stream that
-// first meets a vendor GEMM while being captured gets none: its calls then run
-// algorithms that need no workspace, and the block-scaled variant is not
-// offered there.
+// call on that stream, never freed, at most kMaxStreams per device.  Each
+// holds the library's workspace (split-K reductions) and room for the
+// transposed 1 x 128 block scales.  Nothing can be allocated while a stream is
+// captured, so each device keeps one buffer made ahead (at a call outside any
+// capture): a stream first met in a capture (a CUDA graph captured on a stream
+// of its own, as torch.cuda.graph does) takes it, and the next call outside a
+// capture makes another.  Only a stream met in a capture before any vendor GEMM
+// ran outside one gets none: its calls then run algorithms that need no
+// workspace, and the block-scaled variant with row-major scales is not offered
+// there (a capture on a fresh stream used to fall back so, silently slower:
+// H100, 2026-11-27).
 #pragma once
 
 #include <cstddef>
