@@ -10,7 +10,8 @@ array 5 us: four of these a call were most of a small op's time).
 """
 import numpy as np
 
-from ._frameworks import adapter_for, describe
+from ._frameworks import NumpyAdapter, adapter_for, describe
+from ._frameworks import _numpy_dtype as numpy_dtype
 from ._lib import check, ffi, lib
 from .dtypes import DLPACK
 from .errors import InvalidArgumentError, UnsupportedDtypeError
@@ -88,8 +89,26 @@ def _template(dtype, shape, strides, device_type, device_id):
     return found
 
 
-# NumPy arrays: (dtype, shape, byte strides) -> (template, dims, dtype name, strides in items).
+# NumPy arrays: (dtype, shape, byte strides) -> (template DLTensor, dims, dtype name,
+# shape, how the data pointer is read).  Contiguity follows from the key, so it is
+# decided once here rather than read from ``arr.flags`` each call.
 _NUMPY = {}
+_BUFFER, _FIRST_ITEM, _INTERFACE = 0, 1, 2
+
+
+def _pointer_way(arr):
+    """How to read ``arr``'s data pointer: through the buffer protocol (0.2 us)
+    for a C-contiguous array, that of a view of its first item (contiguous, 0.3
+    us) for a strided one, ``__array_interface__`` (1.1 us) for an empty one or
+    where the quicker ways disagree with it (checked once, here)."""
+    if not arr.size:
+        return _INTERFACE
+    way = _BUFFER if arr.flags.c_contiguous else _FIRST_ITEM
+    try:
+        pointer = int(ffi.cast(_UINTPTR, _data(arr, way)))
+    except (TypeError, ValueError, BufferError):
+        return _INTERFACE
+    return way if pointer == arr.__array_interface__["data"][0] else _INTERFACE
 
 
 def _numpy_template(arr, what):
@@ -105,8 +124,46 @@ def _numpy_template(arr, what):
     t, dims = _template(name, arr.shape, strides, _KDL_CPU, 0)
     if len(_NUMPY) >= _MAX_TEMPLATES:
         _NUMPY.clear()
-    found = _NUMPY[(dtype, arr.shape, arr.strides)] = (t, dims, name)
+    found = _NUMPY[(dtype, arr.shape, arr.strides)] = (t[0], dims, name, arr.shape, _pointer_way(arr))
     return found
+
+
+# cffi's C-level functions, without the Python-level wrappers of ``ffi.new`` and
+# ``ffi.from_buffer`` (0.1-0.15 us each, four or more times a call).
+_backend = getattr(ffi, "_backend", None)
+if hasattr(_backend, "newp") and hasattr(_backend, "from_buffer"):
+    _newp, _from_buffer_of = _backend.newp, _backend.from_buffer
+else:
+    _newp, _from_buffer_of = ffi.new, ffi.from_buffer
+_CHAR_ARRAY, _UINTPTR = ffi.typeof("char[]"), ffi.typeof("uintptr_t")
+
+
+def _buffer_pointer(arr):
+    return _from_buffer_of(_CHAR_ARRAY, arr, False)
+
+
+def _data(arr, way):
+    if way == _BUFFER:
+        return _buffer_pointer(arr)
+    if way == _FIRST_ITEM:  # a one-item view is contiguous, and starts where arr does
+        return _buffer_pointer(arr[_FIRST_ITEMS[arr.ndim]])
+    return ffi.cast(_VOID_P, arr.__array_interface__["data"][0])
+
+
+_FIRST_ITEMS = [(slice(0, 1),) * ndim for ndim in range(65)]  # NumPy allows 64 dimensions
+_new_object = object.__new__
+_ndarray = np.ndarray
+
+
+def _numpy_arg(arr, what):
+    """An ``Arg`` for a NumPy array (``type(arr) is np.ndarray``)."""
+    found = _NUMPY.get((arr.dtype, arr.shape, arr.strides)) or _numpy_template(arr, what)
+    arg = _new_object(Arg)
+    template, arg._keep, arg.dtype, arg.shape, way = found
+    arg.array = arr
+    c = arg.c = _newp(_DLTENSOR_P, template)
+    c.data = _from_buffer_of(_CHAR_ARRAY, arr, False) if way == _BUFFER else _data(arr, way)
+    return arg
 
 
 class Arg:
@@ -114,8 +171,10 @@ class Arg:
     __slots__ = ("array", "c", "shape", "dtype", "_keep")
 
     def __init__(self, array, what, writable=False, stream=None):
-        if type(array) is np.ndarray:
-            self._numpy(array, what)
+        if type(array) is _ndarray:
+            numpy = _numpy_arg(array, what)
+            self.array, self.c, self.shape, self.dtype, self._keep = (
+                numpy.array, numpy.c, numpy.shape, numpy.dtype, numpy._keep)
             return
         d = describe(array, what, stream)
         if writable and d.managed is not None and getattr(d.managed, "flags", 0) & _READ_ONLY:
@@ -130,31 +189,45 @@ class Arg:
         self.c = ffi.new(_DLTENSOR_P, template[0])
         self.c.data = ffi.cast(_VOID_P, d.data)
 
-    def _numpy(self, arr, what):
-        found = _NUMPY.get((arr.dtype, arr.shape, arr.strides))
-        template, self._keep, self.dtype = found or _numpy_template(arr, what)
-        self.array, self.shape = arr, arr.shape
-        self.c = ffi.new(_DLTENSOR_P, template[0])
-        # from_buffer reads the pointer through the buffer protocol (0.2 us, against
-        # 1.5 for __array_interface__), which hands out C-contiguous arrays only.
-        if arr.flags.c_contiguous and arr.size:
-            self.c.data = ffi.from_buffer(arr)
-        else:
-            self.c.data = ffi.cast(_VOID_P, arr.__array_interface__["data"][0])
+
+# dtype name -> NumPy dtype, for outputs (bfloat16 and fp8 names import ml_dtypes).
+_NUMPY_DTYPES = {}
+
+
+def _numpy_empty(shape, dtype):
+    np_dtype = _NUMPY_DTYPES.get(dtype)
+    if np_dtype is None:
+        np_dtype = _NUMPY_DTYPES[dtype] = numpy_dtype(dtype)
+    return np.empty(tuple(shape), dtype=np_dtype)
+
+
+def _writable_numpy(arr, name):
+    if not arr.flags.writeable:
+        raise InvalidArgumentError(f"{name}: the array is read-only")
+    return _numpy_arg(arr, name)
 
 
 class Call:
     """Usage: c = Call("aiter_rmsnorm", like=x); x_ = c.input(x, "x"); ...;
-    c.run(out_.c, x_.c, ...); return c.result(out)."""
+    c.run(out_.c, x_.c, ...); return c.result(out).
+
+    A call whose first array is a NumPy array (``numpy``) takes the NumPy
+    adapter's steps written out here: the demo's CPU path, 10-20 us a call."""
 
     def __init__(self, symbol, like):
         self.symbol = symbol
-        self.adapter = adapter_for(like)
         self.like = like
+        self.numpy = type(like) is _ndarray
+        if self.numpy:
+            self.adapter, self.raw_stream, self.stream = NumpyAdapter, None, ffi.NULL
+            return
+        self.adapter = adapter_for(like)
         self.raw_stream = self.adapter.stream(like)
         self.stream = ffi.NULL if self.raw_stream is None else ffi.cast(_VOID_P, self.raw_stream)
 
     def input(self, array, name):
+        if type(array) is _ndarray:
+            return _numpy_arg(array, name)
         return Arg(array, name, stream=self.raw_stream)
 
     def optional(self, array, name):
@@ -162,6 +235,11 @@ class Call:
 
     def output(self, out, name, shape, dtype):
         """The caller's ``out`` (checked by the library), or a new array like the first input."""
+        if self.numpy:
+            if out is None:
+                return _numpy_arg(_numpy_empty(shape, dtype), name)
+            if type(out) is _ndarray:
+                return _writable_numpy(out, name)
         if out is None:
             return Arg(self.adapter.empty(tuple(shape), dtype, self.like), name, True, self.raw_stream)
         if self.adapter.name == "jax":
@@ -170,12 +248,18 @@ class Call:
 
     def inplace(self, array, name):
         """An array the op updates in place (a copy for JAX, returned by result())."""
+        if self.numpy and type(array) is _ndarray:
+            return _writable_numpy(array, name)
         return Arg(self.adapter.writable(array, name), name, True, self.raw_stream)
 
     def run(self, *args):
-        check(function(self.symbol)(*args, self.stream))
+        status = (_FUNCTIONS.get(self.symbol) or function(self.symbol))(*args, self.stream)
+        if status:
+            check(status)
 
     def result(self, arg):
+        if self.numpy:
+            return arg.array
         return self.adapter.finish(arg.array, self.like)
 
 
