@@ -89,42 +89,42 @@ def _template(dtype, shape, strides, device_type, device_id):
     return found
 
 
-# NumPy arrays: (dtype, shape, byte strides) -> (template DLTensor, dims, dtype name,
-# shape, how the data pointer is read).  Contiguity follows from the key, so it is
-# decided once here rather than read from ``arr.flags`` each call.
+# NumPy arrays: (dtype, shape, byte strides) -> (template DLTensor, what keeps its
+# shape / strides array alive, dtype name, shape, how the data pointer is read).
+# Contiguity follows from the key, so it is decided once here rather than read
+# from ``arr.flags`` each call.
 _NUMPY = {}
 _BUFFER, _FIRST_ITEM, _INTERFACE = 0, 1, 2
 
 
 def _pointer_way(arr):
     """How to read ``arr``'s data pointer: through the buffer protocol (0.2 us)
-    for a C-contiguous array, that of a view of its first item (contiguous, 0.3
-    us) for a strided one, ``__array_interface__`` (1.1 us) for an empty one or
-    where the quicker ways disagree with it (checked once, here)."""
+    for a C-contiguous array, that of a view of its first item for a strided
+    one (a one-item view is contiguous and starts where ``arr`` does: 0.3 us),
+    ``__array_interface__`` (1.1 us) for an empty one."""
     if not arr.size:
         return _INTERFACE
-    way = _BUFFER if arr.flags.c_contiguous else _FIRST_ITEM
-    try:
-        pointer = int(ffi.cast(_UINTPTR, _data(arr, way)))
-    except (TypeError, ValueError, BufferError):
-        return _INTERFACE
-    return way if pointer == arr.__array_interface__["data"][0] else _INTERFACE
+    return _BUFFER if arr.flags.c_contiguous else _FIRST_ITEM
 
 
 def _numpy_template(arr, what):
+    """The DLTensor of an array of this dtype, shape and strides, made once
+    (a process's first call at a new shape pays for it: each step here counts)."""
     dtype = arr.dtype
     name = dtype.name
     if name not in DLPACK or not dtype.isnative:
         raise UnsupportedDtypeError(f"{what}: unsupported dtype {dtype}" +
                                     ("" if dtype.isnative else " (not in the machine's byte order)"))
-    item = arr.itemsize
-    if any(s % item for s in arr.strides):
-        raise InvalidArgumentError(f"{what}: strides {arr.strides} are not multiples of the item size {item}")
-    strides = tuple(s // item for s in arr.strides)
-    t, dims = _template(name, arr.shape, strides, _KDL_CPU, 0)
+    item, shape, byte_strides = arr.itemsize, arr.shape, arr.strides
+    if any(s % item for s in byte_strides):
+        raise InvalidArgumentError(f"{what}: strides {byte_strides} are not multiples of the item size {item}")
+    ndim = len(shape)
+    dims = _newp(_INT64_ARRAY, shape + tuple(s // item for s in byte_strides))
+    code, bits = DLPACK[name]
+    t = _newp(_DLTENSOR_P, (ffi.NULL, (_KDL_CPU, 0), ndim, (code, bits, 1), dims, dims + ndim))
     if len(_NUMPY) >= _MAX_TEMPLATES:
         _NUMPY.clear()
-    found = _NUMPY[(dtype, arr.shape, arr.strides)] = (t[0], dims, name, arr.shape, _pointer_way(arr))
+    found = _NUMPY[(dtype, shape, byte_strides)] = (t[0], (t, dims), name, shape, _pointer_way(arr))
     return found
 
 
@@ -135,7 +135,7 @@ if hasattr(_backend, "newp") and hasattr(_backend, "from_buffer"):
     _newp, _from_buffer_of = _backend.newp, _backend.from_buffer
 else:
     _newp, _from_buffer_of = ffi.new, ffi.from_buffer
-_CHAR_ARRAY, _UINTPTR = ffi.typeof("char[]"), ffi.typeof("uintptr_t")
+_CHAR_ARRAY = ffi.typeof("char[]")
 
 
 def _buffer_pointer(arr):

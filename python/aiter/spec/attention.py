@@ -3,13 +3,21 @@
 from .types import MUTATED, Arg, Op, Out
 
 
+_native = []  # cffi's new, the struct's pointer type, its init function: at the first call (the table loads
+# without the library), not looked up again by each call (two imports and a type look-up: 1-2 us)
+
+
 def _params(a, outs, dl):
     """The params struct of one call: ``a`` the arguments, ``outs`` the outputs,
     ``dl`` a tensor's DLTensor pointer.  Returned with what it points to."""
-    from .._call import arg_type
-    from .._lib import ffi, lib
-    p = ffi.new(arg_type("aiter_attention_params_init", "aiter_attention_params *"))  # no parse of the type string
-    lib.aiter_attention_params_init(p)
+    if not _native:
+        from .._call import arg_type
+        from .._lib import ffi, lib
+        p_type = arg_type("aiter_attention_params_init", "aiter_attention_params *")  # no parse of the type string
+        _native.extend((ffi.new, p_type, lib.aiter_attention_params_init))
+    new, p_type, init = _native
+    p = new(p_type)
+    init(p)
     scale = a.get("softmax_scale")
     p.softmax_scale = 0.0 if scale is None else float(scale)
     p.causal = 1 if a.get("causal", True) else 0
