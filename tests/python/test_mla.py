@@ -166,8 +166,9 @@ def poison_unused_rows(cache, table, lens):
                                                          (64, 3, 48, 0), (96, 1, 16, 2), (64, 1, 1, 0)])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_decode_many_rows(rng, device, hq, s_q, page_size, num_splits, dtype):
-    """64 rows or more a sequence (on sm_90a the wgmma kernel's 64-row tiles; its
-    page sizes are multiples of 16, page 1 takes the mma.sync kernel): lengths
+    """64 rows or more a sequence (on sm_90a whole 64-row tiles of the wgmma kernel,
+    which pads smaller sequences; its page sizes are multiples of 16, page 1 takes
+    the mma.sync kernel): lengths
     0, 1, odd and whole tiles, unused cache rows poisoned with NaN, forced splits."""
     q, cache, table, lens = make_case(rng, [1000, 0, 1, 131, 64, 2 * s_q], page_size, hq, s_q, dtype)
     cache = poison_unused_rows(cache, table, lens)
