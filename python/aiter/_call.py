@@ -149,15 +149,10 @@ else:
 _CHAR_ARRAY = ffi.typeof("char[]")
 
 
-def _buffer_pointer(arr):
-    return _from_buffer_of(_CHAR_ARRAY, arr, False)
-
-
-def _data(arr, way):
-    if way == _BUFFER:
-        return _buffer_pointer(arr)
+def _strided_data(arr, way):
+    """The data pointer of an array the buffer protocol does not hand out."""
     if way == _FIRST_ITEM:  # a one-item view is contiguous, and starts where arr does
-        return _buffer_pointer(arr[_FIRST_ITEMS[arr.ndim]])
+        return _from_buffer_of(_CHAR_ARRAY, arr[_FIRST_ITEMS[arr.ndim]], False)
     return ffi.cast(_VOID_P, arr.__array_interface__["data"][0])
 
 
@@ -166,15 +161,18 @@ _new_object = object.__new__
 _ndarray = np.ndarray
 
 
-def _numpy_arg(arr, what):
-    """An ``Arg`` for a NumPy array (``type(arr) is np.ndarray``)."""
+def _fill_numpy(arg, arr, what):
+    """Makes ``arg`` (an ``Arg``) describe a NumPy array (``type(arr) is np.ndarray``)."""
     found = _NUMPY.get((arr.dtype, arr.shape, arr.strides)) or _numpy_template(arr, what)
-    arg = _new_object(Arg)
     template, arg._keep, arg.dtype, arg.shape, way = found
     arg.array = arr
     c = arg.c = _newp(_DLTENSOR_P, template)
-    c.data = _from_buffer_of(_CHAR_ARRAY, arr, False) if way == _BUFFER else _data(arr, way)
+    c.data = _from_buffer_of(_CHAR_ARRAY, arr, False) if way == _BUFFER else _strided_data(arr, way)
     return arg
+
+
+def _numpy_arg(arr, what):
+    return _fill_numpy(_new_object(Arg), arr, what)
 
 
 class Arg:
@@ -183,9 +181,7 @@ class Arg:
 
     def __init__(self, array, what, writable=False, stream=None):
         if type(array) is _ndarray:
-            numpy = _numpy_arg(array, what)
-            self.array, self.c, self.shape, self.dtype, self._keep = (
-                numpy.array, numpy.c, numpy.shape, numpy.dtype, numpy._keep)
+            _fill_numpy(self, array, what)
             return
         d = describe(array, what, stream)
         if writable and d.managed is not None and getattr(d.managed, "flags", 0) & _READ_ONLY:
