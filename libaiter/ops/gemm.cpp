@@ -39,13 +39,17 @@ std::vector<const char *> names_of(DLDeviceType backend) {
   return variant_names(gemm_op(Op), backend);
 }
 
+// Made at the first GPU call (TunedOp::gpu_list): a CPU GEMM never reads them.
+VariantList<GemmArgs> gpu_gemm_variants(int op) { return gpu::gemm_variants(GemmOp(op)); }
+
 }  // namespace
 
 const TunedOp<GemmArgs> &gemm_op(GemmOp op) {
   static const auto table = [] {
     std::vector<TunedOp<GemmArgs>> t;
     for (const OpNames &o : kOpNames)
-      t.push_back(TunedOp<GemmArgs>{o.symbol, o.name, cpu::gemm_variants(o.op), gpu::gemm_variants(o.op), gemm_key});
+      t.push_back(TunedOp<GemmArgs>{o.symbol, o.name, cpu::gemm_variants(o.op), {}, gemm_key, gpu_gemm_variants,
+                                    int(o.op)});
     return t;
   }();
   return table[size_t(op)];

@@ -37,8 +37,15 @@ struct TunedOp {
   const char *symbol;  // "aiter_gemm_a16w16", for messages
   const char *op;      // "gemm_a16w16", the table key
   VariantList<Args> cpu;
-  VariantList<Args> gpu;
+  VariantList<Args> gpu;                        // unless gpu_list is set
   void (*key)(const Args &args, TuneKey *key);  // fills batch, m, n, k and the dtypes
+  // Where set, the GPU variants come from gpu_list(gpu_index) at their first
+  // use, not when the op's table is made: the GEMMs' GPU lists (hundreds of
+  // kernel names) took 0.1 ms of a process's first CPU GEMM, which never reads them.
+  VariantList<Args> (*gpu_list)(int index) = nullptr;
+  int gpu_index = 0;
+
+  VariantList<Args> gpu_variants() const { return gpu_list != nullptr ? gpu_list(gpu_index) : gpu; }
 };
 
 // ---- type-erased pieces (tuning/select.cpp) ------------------------------------
@@ -58,7 +65,7 @@ const std::vector<TunedOpNames> &tuned_ops();
 
 template <class Args>
 std::vector<const char *> variant_names(const TunedOp<Args> &op, DLDeviceType backend) {
-  const VariantList<Args> &list = backend == kDLCPU ? op.cpu : op.gpu;
+  const VariantList<Args> list = backend == kDLCPU ? op.cpu : op.gpu_variants();
   std::vector<const char *> names;
   for (size_t i = 0; i < list.count; ++i) names.push_back(list.items[i].name);
   return names;
@@ -106,7 +113,7 @@ aiter_status run_tuned(const TunedOp<Args> &op, const DLTensor *where, const Arg
   const bool on_cpu = where->device.device_type == kDLCPU;
   const GpuCall gpu_call{where->device, stream};
   const GpuCall *call = on_cpu ? nullptr : &gpu_call;
-  const VariantList<Args> &list = on_cpu ? op.cpu : op.gpu;
+  const VariantList<Args> list = on_cpu ? op.cpu : op.gpu_variants();
   if (list.count == 0) return no_gpu_backend(op.symbol, where);
   if (const char *forced = forced_variant(op.op)) return run_forced(op, list, forced, args, call);
 
