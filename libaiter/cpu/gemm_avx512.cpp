@@ -81,8 +81,16 @@ class Words {
   Words &operator=(const Words &) = delete;
   ~Words() { release(); }
 
-  uint32_t *at_least(size_t n) {
+  uint32_t *at_least(size_t n) { return at_least(n, n); }
+
+  // n words, of which the first `used` are mapped now (the rest, where they
+  // are ever written, fault as they are first touched).
+  uint32_t *at_least(size_t n, size_t used) {
     if (n > size_) grow(n);
+    if (used > populated_) {
+      populate_range(data_, int64_t(used * sizeof(uint32_t)));  // pages already there are left alone
+      populated_ = used;
+    }
     return data_;
   }
 
@@ -97,7 +105,6 @@ class Words {
     data_ = static_cast<uint32_t *>(p);
     bytes_ = bytes;
     size_ = bytes / sizeof(uint32_t);
-    populate_range(data_, int64_t(n * sizeof(uint32_t)));  // pages already there are left alone
   }
   void release() {
     if (data_ != nullptr) munmap(data_, bytes_);
@@ -105,7 +112,7 @@ class Words {
 #else
   void grow(size_t n) {
     release();
-    data_ = nullptr, size_ = 0;
+    data_ = nullptr, size_ = 0, populated_ = 0;
     data_ = static_cast<uint32_t *>(::operator new(n * sizeof(uint32_t), std::align_val_t(64)));
     size_ = n;
   }
@@ -113,7 +120,7 @@ class Words {
 #endif
 
   uint32_t *data_ = nullptr;
-  size_t size_ = 0, bytes_ = 0;
+  size_t size_ = 0, bytes_ = 0, populated_ = 0;
 };
 
 // ---- the slots of a dtype ----------------------------------------------------------
@@ -336,14 +343,25 @@ class WPrefetch {
   int64_t total_ = 0, per_call_ = 0, next_ = 0, row_ = 0, line_ = 0;
 };
 
-// A thread's buffers of run_item, made at its first item (Words: not zeroed,
-// their 300 KB of pages mapped at once rather than a fault at a time).
+// A thread's buffers of run_item (Words: not zeroed, their pages mapped at
+// once rather than a fault at a time): W's panels, the sums of the item's rows
+// of A, and W's rows staged where they are not slot pairs in place (fp32 and
+// int8 slots, fp8, odd K), mapped only where a call stages.  Sized by the
+// item, not for 770 rows staged: the demo's 240 rows of bf16 map 128 KB of
+// them, where a fixed 300 KB was 45 fresh pages more on each thread.
 struct Scratch {
-  static constexpr size_t kStaged = kPanelW * kSlotsK, kW = kChunkN * kSlotsK, kAcc = (kMaxRowsM + kMaxRowsA) * kChunkN;
+  static constexpr size_t kStaged = kPanelW * kSlotsK, kW = kChunkN * kSlotsK;
   Words buffer;
-  uint32_t *staged = buffer.at_least(kStaged + kW + kAcc);
-  uint32_t *w = staged + kStaged;
-  uint32_t *acc = w + kW;
+  uint32_t *w = nullptr, *acc = nullptr, *staged = nullptr;
+
+  void reserve(const Plan &p, const Layout &l, int64_t rows) {
+    const size_t acc_words = size_t(rows + kMaxRowsA) * kChunkN, used = kW + acc_words;
+    const bool in_place = l.slots == Slots::bf16_pairs && p.w.dtype == DType::bf16 && p.k % 2 == 0 &&
+                          p.w.row_bytes % 4 == 0;  // slot_rows hands out W itself, every K block
+    w = buffer.at_least(used + kStaged, in_place ? used : used + kStaged);
+    acc = w + kW;
+    staged = acc + acc_words;
+  }
 };
 
 // int8 quads: 128 sum(a) of each row of A, which the (w + 128) a sums hold too.
@@ -385,10 +403,11 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, const in
   const int64_t cols = std::min(kChunkN, p.n - n0), panels_w = (cols + kPanelW - 1) / kPanelW;
   const int64_t q0 = block_m * l.panels_per_block, q1 = std::min(l.panels.count, q0 + l.panels_per_block);
   const int64_t m0 = l.panels.start(q0), k_elems = kSlotsK * l.per_slot;
+  const int64_t block_rows = l.panels.start(q1 - 1) + l.panels.rows(q1 - 1) - m0;
+  s.reserve(p, l, block_rows);
   if (p.k == 0) {  // empty sums: zeros in fp32 and int32 alike
-    std::fill(s.acc, s.acc + Scratch::kAcc, 0u);
-    return store_sums(p, l, quad_offsets, b, m0, l.panels.start(q1 - 1) + l.panels.rows(q1 - 1) - m0, n0, cols,
-                      s.acc);
+    std::fill(s.acc, s.acc + block_rows * kChunkN, 0u);
+    return store_sums(p, l, quad_offsets, b, m0, block_rows, n0, cols, s.acc);
   }
   for (int64_t k0 = 0, kb = 0; k0 < p.k; k0 += k_elems, ++kb) {
     const int64_t kc = std::min(k_elems, p.k - k0), groups = (kc + l.per_slot - 1) / l.per_slot;
