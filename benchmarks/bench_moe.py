@@ -6,8 +6,9 @@ usage: python3 benchmarks/bench_moe.py [--shapes mixtral,qwen3,deepseek-bf16] [-
                                        [--kinds bf16,fp8] [--markdown FILE] [--show-kernels]
 
 The stages' path is the library's choice (Triton stages for prefill sizes
-where built, mma.sync stages for decode) unless AITER_MOE_KERNEL=triton|mma|
-portable forces one; the header names it, and the Triton path's switches
+where built, on sm_90a the TMA + wgmma stages for fp8 per channel with K >= 4096;
+mma.sync stages for decode) unless AITER_MOE_KERNEL=wgmma|triton|mma|portable
+forces one; the header names it, and the Triton path's switches
 AITER_MOE_COMBINE=sums (stage 2 adds its rows to fp32 sums by atomics instead
 of a row a pair read back by the combine kernel) and AITER_MOE_SORT=single (the
 one-block sort), for before/after timings in one run.  --show-kernels lists the GPU

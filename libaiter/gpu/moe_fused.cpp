@@ -4,10 +4,13 @@
 // rows], stage 2 and the combine, all on the caller's stream with grids sized
 // by the rows' upper bound (no host sync).  Stages: for many rows an expert
 // (prefill), the Triton kernels (gpu/moe_triton.cpp: wgmma on sm_90a, matrix
-// cores on AMD) where the manifest has them; else on NVIDIA the mma.sync stages
-// (kernels/moe/fused_moe_mma.cu) where the shapes allow; else the portable
-// kernels (kernels/moe/fused_moe.cu).  AITER_MOE_KERNEL=triton|mma|portable
-// forces one path (for tests and timing; see forced_path).
+// cores on AMD) where the manifest has them, on sm_90a replaced for fp8 per
+// channel with long K by the warp-specialized TMA + wgmma stages
+// (gpu/moe_wgmma.cpp, see wgmma_by_default); else
+// on NVIDIA the mma.sync stages (kernels/moe/fused_moe_mma.cu) where the shapes
+// allow; else the portable kernels (kernels/moe/fused_moe.cu).
+// AITER_MOE_KERNEL=wgmma|triton|mma|portable forces one path (for tests and
+// timing; see forced_path).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +20,7 @@
 #include "gpu/launch.hpp"
 #include "gpu/moe_sort.hpp"
 #include "gpu/moe_triton.hpp"
+#include "gpu/moe_wgmma.hpp"
 #include "kernels/common/quant_kind.h"
 #include "kernels/moe/moe_params.h"
 #include "ops/moe.hpp"
@@ -61,7 +65,7 @@ FusedMoeParams params_of(const FusedMoeArgs &a) {
   return p;
 }
 
-enum class StagePath { portable, mma, triton };
+enum class StagePath { portable, mma, triton, wgmma };
 
 // How one call's stages run: the path, kernel names and grids (mma / portable),
 // and for the Triton stages how stage 2 sums a token's pairs.
@@ -72,14 +76,15 @@ struct Plan {
   unsigned grid1 = 0, grid2 = 0, threads = 0;
 };
 
-// AITER_MOE_KERNEL, read once: "triton" or "mma" force that path (where it
-// fits) for params.variant auto and mma, "portable" the portable stages for
-// auto; unset or other: the heuristic.
-enum class Forced { none, triton, mma, portable };
+// AITER_MOE_KERNEL, read once: "wgmma", "triton" or "mma" force that path
+// (where it fits) for params.variant auto and mma, "portable" the portable
+// stages for auto; unset or other: the heuristic.
+enum class Forced { none, wgmma, triton, mma, portable };
 Forced forced_path() {
   static const Forced forced = [] {
     const char *env = std::getenv("AITER_MOE_KERNEL");
     if (env == nullptr) return Forced::none;
+    if (std::strcmp(env, "wgmma") == 0) return Forced::wgmma;
     if (std::strcmp(env, "triton") == 0) return Forced::triton;
     if (std::strcmp(env, "mma") == 0) return Forced::mma;
     return std::strcmp(env, "portable") == 0 ? Forced::portable : Forced::none;
@@ -105,7 +110,30 @@ bool use_triton(const FusedMoeArgs &a, const GpuCall &call) {
   if (a.variant == kMoeTriton) return triton_moe_fits(a, call);  // the tuned variant: at any row count
   const Forced f = forced_path();
   if ((a.variant != kMoeAuto && a.variant != kMoeMma) || f == Forced::mma || f == Forced::portable) return false;
-  return (f == Forced::triton || triton_by_default(a)) && triton_moe_fits(a, call);
+  return (f == Forced::triton || f == Forced::wgmma || triton_by_default(a)) && triton_moe_fits(a, call);
+}
+
+// The Hopper stages (gpu/moe_wgmma.cpp) by default only where they measured
+// faster than the Triton stages (H100, 2026-11-27, docs/performance_moe.md run
+// 15): both stages' K at least 4096 and 32 or more rows an expert on average
+// (Mixtral T 128-4096: 2.5-9% less time a layer).  Qwen3-30B (K 2048 and 768)
+// measured level at T 512-4096 (-1.6% to +1.3%: the epilogue of short-K tiles
+// is not overlapped), decode (2 rows an expert) 5-8% slower.
+bool wgmma_by_default(const FusedMoeArgs &a) {
+  return a.hidden >= 4096 && a.inter >= 4096 && a.tokens * a.topk >= 32 * a.local_experts;
+}
+
+// They take such fp8 per-channel calls that would run the Triton stages (the
+// tuned variant "triton" too: the same prefill tensor-core path), unless
+// AITER_MOE_KERNEL forces another path; AITER_MOE_KERNEL=wgmma gives them
+// every call they fit (also where Triton is not built).
+bool use_wgmma(const FusedMoeArgs &a, const GpuCall &call) {
+  const Forced f = forced_path();
+  if (f == Forced::triton || f == Forced::mma || f == Forced::portable) return false;
+  if (a.variant != kMoeAuto && a.variant != kMoeMma && a.variant != kMoeTriton) return false;
+  if (f != Forced::wgmma && !wgmma_by_default(a)) return false;
+  if (!wgmma_moe_fits(a, call)) return false;
+  return f == Forced::wgmma || use_triton(a, call);
 }
 
 Plan mma_plan(const FusedMoeArgs &a, const std::string &prefix, int sms) {
@@ -160,9 +188,17 @@ Plan triton_plan(const FusedMoeArgs &a) {
   return plan;
 }
 
+// The Hopper stages write a row a pair (the combine sums them).
+Plan wgmma_plan() {
+  Plan plan;
+  plan.path = StagePath::wgmma;
+  return plan;
+}
+
 aiter_status launch_stage(const GpuCall &call, int stage, const Plan &plan, unsigned row_tiles,
                           const FusedMoeArgs &a, const FusedMoeParams &p) {
   if (plan.path == StagePath::triton) return triton_moe_stage(a, stage, plan.combine, call);
+  if (plan.path == StagePath::wgmma) return wgmma_moe_stage(a, stage, call);
   const unsigned grid = stage == 1 ? plan.grid1 : plan.grid2;
   const Dim3 dims = plan.path == StagePath::mma ? Dim3{grid, 1, 1} : Dim3{grid, row_tiles, 1};
   return launch(call, stage == 1 ? "moe_stage1" : "moe_stage2", plan.stage, dims, plan.threads, p);
@@ -216,15 +252,16 @@ bool fused_moe_mma_fits(const FusedMoeArgs &a, const GpuCall &call) { return mma
 bool fused_moe_triton_fits(const FusedMoeArgs &a, const GpuCall &call) { return triton_moe_fits(a, call); }
 
 aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
-  const bool triton = use_triton(a, call);
+  const bool wgmma = use_wgmma(a, call);
+  const bool triton = !wgmma && use_triton(a, call);
   const bool portable = a.variant == kMoePortable || (a.variant == kMoeAuto && forced_path() == Forced::portable);
-  const bool mma = !triton && !portable && a.variant != kMoeTriton && mma_fits(a, call);
-  if (a.variant == kMoeTriton && !triton)
+  const bool mma = !wgmma && !triton && !portable && a.variant != kMoeTriton && mma_fits(a, call);
+  if (a.variant == kMoeTriton && !triton && !wgmma)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE,
                 "%s: variant triton: the Triton stages are not built for this device and dtypes, or the call "
                 "lacks 64-row blocks, K a multiple of the kernels' K step or 16-byte aligned rows",
                 a.sort.op);
-  if (a.variant != kMoeAuto && a.variant != kMoePortable && !mma && !triton)
+  if (a.variant != kMoeAuto && a.variant != kMoePortable && !mma && !triton && !wgmma)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE,
                 "%s: the tensor-core stages (params.variant 2, variants mma*) need an NVIDIA GPU, block_size 64 or "
                 "128, hidden and inter multiples of 8 (fp8: 16, e4m3fn), 16-byte aligned rows",
@@ -238,7 +275,10 @@ aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
   aiter_status s = multiprocessors(call, &sms);
   const std::string dt = dtype_tag(a.dtype);
   const std::string prefix = is_fp8(a) ? std::string(dtype_tag(a.wdtype)) + "." + dt : dt;
-  const Plan plan = triton ? triton_plan(a) : mma ? mma_plan(a, prefix, sms) : portable_plan(a, prefix);
+  const Plan plan = wgmma  ? wgmma_plan()
+                    : triton ? triton_plan(a)
+                    : mma    ? mma_plan(a, prefix, sms)
+                             : portable_plan(a, prefix);
   if (s == AITER_OK) s = sort_pairs(a, plan, call);
   if (s != AITER_OK || a.tokens == 0) return s;
   const FusedMoeParams p = params_of(a);

@@ -153,6 +153,29 @@ def test_fused_moe_fp8_gpu_shapes(rng, device, variant, case):
     check(run_fp8(device, *layer, variant=variant), moe_fp8_reference(*layer, "float8_e4m3fn"))
 
 
+@pytest.mark.parametrize("case,block_size,skewed,dtype", [
+    ((77, 8, 3, 256, 128), 128, False, "float16"),  # 128-row sorting blocks, fp16 outputs (small: no overflow)
+    ((45, 6, 2, 1040, 528), 64, False, "bfloat16"),  # K not a multiple of 128 (TMA's zero fill); part-filled tiles
+    ((150, 8, 2, 512, 256), 64, True, "bfloat16"),  # every token's first pair on one expert, most experts unused
+], ids=["block128-f16", "ragged", "skewed"])
+def test_fused_moe_fp8_tile_edges_gpu(rng, device, case, block_size, skewed, dtype):
+    """Edges of the sm_90a TMA + wgmma stages (gpu/moe_wgmma.cpp): K and columns
+    that do not fill a tile, experts' runs of an odd number of 64-row units
+    (tiles of one unit), skewed routing, fp16 outputs.  By default those
+    stages take only long K (gpu/moe_fused.cpp's wgmma_by_default), so these
+    cases run them under AITER_MOE_KERNEL=wgmma; otherwise (and on other GPUs)
+    they check the path that takes them."""
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    x, w1q, w2q, s1, s2, weights, ids = routed_fp8_layer(rng, case, dtype, "float8_e4m3fn")
+    if skewed:
+        used = np.unique(ids)
+        ids = np.stack([np.full(len(ids), used[0]), np.full(len(ids), used[1])], axis=1).astype(np.int32)
+        ids[::7, 1] = used[2]
+    layer = (x, w1q, w2q, s1, s2, weights, ids)
+    check(run_fp8(device, *layer, block_size=block_size), moe_fp8_reference(*layer, "float8_e4m3fn"))
+
+
 @pytest.mark.parametrize("case", [(37, 8, 2, 4096, 2304), (21, 4, 2, 2060, 2052)], ids=["packed", "unaligned"])
 def test_fused_moe_fp8_long_rows_gpu(rng, device, case):
     """Rows past 2048 values, which the quantization takes a block each: in

@@ -1,0 +1,333 @@
+// The fused MoE's fp8 per-channel expert stages on Hopper (sm_90a), warp-
+// specialized like the GEMM family's wgmma_ws.h, whose pieces they use (tma.h:
+// TMA copies and mbarriers; wgmma_tile.h: a 128-byte K stage's products):
+// one thread of the first warpgroup copies each K stage of a tile (up to 128
+// sorted rows of the stage input, 128 rows of the expert's weights) into a
+// ring of shared memory with TMA; two warpgroups multiply it, each its 64 rows
+// against the 128 weight rows (m64n128k32, the GEMM's 128 x 128 tile), with
+// full / empty barriers per slot between them.  The grid is persistent: a
+// block walks tiles blockIdx.x, + gridDim.x, ..., so the copies of its next
+// tile overlap the epilogue of the last.
+//
+// Tiles: the sort pads each expert's rows to blocks of 64 or 128; a tile takes
+// two 64-row units of one expert, so a run of an odd number of units ends in a
+// tile of one (its second warpgroup's rows are multiplied but not stored).
+// Each block lists the tiles in shared memory from the block table (one warp,
+// 32 units a step) before it starts: only units below the valid rows count
+// (num_valid is read on the device: no host sync, the grid sized by the rows'
+// upper bound), units of no local expert are left out.  64-row tiles (the first
+// version of this kernel, 64 x 256 products) moved 40 KiB per 2 M products
+// from L2, 25% more than 128 x 128 tiles, and ran 4% slower (750-790 TFLOP/s
+// at Mixtral T4096; docs/performance_moe.md runs 13-15).  Row tiles go in groups
+// of kGroupM taken column by column (the tiles running together share an
+// expert's weight columns in L2).  Padding rows are multiplied (their inputs
+// are any codes) but never stored.  TMA fills K past the rows and weight rows
+// past an expert's with zeros.
+//
+// Stage 1 copies, for 64 columns of inter, their 64 gate rows then their 64
+// up rows, so a thread holds the gate and up sums of the same (row, column) 32
+// registers apart and applies act(gate) * up in registers; it writes
+// inter_buf's row m.  Stage 2 writes row m's output to its pair's row of
+// pair_out (the combine kernel sums a token's pairs).
+//
+// Precision (the fp8 tests' contract, test_moe_fp8_bound.py): Hopper's fp8
+// products keep about 14 bits of their running sum, so the sums go in windows
+// of kWindow stages (512 of K), each window added to fp32 totals, as the GEMM
+// family's PROMOTED kernels do.  Two multiplying warpgroups: one's additions
+// and waits overlap the other's products.
+#include "../gemm/tma.h"
+#include "../gemm/wgmma_tile.h"
+#include "moe_act.h"
+#include "moe_wgmma_params.h"
+
+#if defined(AITER_NVIDIA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 900)
+
+namespace {
+
+constexpr int kStages = 6;
+constexpr int kRegs = kMoeWgmmaWRows / 2;  // accumulators a thread: 64 rows x 128 columns a warpgroup
+constexpr int kStageBytes = (kMoeWgmmaRows + kMoeWgmmaWRows) * kRowBytes;
+constexpr int kHalfBytes = kMoeWgmmaUnit * kRowBytes;  // a warpgroup's rows of A in a stage
+constexpr int kWindow = 4;
+constexpr int kGroupM = 16;
+constexpr int kCopierRegs = 40, kMultiplierRegs = 232;
+
+// The ring: kStages slots, then a full and an empty barrier per slot, then the
+// tile list (one int a tile: its first unit * 2 + whether it has a second).
+struct Ring {
+  uint32_t base;
+  __device__ uint32_t slot(int s) const { return base + s * kStageBytes; }
+  __device__ uint32_t weights(int s) const { return slot(s) + kMoeWgmmaRows * kRowBytes; }
+  __device__ uint32_t full(int s) const { return base + kStages * kStageBytes + 8 * s; }
+  __device__ uint32_t empty(int s) const { return base + kStages * kStageBytes + 8 * (kStages + s); }
+};
+constexpr int kListOffset = kStages * kStageBytes + 16 * kStages;
+
+// A position in the ring: the slot, and the parity of the round it is in.
+struct Cursor {
+  int slot = 0;
+  unsigned parity = 0;
+  __device__ void advance() {
+    if (++slot == kStages) slot = 0, parity ^= 1;
+  }
+};
+
+__device__ int unit_expert(const MoeWgmmaParams &p, int unit) { return p.block_experts[unit * kMoeWgmmaUnit / p.block]; }
+__device__ bool is_local(const MoeWgmmaParams &p, int e) { return e >= 0 && e < p.local_experts; }
+
+// The tiles, written to `list` by one warp; returns their count.  A unit starts
+// a tile where it is an even number of units into its expert's run: lane i
+// finds the last run start at or before it in the warp's 32 units (a ballot),
+// else continues the run carried from the previous 32.
+__device__ int list_tiles(const MoeWgmmaParams &p, int units, int *list) {
+  const int lane = threadIdx.x % 32;
+  int count = 0, carry_expert = -2, carry_parity = 0;  // carry_parity: of the unit after the last one seen
+  for (int base = 0; base < units; base += 32) {
+    const int u = base + lane;
+    const int e = u < units ? unit_expert(p, u) : -3;
+    const int next_e = u + 1 < units ? unit_expert(p, u + 1) : -3;
+    const int prev = __shfl_up_sync(~0u, e, 1);
+    const bool starts_run = e != (lane == 0 ? carry_expert : prev);
+    const unsigned upto = __ballot_sync(~0u, starts_run) & (0xFFFFFFFFu >> (31 - lane));
+    const int parity = upto != 0 ? (lane - (31 - __clz(upto))) & 1 : (carry_parity + lane) & 1;
+    const bool first = u < units && parity == 0 && is_local(p, e);
+    const unsigned firsts = __ballot_sync(~0u, first);
+    if (first && count + __popc(firsts & ((1u << lane) - 1)) < kMoeWgmmaMaxTiles)
+      list[count + __popc(firsts & ((1u << lane) - 1))] = u * 2 + (next_e == e ? 1 : 0);
+    count += __popc(firsts);
+    carry_expert = __shfl_sync(~0u, e, 31);
+    carry_parity = (__shfl_sync(~0u, parity, 31) + 1) & 1;
+  }
+  return count < kMoeWgmmaMaxTiles ? count : kMoeWgmmaMaxTiles;  // the launcher keeps units <= the list
+}
+
+// Tile t of `tiles` row tiles by `tiles_n` column tiles: kGroupM row tiles at
+// a time, column by column within the group.
+struct Tile {
+  long long m0;
+  int n0, expert;
+  bool second;  // the tile's second 64 rows are the expert's too
+  __device__ Tile(const MoeWgmmaParams &p, const int *list, int tiles, int tiles_n, long long t, int columns) {
+    const long long in_group = (long long)kGroupM * tiles_n, first = t / in_group * kGroupM;
+    const long long rows = tiles - first < kGroupM ? tiles - first : kGroupM;
+    const long long r = t % in_group;
+    const int entry = list[first + r % rows];
+    m0 = (long long)(entry >> 1) * kMoeWgmmaUnit;
+    second = (entry & 1) != 0;
+    n0 = int(r / rows) * columns;
+    expert = unit_expert(p, entry >> 1);
+  }
+};
+
+template <bool GATED>
+struct MoeStage {
+  // Output columns a tile: stage 1's 128 weight rows are 64 gate + 64 up.
+  static constexpr int kColumns = GATED ? kMoeWgmmaWRows / 2 : kMoeWgmmaWRows;
+
+  // The boxes of one stage: A's two 64-row units (rows past the matrix arrive
+  // as zeros), then W's two boxes: stage 1 gate rows n0.. and up rows n + n0..,
+  // stage 2 rows n0.. and n0 + 64...
+  static __device__ void copy_stage(const MoeWgmmaParams &p, Ring ring, int slot, const Tile &tile, int k0) {
+#pragma unroll
+    for (int box = 0; box < 2; ++box) {
+      tma_copy_3d(ring.slot(slot) + box * kHalfBytes, &p.a_map, ring.full(slot), k0,
+                  int(tile.m0) + box * kMoeWgmmaBoxRows, 0);
+      const int row = tile.n0 + (GATED ? box * p.n : box * kMoeWgmmaBoxRows);
+      tma_copy_3d(ring.weights(slot) + box * kMoeWgmmaBoxRows * kRowBytes, &p.w_map, ring.full(slot), k0, row,
+                  tile.expert);
+    }
+  }
+
+  static __device__ void produce(const MoeWgmmaParams &p, Ring ring, const int *list, int tiles, int tiles_n,
+                                 int k_stages) {
+    Cursor c;
+    for (long long t = blockIdx.x; t < (long long)tiles * tiles_n; t += gridDim.x) {
+      const Tile tile(p, list, tiles, tiles_n, t, kColumns);
+      for (int kt = 0; kt < k_stages; ++kt, c.advance()) {
+        barrier_wait(ring.empty(c.slot), c.parity ^ 1);
+        barrier_arrive_expect(ring.full(c.slot), kStageBytes);
+        copy_stage(p, ring, c.slot, tile, kt * kRowBytes);
+      }
+    }
+  }
+
+  // Hands a slot back: the wgmma_wait before covers the whole warpgroup's products.
+  static __device__ __forceinline__ void release(Ring ring, int slot) {
+    if (threadIdx.x % 128 == 0) barrier_arrive(ring.empty(slot));
+  }
+
+  // total += the products of the next N stages, summed apart first (a
+  // window).  Unrolled, the last window's length a constant: a loop deciding
+  // per stage whether a window ends made ptxas serialize every wgmma (C7518,
+  // as in wgmma_ws.h).
+  template <int N>
+  static __device__ __forceinline__ void window(Ring ring, Cursor &c, int half, float (&sums)[kRegs],
+                                                float (&total)[kRegs]) {
+    int previous = 0;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      barrier_wait(ring.full(c.slot), c.parity);
+      issue_stage<e4m3fn_t, kMoeWgmmaWRows>(ring.slot(c.slot) + half * kHalfBytes, ring.weights(c.slot), sums, i > 0);
+      if (i > 0) {
+        wgmma_wait<1>();
+        release(ring, previous);
+      }
+      previous = c.slot;
+      c.advance();
+    }
+    wgmma_wait<0>();
+    release(ring, previous);
+#pragma unroll
+    for (int i = 0; i < kRegs; ++i) total[i] += sums[i];
+  }
+
+  static __device__ void multiply(Ring ring, Cursor &c, int k_stages, int half, float (&total)[kRegs]) {
+    float sums[kRegs];
+#pragma unroll
+    for (int i = 0; i < kRegs; ++i) total[i] = 0.0f;
+    int kt = 0;
+    for (; kt + kWindow <= k_stages; kt += kWindow) window<kWindow>(ring, c, half, sums, total);
+    static_assert(kWindow == 4, "the last window below has 1 to 3 stages");
+    switch (k_stages - kt) {
+      case 3: window<3>(ring, c, half, sums, total); break;
+      case 2: window<2>(ring, c, half, sums, total); break;
+      case 1: window<1>(ring, c, half, sums, total); break;
+      default: break;
+    }
+  }
+
+  // What a thread's epilogue reads: its two rows of its warpgroup's 64 (+0 and
+  // +8; where they go, their scales) and its columns' weight scales.  Loaded
+  // before the tile's products, whose time hides the loads' latency: loaded
+  // after them, one column block at a time between the stores, while neither
+  // warpgroup multiplies, they cost Mixtral T4096's stage 1 2463 us against
+  // 2032 (H100, 2026-11-27, docs/performance_moe.md run 15).
+  static constexpr int kBlocks = GATED ? kRegs / 8 : kRegs / 4;  // n8 blocks of output columns
+  static constexpr int kColumnScales = GATED ? 4 : 2;           // a block's gate (+ up) column pair
+  struct Epilogue {
+    long long out_row[2];
+    float row_scale[2];
+    bool valid[2];
+    float column_scale[kBlocks][kColumnScales];
+  };
+
+  static __device__ Epilogue load_epilogue(const MoeWgmmaParams &p, const Tile &tile, int half) {
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
+    const bool mine = half == 0 || tile.second;  // else another expert's rows, or past the matrix
+    Epilogue ep;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const long long m = tile.m0 + half * kMoeWgmmaUnit + warp * 16 + lane / 4 + h * 8;
+      const int pair = mine ? p.sorted[m] : -1;
+      ep.valid[h] = pair >= 0 && pair < p.pairs;
+      ep.row_scale[h] = mine ? p.a_scale[m] : 0.0f;
+      ep.out_row[h] = GATED ? m : pair;
+    }
+    const float *w_scale = p.w_scale + (long long)tile.expert * p.w_rows;
+    const int col0 = tile.n0 + (lane % 4) * 2;
+#pragma unroll
+    for (int j = 0; j < kBlocks; ++j) {
+      const int col = col0 + j * 8;
+      const bool in = col < p.n;  // n is a multiple of 8: a pair is in or out whole
+#pragma unroll
+      for (int c = 0; c < kColumnScales; ++c) ep.column_scale[j][c] = in ? w_scale[(c / 2) * p.n + col + c % 2] : 0.0f;
+    }
+    return ep;
+  }
+
+  // Accumulator i of a thread: n8 block i / 4, row +8 for i % 4 >= 2, columns
+  // (lane % 4) * 2 + i % 2 (wgmma_tile.h's store_rows).  Stage 1: blocks 0-7
+  // are gate columns, 8-15 the same columns' up sums (i + 32).
+  template <class O>
+  static __device__ void store(const MoeWgmmaParams &p, const Tile &tile, const Epilogue &ep,
+                               const float (&total)[kRegs]) {
+    if (!ep.valid[0] && !ep.valid[1]) return;
+    const int col0 = tile.n0 + (threadIdx.x % 4) * 2;
+    O *out = static_cast<O *>(p.out);
+#pragma unroll
+    for (int j = 0; j < kBlocks; ++j) {
+      const int col = col0 + j * 8;
+      if (col >= p.n) break;
+      const float *s = ep.column_scale[j];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int i = j * 4 + h * 2;
+        float v0 = total[i] * ep.row_scale[h] * s[0], v1 = total[i + 1] * ep.row_scale[h] * s[1];
+        if (GATED) {
+          v0 = moe_gated(p.act, v0, total[i + kRegs / 2] * ep.row_scale[h] * s[kColumnScales - 2]);
+          v1 = moe_gated(p.act, v1, total[i + kRegs / 2 + 1] * ep.row_scale[h] * s[kColumnScales - 1]);
+        }
+        if (ep.valid[h]) *reinterpret_cast<uint32_t *>(out + ep.out_row[h] * p.n + col) = pack_pair<O>(v0, v1);
+      }
+    }
+  }
+
+  template <class O>
+  static __device__ void consume(const MoeWgmmaParams &p, Ring ring, const int *list, int tiles, int tiles_n,
+                                 int k_stages, int half) {
+    Cursor c;
+    float total[kRegs];
+    for (long long t = blockIdx.x; t < (long long)tiles * tiles_n; t += gridDim.x) {
+      const Tile tile(p, list, tiles, tiles_n, t, kColumns);
+      const Epilogue ep = load_epilogue(p, tile, half);
+      multiply(ring, c, k_stages, half, total);
+      store<O>(p, tile, ep, total);
+    }
+  }
+
+  // 384 threads: warpgroup 0 copies (one thread issues; warp 1 lists the
+  // tiles first), 1 and 2 multiply.
+  template <class O>
+  static __device__ void run(const MoeWgmmaParams &p) {
+    enter_stream_order();
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const Ring ring{(smem_address(smem) + 1023u) & ~1023u};  // the manifest asks 1 KiB extra
+    int *list = reinterpret_cast<int *>(smem + (ring.base - smem_address(smem)) + kListOffset);
+    __shared__ int tile_count;
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < kStages; ++s) {
+        barrier_init(ring.full(s), 1);   // the copier's arrival + the stage's bytes
+        barrier_init(ring.empty(s), 2);  // each multiplying warpgroup
+      }
+      barrier_init_fence();
+      tma_prefetch_map(&p.a_map);
+      tma_prefetch_map(&p.w_map);
+    }
+    if (threadIdx.x / 32 == 1) {
+      const long long valid = *p.num_valid, bound = p.rows / kMoeWgmmaUnit;
+      const long long used = (valid + kMoeWgmmaUnit - 1) / kMoeWgmmaUnit;
+      const int tiles = list_tiles(p, int(used < bound ? (used > 0 ? used : 0) : bound), list);
+      if (threadIdx.x == 32) tile_count = tiles;
+    }
+    __syncthreads();
+    const int tiles = tile_count, tiles_n = (p.n + kColumns - 1) / kColumns;
+    const int k_stages = (p.k + kRowBytes - 1) / kRowBytes;
+    if (threadIdx.x < 128) {
+      registers_shrink<kCopierRegs>();
+      if (threadIdx.x == 0) produce(p, ring, list, tiles, tiles_n, k_stages);
+    } else {
+      registers_grow<kMultiplierRegs>();
+      consume<O>(p, ring, list, tiles, tiles_n, k_stages, threadIdx.x / 128 - 1);
+    }
+  }
+};
+
+}  // namespace
+
+#define MOE_WGMMA(stage, GATED, dt, O)                                                                   \
+  extern "C" __global__ void __launch_bounds__(kMoeWgmmaThreads, 1)                                    \
+      aiter_moe_stage##stage##_wgmma_e4m3fn_##dt(const __grid_constant__ MoeWgmmaParams p) {           \
+    MoeStage<GATED>::run<O>(p);                                                                        \
+  }
+MOE_WGMMA(1, true, bf16, bf16_t)
+MOE_WGMMA(1, true, f16, half_t)
+MOE_WGMMA(2, false, bf16, bf16_t)
+MOE_WGMMA(2, false, f16, half_t)
+
+#endif
+
+// Shared memory: 6 stages of (128 + 128) rows of 128 bytes, 16 bytes of
+// barriers a stage, the tile list, 1 KiB for the 1024-byte alignment:
+// 6 * 32768 + 96 + 4 * 4096 + 1024.
+// aiter-kernel-family: op=moe_stage1 variant=e4m3fn.{dt}.wgmma symbol=aiter_moe_stage1_wgmma_e4m3fn_{dt} block=384 smem=214112 dt=bf16@90,f16@90
+// aiter-kernel-family: op=moe_stage2 variant=e4m3fn.{dt}.wgmma symbol=aiter_moe_stage2_wgmma_e4m3fn_{dt} block=384 smem=214112 dt=bf16@90,f16@90
