@@ -84,3 +84,20 @@ def test_prefill_one_long_sequence(rng, cuda):
     out = poisoned_on(q.shape, "bfloat16", cuda)
     aiter.prefill_attention(*dev(q, k, v, cu), out=out)
     assert_close(out, prefill_ref(q, k, v, cu, cu, d ** -0.5), "bfloat16")
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_prefill_many_heads_many_waves(rng, cuda, causal):
+    """96 query heads over 5 tiles of 128 tokens: 480 blocks of 128 rows, more
+    than three waves on an H100, GQA 12, blocks straddling sequences, and the
+    LSE output of every row."""
+    hq, hkv, d = 96, 8, 64
+    cu = cu_seqlens([1, 250, 0, 300, 47])  # 598 tokens; blocks of rows straddle sequences
+    q = rand(rng, (cu[-1], hq, d), "bfloat16", scale=2.0)
+    k, v = rand(rng, (cu[-1], hkv, d), "bfloat16"), rand(rng, (cu[-1], hkv, d), "bfloat16")
+    out = poisoned_on(q.shape, "bfloat16", cuda)
+    lse = poisoned_on((cu[-1], hq), "float32", cuda)
+    aiter.prefill_attention(*dev(q, k, v, cu), causal=causal, out=out, lse=lse)
+    ref, ref_lse = prefill_ref(q, k, v, cu, cu, d ** -0.5, causal, with_lse=True)
+    assert_close(out, ref, "bfloat16")
+    np.testing.assert_allclose(f64(lse), ref_lse, rtol=1e-4, atol=1e-4)
