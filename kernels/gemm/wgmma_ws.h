@@ -17,6 +17,7 @@
 #pragma once
 
 #include "split_k.h"
+#include "promoted_sum.h"
 #include "staged_scales.h"
 #include "tma.h"
 #include "wgmma_tile.h"
@@ -237,48 +238,17 @@ struct WgmmaWs {
     release(ring, previous);
   }
 
-  // Promoted: total = the sum over windows of kWindow stages of each window's
-  // products.  Hopper's fp8 products keep about 14 bits of their running sum
-  // (DeepSeek-V3), so long K loses precision; the sum of a window is exact enough
-  // and the windows add in fp32.  Products stay in flight within a window.  The
-  // windows are unrolled and the last one's length is a constant: with one
-  // loop deciding per stage whether a window ends, ptxas serialized every
-  // wgmma (C7518, a wait on a path it takes as divergent).
-  static constexpr int kWindow = 4;  // stages: 512 K of fp8
-
-  template <int N>
-  static __device__ __forceinline__ void window(Ring ring, Cursor &c, int half, float (&sums)[kRegs],
-                                                float (&total)[kRegs]) {
-    int previous = 0;
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-      barrier_wait(ring.full(c.slot), c.parity);
-      issue_stage<T, BN>(ring.slot(c.slot) + half * 64 * kRowBytes, ring.slot(c.slot) + BM * kRowBytes, sums, i > 0);
-      if (i > 0) {
-        wgmma_wait<1>();
-        release(ring, previous);
-      }
-      previous = c.slot;
-      c.advance();
-    }
-    wgmma_wait<0>();
-    release(ring, previous);
-#pragma unroll
-    for (int i = 0; i < kRegs; ++i) total[i] += sums[i];
-  }
-
+  // Promoted: total = the sum over windows of 512 K of each window's products
+  // (promoted_sum.h).
   static __device__ void multiply_tile_promoted(Ring ring, Cursor &c, int k_stages, int half, float (&total)[kRegs]) {
-    float sums[kRegs];
-    for (int i = 0; i < kRegs; ++i) total[i] = 0.0f;
-    int kt = 0;
-    for (; kt + kWindow <= k_stages; kt += kWindow) window<kWindow>(ring, c, half, sums, total);
-    static_assert(kWindow == 4, "the last window below has 1 to 3 stages");
-    switch (k_stages - kt) {
-      case 3: window<3>(ring, c, half, sums, total); break;
-      case 2: window<2>(ring, c, half, sums, total); break;
-      case 1: window<1>(ring, c, half, sums, total); break;
-      default: break;
-    }
+    promoted_sum(
+        c, k_stages, total,
+        [&](int slot, unsigned parity, float (&sums)[kRegs], bool accumulate) {
+          barrier_wait(ring.full(slot), parity);
+          issue_stage<T, BN>(ring.slot(slot) + half * 64 * kRowBytes, ring.slot(slot) + BM * kRowBytes, sums,
+                             accumulate);
+        },
+        [&](int slot) { release(ring, slot); });
   }
 
   // Block-scaled: total = sum over K groups of the group's products times its

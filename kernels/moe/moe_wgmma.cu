@@ -32,9 +32,10 @@
 //
 // Precision (the fp8 tests' contract, test_moe_fp8_bound.py): Hopper's fp8
 // products keep about 14 bits of their running sum, so the sums go in windows
-// of kWindow stages (512 of K), each window added to fp32 totals, as the GEMM
-// family's PROMOTED kernels do.  Two multiplying warpgroups: one's additions
+// of 512 of K, each window added to fp32 totals (../gemm/promoted_sum.h, as the
+// GEMM family's PROMOTED kernels do).  Two multiplying warpgroups: one's additions
 // and waits overlap the other's products.
+#include "../gemm/promoted_sum.h"
 #include "../gemm/tma.h"
 #include "../gemm/wgmma_tile.h"
 #include "moe_act.h"
@@ -48,7 +49,6 @@ constexpr int kStages = 6;
 constexpr int kRegs = kMoeWgmmaWRows / 2;  // accumulators a thread: 64 rows x 128 columns a warpgroup
 constexpr int kStageBytes = (kMoeWgmmaRows + kMoeWgmmaWRows) * kRowBytes;
 constexpr int kHalfBytes = kMoeWgmmaUnit * kRowBytes;  // a warpgroup's rows of A in a stage
-constexpr int kWindow = 4;
 constexpr int kGroupM = 16;
 constexpr int kCopierRegs = 40, kMultiplierRegs = 232;
 
@@ -156,44 +156,16 @@ struct MoeStage {
     if (threadIdx.x % 128 == 0) barrier_arrive(ring.empty(slot));
   }
 
-  // total += the products of the next N stages, summed apart first (a
-  // window).  Unrolled, the last window's length a constant: a loop deciding
-  // per stage whether a window ends made ptxas serialize every wgmma (C7518,
-  // as in wgmma_ws.h).
-  template <int N>
-  static __device__ __forceinline__ void window(Ring ring, Cursor &c, int half, float (&sums)[kRegs],
-                                                float (&total)[kRegs]) {
-    int previous = 0;
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-      barrier_wait(ring.full(c.slot), c.parity);
-      issue_stage<e4m3fn_t, kMoeWgmmaWRows>(ring.slot(c.slot) + half * kHalfBytes, ring.weights(c.slot), sums, i > 0);
-      if (i > 0) {
-        wgmma_wait<1>();
-        release(ring, previous);
-      }
-      previous = c.slot;
-      c.advance();
-    }
-    wgmma_wait<0>();
-    release(ring, previous);
-#pragma unroll
-    for (int i = 0; i < kRegs; ++i) total[i] += sums[i];
-  }
-
+  // total = the products of k_stages stages in fp32 windows (promoted_sum.h).
   static __device__ void multiply(Ring ring, Cursor &c, int k_stages, int half, float (&total)[kRegs]) {
-    float sums[kRegs];
-#pragma unroll
-    for (int i = 0; i < kRegs; ++i) total[i] = 0.0f;
-    int kt = 0;
-    for (; kt + kWindow <= k_stages; kt += kWindow) window<kWindow>(ring, c, half, sums, total);
-    static_assert(kWindow == 4, "the last window below has 1 to 3 stages");
-    switch (k_stages - kt) {
-      case 3: window<3>(ring, c, half, sums, total); break;
-      case 2: window<2>(ring, c, half, sums, total); break;
-      case 1: window<1>(ring, c, half, sums, total); break;
-      default: break;
-    }
+    promoted_sum(
+        c, k_stages, total,
+        [&](int slot, unsigned parity, float (&sums)[kRegs], bool accumulate) {
+          barrier_wait(ring.full(slot), parity);
+          issue_stage<e4m3fn_t, kMoeWgmmaWRows>(ring.slot(slot) + half * kHalfBytes, ring.weights(slot), sums,
+                                                accumulate);
+        },
+        [&](int slot) { release(ring, slot); });
   }
 
   // What a thread's epilogue reads: its two rows of its warpgroup's 64 (+0 and
