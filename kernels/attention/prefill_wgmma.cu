@@ -125,12 +125,16 @@ __device__ __forceinline__ KeyRange block_keys(const PrefillParams &p, int row0,
   return k;
 }
 
+// Q's copy, issued before the block's key range is known (it needs only row0).
 template <class S>
-__device__ void produce(const PrefillTmaParams &q, const Smem<S> &sm, const KeyRange &keys, int row0, int head,
-                        int kvh) {
-  constexpr int kStages = S::kStages;
+__device__ void copy_q(const PrefillTmaParams &q, const Smem<S> &sm, int row0, int head) {
   barrier_arrive_expect(sm.q_full(), Smem<S>::kQ);
   for (int b = 0; b < S::DK / 64; ++b) tma_copy_3d(sm.q(b), &q.q_map, sm.q_full(), b * 64, row0, head);
+}
+
+template <class S>
+__device__ void produce(const PrefillTmaParams &q, const Smem<S> &sm, const KeyRange &keys, int kvh) {
+  constexpr int kStages = S::kStages;
   int i = 0;
   for (int k0 = keys.start; k0 < keys.stop; k0 += S::kKeys, ++i) {
     const int s = i % kStages;
@@ -364,12 +368,14 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
     barrier_init(sm.q_full(), 1);
     for (int s = 0; s < S::kStages; ++s) barrier_init(sm.full(s), 1), barrier_init(sm.empty(s), 2);
     barrier_init_fence();
+    tma_prefetch_map(&q.k_map), tma_prefetch_map(&q.v_map);
+    copy_q<S>(q, sm, row0, head);  // under block_keys' reads of the sequence bounds
   }
   int lo[2] = {0, 0}, hi[2] = {0, 0};
   const KeyRange keys = block_keys(p, row0, lo, hi);  // (its barriers also publish the initialized ones)
   if (threadIdx.x < 128) {
     registers_shrink<24>();
-    if (threadIdx.x == 0) produce<S>(q, sm, keys, row0, head, kvh);
+    if (threadIdx.x == 0) produce<S>(q, sm, keys, kvh);
   } else {
     registers_grow<240>();
     if (p.sm.softcap > 0.0f)  // chosen once: a per-score test branched around every score
