@@ -176,6 +176,17 @@ def test_fused_moe_fp8_tile_edges_gpu(rng, device, case, block_size, skewed, dty
     check(run_fp8(device, *layer, block_size=block_size), moe_fp8_reference(*layer, "float8_e4m3fn"))
 
 
+def test_fused_moe_fp8_long_k_default_path_gpu(rng, device):
+    """Both stages' K at 4096 with 43 rows an expert: the shapes for which
+    the dispatch picks the sm_90a TMA + wgmma stages by itself
+    (gpu/moe_fused.cpp's wgmma_by_default; the Mixtral-sized layers), so a
+    plain GPU run covers that choice as well as the forced runs do."""
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    layer = routed_fp8_layer(rng, (64, 3, 2, 4096, 4096), "bfloat16", "float8_e4m3fn")
+    check(run_fp8(device, *layer), moe_fp8_reference(*layer, "float8_e4m3fn"))
+
+
 @pytest.mark.parametrize("case", [(37, 8, 2, 4096, 2304), (21, 4, 2, 2060, 2052)], ids=["packed", "unaligned"])
 def test_fused_moe_fp8_long_rows_gpu(rng, device, case):
     """Rows past 2048 values, which the quantization takes a block each: in
