@@ -232,6 +232,9 @@ def run(dtype=None, decode_steps=4, seed=0, device="auto"):
         errors.append((f"decode step {step + 1}", relative_error(out, ref)))
 
     print(timer.table())
+    if dev.name == "cuda":
+        print("  (an op's first call also loads its GPU code objects, and the first op the CUDA context:\n"
+              "   per-call times above include those one-time costs)")
     tolerance = TOLERANCE[name]
     worst = max(e for _, e in errors)
     print("  check against NumPy float64 (relative error of the layer output):")
