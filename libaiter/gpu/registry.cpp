@@ -11,6 +11,7 @@
 
 #include "aiter_config.h"
 #include "core/error.hpp"
+#include "core/file.hpp"
 #include "core/log.hpp"
 #include "gpu/amd_arch.hpp"
 
@@ -161,12 +162,8 @@ aiter_status choose_target(Driver *driver, int device, DeviceKernels &dk) {
 }
 
 aiter_status read_file(const std::string &path, std::string *bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(AITER_ERR_NO_KERNEL, "code object %s cannot be read", path.c_str());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *bytes = ss.str();
-  return AITER_OK;
+  if (read_whole_file(path, bytes)) return AITER_OK;
+  return fail(AITER_ERR_NO_KERNEL, "code object %s cannot be read", path.c_str());
 }
 
 // Kernels for sm_90 and up start with enter_stream_order (kernels/common/vendor.h),

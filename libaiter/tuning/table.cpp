@@ -6,10 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include "core/file.hpp"
 #include "tuning/config.hpp"
 #include "tuning/select.hpp"
 
@@ -134,34 +131,10 @@ int64_t m_bucket(int64_t m) {
   return b;
 }
 
-// Whole-file reads into a string sized by fstat, not an ifstream copied a
-// character at a time through istreambuf_iterator: the three shipped tables
-// (41 KB) took 180-250 us that way at a process's first GEMM, 40-50 us so.
 bool read_table_text(const std::string &path, std::string *text, std::string *error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  bool ok = fd >= 0 && ::fstat(fd, &st) == 0;
-  if (ok) {
-    text->assign(size_t(st.st_size > 0 ? st.st_size : 0), '\0');
-    size_t done = 0;
-    for (;;) {  // to end of file: a file that grew since fstat is read whole too
-      if (done == text->size()) text->resize(done + 4096);
-      const ssize_t got = ::read(fd, &(*text)[done], text->size() - done);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        ok = got == 0;
-        break;
-      }
-      done += size_t(got);
-    }
-    text->resize(done);
-  }
-  if (!ok) {
-    *error = path + ": cannot be read (" + std::strerror(errno) + ")";
-    text->clear();
-  }
-  if (fd >= 0) ::close(fd);
-  return ok;
+  if (read_whole_file(path, text)) return true;
+  *error = path + ": cannot be read (" + std::strerror(errno) + ")";
+  return false;
 }
 
 TableFile parse_table(const std::string &path, const std::string &text) {
