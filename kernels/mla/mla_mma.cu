@@ -6,7 +6,8 @@
 // cp.async, in "units" of keys held in a ring of shared-memory slots, so that
 // several units stream in while a tile is computed: 16-bit caches in units of
 // 32 keys (36 KB) in 5 slots, 3 in flight; fp8 caches in units of 64 keys
-// (37 KB, rows padded) in 5 slots, 4 in flight.  (A ring of two 64-key tiles,
+// (37 KB, rows padded) in 5 slots, 4 in flight, or, for 16-row tiles (two
+// blocks an SM), of 32 keys in 4 slots, 2 in flight.  (A ring of two 64-key tiles,
 // one in flight, reached 72-81% of the device copy's bandwidth on an H100; this
 // one 82-93%: benchmarks/bench_mla.py, docs/performance_mla.md.)
 //
@@ -49,10 +50,15 @@ constexpr int kFp8Stride = kDim + 16;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -__builtin_huge_valf();
 
-// Keys a unit and ring slots: 16-bit caches 32 and 5, fp8 64 and 5.
-template <bool FP8> struct Ring {
-  static constexpr int kUnitKeys = FP8 ? 64 : 32;
-  static constexpr int kSlots = 5;
+// Keys a unit and ring slots: 16-bit caches 32 and 5; fp8 64 and 5, but 32 and
+// 4 for 16-row tiles, whose blocks run two an SM (kMlaMmaFp8M16PerSm): each
+// block's chain of products and barriers is latency-bound (one warp a
+// scheduler), so a second block's chain fills the gaps; the ring shrinks to fit
+// both in the SM's shared memory.
+template <bool FP8, int M> struct Ring {
+  static constexpr bool kTwoPerSm = FP8 && M == 16 && kMlaMmaFp8M16PerSm == 2;
+  static constexpr int kUnitKeys = FP8 && !kTwoPerSm ? 64 : 32;
+  static constexpr int kSlots = kTwoPerSm ? 4 : 5;
   static constexpr int kUnitsPerTile = kKeys / kUnitKeys;
   static constexpr int kUnitBytes = kUnitKeys * (FP8 ? kFp8Stride : kRowBytes);
 };
@@ -63,11 +69,11 @@ template <class T> struct Product<T, true> { using type = half_t; };
 
 template <int M, bool FP8> struct alignas(128) Smem {
   unsigned char q[M * kRowBytes];  // swizzled rows (fp8 kernels: fp16, scaled, pairs reordered)
-  unsigned char unit[Ring<FP8>::kSlots][Ring<FP8>::kUnitBytes];  // 16-bit rows swizzled, or raw fp8 rows
+  unsigned char unit[Ring<FP8, M>::kSlots][Ring<FP8, M>::kUnitBytes];  // 16-bit rows swizzled, or raw fp8 rows
   unsigned char p[M * kKeys * 2];
   float red[4][M];     // per-warp row maxima, then row sums
   int hi[M];           // positions a row sees: [0, hi)
-  unsigned char valid[Ring<FP8>::kSlots][Ring<FP8>::kUnitKeys];  // key has a block in range and lies in the split
+  unsigned char valid[Ring<FP8, M>::kSlots][Ring<FP8, M>::kUnitKeys];  // key has a block in range and lies in the split
   unsigned q_max;      // fp8 kernels: the tile's largest |q|, as fp32 bits
 };
 
@@ -93,8 +99,8 @@ struct Layout {
 template <bool FP8, int M>
 __device__ __forceinline__ int unit_block(const MlaDecodeParams &p, const int *table_row, int first, int bound,
                                           int u) {
-  constexpr int kPerRow = Layout<M>::kThreads / Ring<FP8>::kUnitKeys;
-  const int pos = first + u * Ring<FP8>::kUnitKeys + int(thread_x()) / kPerRow;
+  constexpr int kPerRow = Layout<M>::kThreads / Ring<FP8, M>::kUnitKeys;
+  const int pos = first + u * Ring<FP8, M>::kUnitKeys + int(thread_x()) / kPerRow;
   return pos < bound ? table_row[pos / p.page_size] : -1;
 }
 
@@ -103,7 +109,7 @@ __device__ __forceinline__ int unit_block(const MlaDecodeParams &p, const int *t
 template <bool FP8, int M>
 __device__ __forceinline__ void issue_unit(const MlaDecodeParams &p, Smem<M, FP8> &s, int block, int start, int end,
                                            int slot_index) {
-  constexpr int kPerRow = Layout<M>::kThreads / Ring<FP8>::kUnitKeys;  // loader threads a latent row
+  constexpr int kPerRow = Layout<M>::kThreads / Ring<FP8, M>::kUnitKeys;  // loader threads a latent row
   constexpr int kBytes = FP8 ? kDim : kRowBytes, kRowChunks = kBytes / 16;
   const int t = int(thread_x()), row = t / kPerRow, part = t % kPerRow, pos = start + row;
   const bool ok = pos < end && block >= 0 && block < p.num_blocks;
@@ -124,8 +130,8 @@ __device__ __forceinline__ void issue_unit(const MlaDecodeParams &p, Smem<M, FP8
 template <bool FP8, int M>
 __device__ __forceinline__ void issue_and_commit(const MlaDecodeParams &p, Smem<M, FP8> &s, int block, int first,
                                                  int end, int u, int units) {
-  constexpr int KU = Ring<FP8>::kUnitKeys;
-  if (u < units) issue_unit<FP8, M>(p, s, block, first + u * KU, end, u % Ring<FP8>::kSlots);
+  constexpr int KU = Ring<FP8, M>::kUnitKeys;
+  if (u < units) issue_unit<FP8, M>(p, s, block, first + u * KU, end, u % Ring<FP8, M>::kSlots);
   commit();
 }
 
@@ -309,7 +315,7 @@ __device__ __forceinline__ void decode_block(const MlaDecodeParams &p) {
   const int first = split * p.split_keys;
   const int bound = first + p.split_keys < capacity ? first + p.split_keys : capacity;
   const int *table_row = p.block_table + (long long)b * p.table_stride;
-  constexpr int kUnits = Ring<FP8>::kUnitsPerTile, kSlots = Ring<FP8>::kSlots, kLead = kSlots - kUnits;
+  constexpr int kUnits = Ring<FP8, M>::kUnitsPerTile, kSlots = Ring<FP8, M>::kSlots, kLead = kSlots - kUnits;
   int lead[kLead];  // the prologue units' block ids, read together with the length
 #pragma unroll
   for (int u = 0; u < kLead; ++u) lead[u] = unit_block<FP8, M>(p, table_row, first, bound, u);
@@ -324,7 +330,7 @@ __device__ __forceinline__ void decode_block(const MlaDecodeParams &p) {
   }
   if constexpr (!FP8) issue_q<M>(p, s, b, tile_row0);  // joins the first group
   // Prologue: the first kSlots - kUnitsPerTile units; then the ids of the first tile's refills.
-  constexpr int KU = Ring<FP8>::kUnitKeys;
+  constexpr int KU = Ring<FP8, M>::kUnitKeys;
 #pragma unroll
   for (int u = 0; u < kLead; ++u) issue_and_commit<FP8, M>(p, s, lead[u], first, end, u, tiles * kUnits);
   int ahead[kUnits];
@@ -469,7 +475,7 @@ __device__ __forceinline__ void decode(const MlaDecodeParams &p) {
 }  // namespace
 
 #define AITER_MLA_MMA_KERNEL(name, T, FP8, M) \
-  AITER_KERNEL void __launch_bounds__(M * 8, 1) name(MlaDecodeParams p) { \
+  AITER_KERNEL void __launch_bounds__(M * 8, Ring<FP8, M>::kTwoPerSm ? 2 : 1) name(MlaDecodeParams p) { \
     enter_stream_order();                                                   \
     decode<T, FP8, M>(p);                                                   \
   }
@@ -478,7 +484,7 @@ __device__ __forceinline__ void decode(const MlaDecodeParams &p) {
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_f16_same_m16, half_t, false, 16)
 // aiter-kernel: op=mla_decode variant=mma.f16.same.m32 symbol=aiter_mla_mma_f16_same_m32 block=256 smem=226176
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_f16_same_m32, half_t, false, 32)
-// aiter-kernel: op=mla_decode variant=mma.f16.fp8.m16 symbol=aiter_mla_mma_f16_fp8_m16 block=128 smem=210688
+// aiter-kernel: op=mla_decode variant=mma.f16.fp8.m16 symbol=aiter_mla_mma_f16_fp8_m16 block=128 smem=96768
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_f16_fp8_m16, half_t, true, 16)
 // aiter-kernel: op=mla_decode variant=mma.f16.fp8.m32 symbol=aiter_mla_mma_f16_fp8_m32 block=256 smem=231424
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_f16_fp8_m32, half_t, true, 32)
@@ -486,7 +492,7 @@ AITER_MLA_MMA_KERNEL(aiter_mla_mma_f16_fp8_m32, half_t, true, 32)
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_bf16_same_m16, bf16_t, false, 16)
 // aiter-kernel: op=mla_decode variant=mma.bf16.same.m32 symbol=aiter_mla_mma_bf16_same_m32 block=256 smem=226176
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_bf16_same_m32, bf16_t, false, 32)
-// aiter-kernel: op=mla_decode variant=mma.bf16.fp8.m16 symbol=aiter_mla_mma_bf16_fp8_m16 block=128 smem=210688
+// aiter-kernel: op=mla_decode variant=mma.bf16.fp8.m16 symbol=aiter_mla_mma_bf16_fp8_m16 block=128 smem=96768
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_bf16_fp8_m16, bf16_t, true, 16)
 // aiter-kernel: op=mla_decode variant=mma.bf16.fp8.m32 symbol=aiter_mla_mma_bf16_fp8_m32 block=256 smem=231424
 AITER_MLA_MMA_KERNEL(aiter_mla_mma_bf16_fp8_m32, bf16_t, true, 32)
@@ -494,7 +500,8 @@ AITER_MLA_MMA_KERNEL(aiter_mla_mma_bf16_fp8_m32, bf16_t, true, 32)
 // The manifest's smem figures above are these structs' sizes.
 static_assert(sizeof(Smem<16, false>) == 205312, "update smem of m16");
 static_assert(sizeof(Smem<32, false>) == 226176, "update smem of m32");
-static_assert(sizeof(Smem<16, true>) == 210688, "update smem of fp8 m16");
+static_assert(sizeof(Smem<16, true>) == 96768, "update smem of fp8 m16");
+static_assert(2 * (sizeof(Smem<16, true>) + 1024) <= 228 * 1024, "two fp8 m16 blocks an SM (1 KB reserved each)");
 static_assert(sizeof(Smem<32, true>) == 231424, "update smem of fp8 m32");
 static_assert(sizeof(Smem<32, true>) == kMlaMmaMaxSmem && sizeof(Smem<16, true>) <= kMlaMmaMaxSmem &&
                   sizeof(Smem<32, false>) <= kMlaMmaMaxSmem,

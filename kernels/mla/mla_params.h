@@ -11,6 +11,9 @@
 // (mla_mma.cu, its fp8 m32 variant; static_asserts there) asks for: devices
 // that grant less (sm_80's 163 KB) run the portable kernel instead.
 constexpr int kMlaMmaMaxSmem = 231424;
+// Blocks an SM of its fp8 variant for 16-row tiles (a smaller ring: mla_mma.cu
+// Ring), which the launcher's split plan counts.
+constexpr int kMlaMmaFp8M16PerSm = 2;
 
 // Decode: q [batch, rows, 576], out [batch, rows, 512], cache [num_blocks,
 // page_size, 576], all compact.  Grid: x = batch * splits, y = row tiles.

@@ -63,10 +63,10 @@ int64_t nonempty_splits(int64_t capacity, int64_t splits) {
 }
 
 // Splits: the caller's count, else the fewest that fill the device's
-// multiprocessors (one block each) to 90% or more, within what the workspace
-// holds, counting only splits that hold a tile of the table's capacity (a plan
-// from the shapes alone: lengths live on the device).
-aiter_status plan_splits(const MlaDecodeArgs &a, int64_t blocks, int64_t capacity, const GpuCall &call,
+// multiprocessors (`per_sm` blocks each) to 90% or more, within what the
+// workspace holds, counting only splits that hold a tile of the table's
+// capacity (a plan from the shapes alone: lengths live on the device).
+aiter_status plan_splits(const MlaDecodeArgs &a, int64_t blocks, int64_t capacity, const GpuCall &call, int per_sm,
                          int64_t *splits) {
   *splits = 1;
   if (a.requested_splits > 0) return *splits = a.requested_splits, AITER_OK;
@@ -74,6 +74,7 @@ aiter_status plan_splits(const MlaDecodeArgs &a, int64_t blocks, int64_t capacit
   int sms = 0;
   const aiter_status s = multiprocessors(call, &sms);
   if (s != AITER_OK) return s;
+  sms *= per_sm;
   double best = 0.0;
   for (int64_t n = 1; n <= a.max_splits; ++n) {
     const int64_t used = nonempty_splits(capacity, n), total = blocks * used, waves = (total + sms - 1) / sms;
@@ -171,7 +172,8 @@ aiter_status mla_decode(const MlaDecodeArgs &a, const GpuCall &call) {
                 "aiter_mla_decode: %lld sequences of %lld rows over %lld positions are more than one launch holds",
                 (long long)a.batch, (long long)rows, (long long)capacity);
   int64_t splits = 1;
-  s = plan_splits(a, a.batch * tiles, capacity, call, &splits);
+  const int per_sm = mma && tile_rows == 16 && is_fp8(a.cache_dtype) ? kMlaMmaFp8M16PerSm : 1;
+  s = plan_splits(a, a.batch * tiles, capacity, call, per_sm, &splits);
   if (s != AITER_OK) return s;
 
   MlaDecodeParams p{};
