@@ -3,7 +3,7 @@ and bench_mla.py: paged decode at B1/B4 and long contexts, and MLA decode at
 each split count, with the device copy of the same bytes in the same run.
 
 usage: python3 benchmarks/sweep_split_kv.py decode
-       python3 benchmarks/sweep_split_kv.py mla [--splits 0,32,64,96,128]
+       python3 benchmarks/sweep_split_kv.py mla [--splits 0,32,64,96,128] [--mla-cases 1x32768,4x32768]
        python3 benchmarks/sweep_split_kv.py profile  (a few calls of each B1 case, for ncu)
 
 Times are triton do_bench medians of CUDA-graph replays (the caller's steady
@@ -53,6 +53,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("what", choices=["decode", "mla", "profile"])
     ap.add_argument("--splits", default="0,32,64,96,128", help="MLA split counts (0: the library's plan)")
+    ap.add_argument("--mla-cases", default="1x32768,4x32768",
+                    help="MLA batch x context pairs (Hq 16, one new token; e.g. 64x4096 for a memory-bound case)")
     args = ap.parse_args()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
     if args.what == "profile":
@@ -69,14 +71,14 @@ def main():
             print(f"decode B{b} ctx{ctx}: {ms * 1e3:7.1f} us {tbps:5.2f} TB/s, copy {copy:5.2f} TB/s, "
                   f"{100 * tbps / copy:5.1f}% of copy", flush=True)
         return
-    for b in (1, 4):
+    for b, ctx in (tuple(int(v) for v in case.split("x")) for case in args.mla_cases.split(",")):
         copy = None
         for splits in (int(s) for s in args.splits.split(",")):
-            fn, nbytes = mla_call(b, 32768, splits)
+            fn, nbytes = mla_call(b, ctx, splits)
             copy = copy or copy_tbps(nbytes)
             ms = graph_time(fn)
             tbps = nbytes / ms / 1e9
-            print(f"mla B{b} Hq16 ctx32768 splits={splits:3}: {ms * 1e3:7.1f} us {tbps:5.2f} TB/s, copy {copy:5.2f} "
+            print(f"mla B{b} Hq16 ctx{ctx} splits={splits:3}: {ms * 1e3:7.1f} us {tbps:5.2f} TB/s, copy {copy:5.2f} "
                   f"TB/s, {100 * tbps / copy:5.1f}% of copy", flush=True)
             torch.cuda.empty_cache()
 
