@@ -162,9 +162,9 @@ __device__ __forceinline__ void stage_tile(const FusedMoeParams &p) {
 
 // fp8: stage input row r quantized to the weights' format with a dynamic
 // scale (dynamic_scale: the CPU's rule), values first gathered in fp32: x[t]
-// (times the pair's weight with weights_on_input) or inter row r.  Per channel,
-// rows in 16-byte packs: quant_row_packed; otherwise (1 x 128 groups, other rows)
-// element by element, the row read twice (amax, then codes), the second time
+// (times the pair's weight with weights_on_input) or inter row r.  In 16-byte
+// packs where the rows allow: per channel quant_row_packed, 1 x 128 groups
+// quant_groups_packed; otherwise element by element, the row read twice (amax, then codes), the second time
 // mostly from L2.
 template <class T>
 __device__ __forceinline__ float quant_source(const FusedMoeParams &p, long long r, long long q, int i) {
@@ -232,6 +232,51 @@ __device__ __forceinline__ void quant_row_packed(const T *src, float w, int n, u
   if (lane == 0) *scale = s;
 }
 
+// Block-scaled (1 x 128 groups), a row a block: 16 lanes a group, a 16-byte
+// pack (8 values) a lane, kGroupPacks groups a lane's loads in flight
+// together; the group's amax over its 16 lanes, 8 codes a lane.  The same
+// operations as quant_row_block's group loop, so the same codes.  That loop
+// (4 values a lane, 2-byte loads, 1-byte stores, one load's latency waited out
+// per value) took 2.5 of the 8.6 ms of a DeepSeek-V3 layer at T 4096 on an
+// H100 (2026-11-27, docs/performance_moe.md).
+constexpr int kGroupPacks = 4;
+constexpr int kGroupLanes = 128 / kCombineCols;  // 16
+
+__device__ __forceinline__ bool quant_groups_fit(const void *src, const unsigned char *codes, int n) {
+  return n % 128 == 0 && aligned16(src) && aligned8(codes);
+}
+
+template <class T, int KIND>
+__device__ __forceinline__ void quant_groups_packed(const T *src, float w, int n, unsigned char *codes, float *scales) {
+  constexpr int kTeams = kCombineThreads / kGroupLanes;
+  const int team = thread_x() / kGroupLanes, lane = thread_x() % kGroupLanes, groups = n / 128;
+  for (int first = team; first < groups; first += kTeams * kGroupPacks) {
+    Pack8<T> pack[kGroupPacks];
+#pragma unroll
+    for (int c = 0; c < kGroupPacks; ++c) {
+      const int g = first + c * kTeams;
+      if (g < groups) pack[c] = *reinterpret_cast<const Pack8<T> *>(src + g * 128 + lane * kCombineCols);
+    }
+#pragma unroll
+    for (int c = 0; c < kGroupPacks; ++c) {
+      const int g = first + c * kTeams;
+      if (g >= groups) break;  // the same for the whole team: its shuffles stay within it
+      float amax = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kCombineCols; ++j) amax = fmaxf(amax, fabsf(to_f32(pack[c].v[j]) * w));
+#pragma unroll
+      for (int m = kGroupLanes / 2; m > 0; m >>= 1) amax = fmaxf(amax, shfl_xor(amax, m));  // within 16 lanes
+      const float scale = dynamic_scale(amax, KIND), inv = 1.0f / scale;
+      uint32_t word[2] = {0u, 0u};
+#pragma unroll
+      for (int j = 0; j < kCombineCols; ++j)
+        word[j / 4] |= uint32_t(quantize(to_f32(pack[c].v[j]) * w * inv, KIND)) << (8 * (j % 4));
+      *reinterpret_cast<Codes8 *>(codes + g * 128 + lane * kCombineCols) = Codes8{word[0], word[1]};
+      if (lane == 0) scales[g] = scale;
+    }
+  }
+}
+
 // Element by element within a team of 32 lanes (short rows whose packs do not fit).
 template <class T>
 __device__ __forceinline__ void quant_row_team(const FusedMoeParams &p, long long r, long long q, int n,
@@ -285,9 +330,17 @@ __device__ __forceinline__ void quant_row(const FusedMoeParams &p, long long r, 
   const long long t = q / p.topk;
   const T *src = p.quant_source == 1 ? static_cast<const T *>(p.inter_buf) + r * p.inter
                                      : static_cast<const T *>(p.x) + t * p.x_stride;
+  const bool weighted = p.quant_source != 1 && p.weights_on_input;
+  const float w = weighted ? p.weights[t * p.weights_stride + q % p.topk] : 1.0f;
+  if (p.group > 0 && LANES == kCombineThreads && quant_groups_fit(src, codes, n)) {
+    float *row_scales = scales + r * (n / 128);
+    if (p.quant == kQuantE4m3fn)
+      quant_groups_packed<T, kQuantE4m3fn>(src, w, n, codes, row_scales);
+    else
+      quant_groups_packed<T, kQuantE4m3fnuz>(src, w, n, codes, row_scales);
+    return;
+  }
   if (p.group == 0 && quant_packs_fit<LANES>(src, codes, n)) {
-    const bool weighted = p.quant_source != 1 && p.weights_on_input;
-    const float w = weighted ? p.weights[t * p.weights_stride + q % p.topk] : 1.0f;
     if (p.quant == kQuantE4m3fn)
       quant_row_packed<T, kQuantE4m3fn, LANES>(src, w, n, codes, scales + r, lane, scratch);
     else
