@@ -252,41 +252,12 @@ struct WgmmaWs {
   }
 
   // Block-scaled: total = sum over K groups of the group's products times its
-  // scales; a group's sums are complete before they are scaled.  Groups go in
-  // runs of kRun with two sets of sums taking turns: each group's products run
-  // while the group before is scaled, so only a run's last group is waited for
-  // alone.  (With the turns going on across loop iterations, ptxas serializes
-  // every wgmma: C7514, it does not follow products in flight around a loop.)
-  static constexpr int kRun = 4;
-
-  // issue_group: one group's products into `sums`; returns the group's slot.
-  static __device__ __forceinline__ int issue_group(Ring ring, Cursor &c, int half, float (&sums)[kRegs]) {
-    barrier_wait(ring.full(c.slot), c.parity);
-    issue_stage<T, BN>(ring.slot(c.slot) + half * 64 * kRowBytes, ring.slot(c.slot) + BM * kRowBytes, sums, false);
-    const int slot = c.slot;
-    c.advance();
-    return slot;
-  }
-
-  // The next G groups into total; a slot's scales are read before it goes back.
-  template <int G>
-  static __device__ __forceinline__ void scaled_run(Ring ring, Cursor &c, int half, float (&even)[kRegs],
-                                                    float (&odd)[kRegs], float (&total)[kRegs]) {
-    int slots[G];
-    GroupScales scales[G];
-#pragma unroll
-    for (int i = 0; i < G; ++i) {
-      slots[i] = issue_group(ring, c, half, i % 2 == 0 ? even : odd);
-      scales[i] = slot_scales(ring, slots[i], half);
-      if (i > 0) {
-        wgmma_wait<1>();
-        release(ring, slots[i - 1]);
-        promote_rows(scales[i - 1], (i - 1) % 2 == 0 ? even : odd, total);
-      }
-    }
-    wgmma_wait<0>();
-    release(ring, slots[G - 1]);
-    promote_rows(scales[G - 1], (G - 1) % 2 == 0 ? even : odd, total);
+  // scales (promoted_sum.h's scaled_sum: two sets of sums taking turns).
+  // issue_group: one group's products into `sums`.
+  static __device__ __forceinline__ void issue_group(Ring ring, int slot, unsigned parity, int half,
+                                                     float (&sums)[kRegs]) {
+    barrier_wait(ring.full(slot), parity);
+    issue_stage<T, BN>(ring.slot(slot) + half * 64 * kRowBytes, ring.slot(slot) + BM * kRowBytes, sums, false);
   }
 
   // Three multiplying warpgroups have registers for one set of sums each: a
@@ -295,24 +266,23 @@ struct WgmmaWs {
   static constexpr bool kTwoSums = kMultipliers < 3;
 
   static __device__ void multiply_tile_scaled(Ring ring, Cursor &c, int k_stages, int half, float (&total)[kRegs]) {
-    for (int i = 0; i < kRegs; ++i) total[i] = 0.0f;
     if constexpr (!kTwoSums) {
+      for (int i = 0; i < kRegs; ++i) total[i] = 0.0f;
       float sums[kRegs];
-      for (int kt = 0; kt < k_stages; ++kt) {
-        const int slot = issue_group(ring, c, half, sums);
-        const GroupScales scales = slot_scales(ring, slot, half);
+      for (int kt = 0; kt < k_stages; ++kt, c.advance()) {
+        issue_group(ring, c.slot, c.parity, half, sums);
+        const GroupScales scales = slot_scales(ring, c.slot, half);
         wgmma_wait<0>();
-        release(ring, slot);
+        release(ring, c.slot);
         promote_rows(scales, sums, total);
       }
       return;
     }
-    float even[kRegs], odd[kRegs];
-    int kt = 0;
-    for (; kt + kRun <= k_stages; kt += kRun) scaled_run<kRun>(ring, c, half, even, odd, total);
-    static_assert(kRun == 4, "the rest below is at most a pair and a single group");
-    if (k_stages - kt >= 2) scaled_run<2>(ring, c, half, even, odd, total), kt += 2;
-    if (kt < k_stages) scaled_run<1>(ring, c, half, even, odd, total);
+    scaled_sum(
+        c, k_stages, total,
+        [&](int slot, unsigned parity, float (&sums)[kRegs]) { issue_group(ring, slot, parity, half, sums); },
+        [&](int slot) { return slot_scales(ring, slot, half); }, [&](int slot) { release(ring, slot); },
+        [&](const GroupScales &s, const float (&sums)[kRegs], float (&sum)[kRegs]) { promote_rows(s, sums, sum); });
   }
 
   // Split K: ranks > 0 send their sums to rank 0 (true: this block stores

@@ -1,5 +1,5 @@
-// The fused MoE's fp8 per-channel expert stages on Hopper (sm_90a), warp-
-// specialized like the GEMM family's wgmma_ws.h, whose pieces they use (tma.h:
+// The fused MoE's fp8 expert stages on Hopper (sm_90a), per channel and
+// block-scaled, warp-specialized like the GEMM family's wgmma_ws.h, whose pieces they use (tma.h:
 // TMA copies and mbarriers; wgmma_tile.h: a 128-byte K stage's products):
 // one thread of the first warpgroup copies each K stage of a tile (up to 128
 // sorted rows of the stage input, 128 rows of the expert's weights) into a
@@ -35,7 +35,15 @@
 // of 512 of K, each window added to fp32 totals (../gemm/promoted_sum.h, as the
 // GEMM family's PROMOTED kernels do).  Two multiplying warpgroups: one's additions
 // and waits overlap the other's products.
+//
+// Block-scaled (DeepSeek-V3: 1 x 128 activation groups, 128 x 128 weight
+// blocks): a stage is one K group; the copying warpgroup's second warp copies
+// each stage's scales beside it (the tile's 128 rows' activation scales, its
+// weight rows' block scales: stage 1 the gate rows' and the up rows' blocks),
+// and each stage's sums are added to fp32 totals times their scales, as the
+// GEMM family's block-scaled kernel does (promoted_sum.h's scaled_sum).
 #include "../gemm/promoted_sum.h"
+#include "../gemm/stage_copy.h"
 #include "../gemm/tma.h"
 #include "../gemm/wgmma_tile.h"
 #include "moe_act.h"
@@ -48,20 +56,25 @@ namespace {
 constexpr int kStages = 6;
 constexpr int kRegs = kMoeWgmmaWRows / 2;  // accumulators a thread: 64 rows x 128 columns a warpgroup
 constexpr int kStageBytes = (kMoeWgmmaRows + kMoeWgmmaWRows) * kRowBytes;
+// Block-scaled: a stage's scales, its rows' then its weight blocks' (room for
+// 4 floats keeps the next slot's 16-byte aligned).
+constexpr int kScaleBytes = kMoeWgmmaRows * 4 + 16;
 constexpr int kHalfBytes = kMoeWgmmaUnit * kRowBytes;  // a warpgroup's rows of A in a stage
 constexpr int kGroupM = 16;
 constexpr int kCopierRegs = 40, kMultiplierRegs = 232;
 
-// The ring: kStages slots, then a full and an empty barrier per slot, then the
-// tile list (one int a tile: its first unit * 2 + whether it has a second).
+// The ring: kStages slots, then a full and an empty barrier per slot, then
+// the slots' scales (block-scaled; room kept in both kernels), then the tile
+// list (one int a tile: its first unit * 2 + whether it has a second).
 struct Ring {
   uint32_t base;
   __device__ uint32_t slot(int s) const { return base + s * kStageBytes; }
   __device__ uint32_t weights(int s) const { return slot(s) + kMoeWgmmaRows * kRowBytes; }
   __device__ uint32_t full(int s) const { return base + kStages * kStageBytes + 8 * s; }
   __device__ uint32_t empty(int s) const { return base + kStages * kStageBytes + 8 * (kStages + s); }
+  __device__ uint32_t scales(int s) const { return base + kStages * (kStageBytes + 16) + s * kScaleBytes; }
 };
-constexpr int kListOffset = kStages * kStageBytes + 16 * kStages;
+constexpr int kListOffset = kStages * (kStageBytes + 16 + kScaleBytes);
 
 // A position in the ring: the slot, and the parity of the round it is in.
 struct Cursor {
@@ -119,7 +132,19 @@ struct Tile {
   }
 };
 
-template <bool GATED>
+// A thread's scales of one block-scaled K group: its two rows' times the
+// weight block's, for stage 1's gate columns (accumulators 0-31) and up
+// columns (32-63); stage 2's are the same block's.
+struct StageScales {
+  float first[2], second[2];
+};
+
+__device__ __forceinline__ void promote_stage(const StageScales &s, const float (&sums)[kRegs], float (&total)[kRegs]) {
+#pragma unroll
+  for (int i = 0; i < kRegs; ++i) total[i] += sums[i] * (i < kRegs / 2 ? s.first : s.second)[i % 4 / 2];
+}
+
+template <bool GATED, bool BLOCK_SCALED>
 struct MoeStage {
   // Output columns a tile: stage 1's 128 weight rows are 64 gate + 64 up.
   static constexpr int kColumns = GATED ? kMoeWgmmaWRows / 2 : kMoeWgmmaWRows;
@@ -151,21 +176,83 @@ struct MoeStage {
     }
   }
 
-  // Hands a slot back: the wgmma_wait before covers the whole warpgroup's products.
-  static __device__ __forceinline__ void release(Ring ring, int slot) {
-    if (threadIdx.x % 128 == 0) barrier_arrive(ring.empty(slot));
+  // Block-scaled: the copying warpgroup's second warp copies each stage's
+  // scales with cp.async, each lane arriving on the slot's full barrier when
+  // its copies land (the GEMM family's produce_scales).  Rows past the matrix
+  // repeat the last (never stored); K is a multiple of 128, a group a stage.
+  static constexpr int kScaleWriters = BLOCK_SCALED ? 32 : 0;
+
+  static __device__ void produce_scales(const MoeWgmmaParams &p, Ring ring, const int *list, int tiles, int tiles_n,
+                                        int k_stages) {
+    const int lane = threadIdx.x % 32;
+    Cursor c;
+    for (long long t = blockIdx.x; t < (long long)tiles * tiles_n; t += gridDim.x) {
+      const Tile tile(p, list, tiles, tiles_n, t, kColumns);
+      const float *rows[kMoeWgmmaRows / 32];
+#pragma unroll
+      for (int i = 0; i < kMoeWgmmaRows / 32; ++i) {
+        const long long m = tile.m0 + lane + 32 * i;
+        rows[i] = p.a_scale + (m < p.rows ? m : p.rows - 1) * k_stages;
+      }
+      // This lane's weight block (lanes 0 and, stage 1, 1): [expert][w_rows / 128][k groups].
+      const int w_row = tile.n0 + (GATED && lane == 1 ? p.n : 0);
+      const float *block = p.w_scale + ((long long)tile.expert * (p.w_rows / 128) + w_row / 128) * k_stages;
+      for (int kt = 0; kt < k_stages; ++kt, c.advance()) {
+        barrier_wait(ring.empty(c.slot), c.parity ^ 1);
+        const uint32_t scales = ring.scales(c.slot);
+#pragma unroll
+        for (int i = 0; i < kMoeWgmmaRows / 32; ++i) copy_async_4(scales + (lane + 32 * i) * 4, rows[i] + kt);
+        if (lane < (GATED ? 2 : 1)) copy_async_4(scales + (kMoeWgmmaRows + lane) * 4, block + kt);
+        barrier_arrive_on_copies(ring.full(c.slot));
+      }
+    }
   }
 
-  // total = the products of k_stages stages in fp32 windows (promoted_sum.h).
+  // A thread's two rows of a slot's scales, times the weight blocks'.
+  static __device__ __forceinline__ StageScales slot_scales(Ring ring, int slot, int half) {
+    const int row = half * kMoeWgmmaUnit + (threadIdx.x % 128) / 32 * 16 + threadIdx.x % 32 / 4;
+    const uint32_t scales = ring.scales(slot);
+    const float a0 = shared_load(scales + row * 4), a1 = shared_load(scales + (row + 8) * 4);
+    const float w0 = shared_load(scales + kMoeWgmmaRows * 4), w1 = GATED ? shared_load(scales + (kMoeWgmmaRows + 1) * 4) : w0;
+    return StageScales{{a0 * w0, a1 * w0}, {a0 * w1, a1 * w1}};
+  }
+
+  // Hands a slot back: the wgmma_wait before covers the whole warpgroup's
+  // products.  Block-scaled, every lane also reads the slot's scales, which
+  // the next cp.async may overwrite: each warp arrives once its lanes' loads
+  // are done (as wgmma_ws.h's release).
+  static constexpr int kReleasers = BLOCK_SCALED ? 4 : 1;
+  static __device__ __forceinline__ void release(Ring ring, int slot) {
+    if constexpr (BLOCK_SCALED) {
+      __syncwarp();
+      if (threadIdx.x % 32 == 0) barrier_arrive(ring.empty(slot));
+    } else if (threadIdx.x % 128 == 0) {
+      barrier_arrive(ring.empty(slot));
+    }
+  }
+
+  static __device__ __forceinline__ void issue(Ring ring, int slot, unsigned parity, int half, float (&sums)[kRegs],
+                                               bool accumulate) {
+    barrier_wait(ring.full(slot), parity);
+    issue_stage<e4m3fn_t, kMoeWgmmaWRows>(ring.slot(slot) + half * kHalfBytes, ring.weights(slot), sums, accumulate);
+  }
+
+  // total = the products of k_stages stages: in fp32 windows of 512 K, or
+  // block-scaled a stage at a time times its scales (promoted_sum.h).
   static __device__ void multiply(Ring ring, Cursor &c, int k_stages, int half, float (&total)[kRegs]) {
-    promoted_sum(
-        c, k_stages, total,
-        [&](int slot, unsigned parity, float (&sums)[kRegs], bool accumulate) {
-          barrier_wait(ring.full(slot), parity);
-          issue_stage<e4m3fn_t, kMoeWgmmaWRows>(ring.slot(slot) + half * kHalfBytes, ring.weights(slot), sums,
-                                                accumulate);
-        },
-        [&](int slot) { release(ring, slot); });
+    const auto release_slot = [&](int slot) { release(ring, slot); };
+    if constexpr (BLOCK_SCALED)
+      scaled_sum(
+          c, k_stages, total,
+          [&](int slot, unsigned parity, float (&sums)[kRegs]) { issue(ring, slot, parity, half, sums, false); },
+          [&](int slot) { return slot_scales(ring, slot, half); }, release_slot, promote_stage);
+    else
+      promoted_sum(
+          c, k_stages, total,
+          [&](int slot, unsigned parity, float (&sums)[kRegs], bool accumulate) {
+            issue(ring, slot, parity, half, sums, accumulate);
+          },
+          release_slot);
   }
 
   // What a thread's epilogue reads: its two rows of its warpgroup's 64 (+0 and
@@ -192,7 +279,7 @@ struct MoeStage {
       const long long m = tile.m0 + half * kMoeWgmmaUnit + warp * 16 + lane / 4 + h * 8;
       const int pair = mine ? p.sorted[m] : -1;
       ep.valid[h] = pair >= 0 && pair < p.pairs;
-      ep.row_scale[h] = mine ? p.a_scale[m] : 0.0f;
+      ep.row_scale[h] = BLOCK_SCALED ? 1.0f : mine ? p.a_scale[m] : 0.0f;  // block-scaled: in the sums
       ep.out_row[h] = GATED ? m : pair;
     }
     const float *w_scale = p.w_scale + (long long)tile.expert * p.w_rows;
@@ -202,7 +289,8 @@ struct MoeStage {
       const int col = col0 + j * 8;
       const bool in = col < p.n;  // n is a multiple of 8: a pair is in or out whole
 #pragma unroll
-      for (int c = 0; c < kColumnScales; ++c) ep.column_scale[j][c] = in ? w_scale[(c / 2) * p.n + col + c % 2] : 0.0f;
+      for (int c = 0; c < kColumnScales; ++c)
+        ep.column_scale[j][c] = BLOCK_SCALED ? 1.0f : in ? w_scale[(c / 2) * p.n + col + c % 2] : 0.0f;
     }
     return ep;
   }
@@ -248,7 +336,7 @@ struct MoeStage {
   }
 
   // 384 threads: warpgroup 0 copies (one thread issues; warp 1 lists the
-  // tiles first), 1 and 2 multiply.
+  // tiles first, then copies block scales), 1 and 2 multiply.
   template <class O>
   static __device__ void run(const MoeWgmmaParams &p) {
     enter_stream_order();
@@ -258,8 +346,8 @@ struct MoeStage {
     __shared__ int tile_count;
     if (threadIdx.x == 0) {
       for (int s = 0; s < kStages; ++s) {
-        barrier_init(ring.full(s), 1);   // the copier's arrival + the stage's bytes
-        barrier_init(ring.empty(s), 2);  // each multiplying warpgroup
+        barrier_init(ring.full(s), 1 + kScaleWriters);  // the copier's arrival + the stage's bytes (+ scales)
+        barrier_init(ring.empty(s), 2 * kReleasers);    // each multiplying warpgroup (block-scaled: warp)
       }
       barrier_init_fence();
       tma_prefetch_map(&p.a_map);
@@ -277,6 +365,7 @@ struct MoeStage {
     if (threadIdx.x < 128) {
       registers_shrink<kCopierRegs>();
       if (threadIdx.x == 0) produce(p, ring, list, tiles, tiles_n, k_stages);
+      if (BLOCK_SCALED && threadIdx.x / 32 == 1) produce_scales(p, ring, list, tiles, tiles_n, k_stages);
     } else {
       registers_grow<kMultiplierRegs>();
       consume<O>(p, ring, list, tiles, tiles_n, k_stages, threadIdx.x / 128 - 1);
@@ -286,20 +375,26 @@ struct MoeStage {
 
 }  // namespace
 
-#define MOE_WGMMA(stage, GATED, dt, O)                                                                   \
+#define MOE_WGMMA(stage, GATED, BS, kind, dt, O)                                                         \
   extern "C" __global__ void __launch_bounds__(kMoeWgmmaThreads, 1)                                    \
-      aiter_moe_stage##stage##_wgmma_e4m3fn_##dt(const __grid_constant__ MoeWgmmaParams p) {           \
-    MoeStage<GATED>::run<O>(p);                                                                        \
+      aiter_moe_stage##stage##_wgmma##kind##_e4m3fn_##dt(const __grid_constant__ MoeWgmmaParams p) {   \
+    MoeStage<GATED, BS>::run<O>(p);                                                                    \
   }
-MOE_WGMMA(1, true, bf16, bf16_t)
-MOE_WGMMA(1, true, f16, half_t)
-MOE_WGMMA(2, false, bf16, bf16_t)
-MOE_WGMMA(2, false, f16, half_t)
+MOE_WGMMA(1, true, false, , bf16, bf16_t)
+MOE_WGMMA(1, true, false, , f16, half_t)
+MOE_WGMMA(2, false, false, , bf16, bf16_t)
+MOE_WGMMA(2, false, false, , f16, half_t)
+MOE_WGMMA(1, true, true, _bs, bf16, bf16_t)
+MOE_WGMMA(1, true, true, _bs, f16, half_t)
+MOE_WGMMA(2, false, true, _bs, bf16, bf16_t)
+MOE_WGMMA(2, false, true, _bs, f16, half_t)
 
 #endif
 
 // Shared memory: 6 stages of (128 + 128) rows of 128 bytes, 16 bytes of
-// barriers a stage, the tile list, 1 KiB for the 1024-byte alignment:
-// 6 * 32768 + 96 + 4 * 4096 + 1024.
-// aiter-kernel-family: op=moe_stage1 variant=e4m3fn.{dt}.wgmma symbol=aiter_moe_stage1_wgmma_e4m3fn_{dt} block=384 smem=214112 dt=bf16@90,f16@90
-// aiter-kernel-family: op=moe_stage2 variant=e4m3fn.{dt}.wgmma symbol=aiter_moe_stage2_wgmma_e4m3fn_{dt} block=384 smem=214112 dt=bf16@90,f16@90
+// barriers and 528 of scales a stage, the tile list, 1 KiB for the 1024-byte
+// alignment: 6 * (32768 + 16 + 528) + 4 * 4096 + 1024.
+// aiter-kernel-family: op=moe_stage1 variant=e4m3fn.{dt}.wgmma symbol=aiter_moe_stage1_wgmma_e4m3fn_{dt} block=384 smem=217280 dt=bf16@90,f16@90
+// aiter-kernel-family: op=moe_stage2 variant=e4m3fn.{dt}.wgmma symbol=aiter_moe_stage2_wgmma_e4m3fn_{dt} block=384 smem=217280 dt=bf16@90,f16@90
+// aiter-kernel-family: op=moe_stage1 variant=e4m3fn.{dt}.wgmma.bs symbol=aiter_moe_stage1_wgmma_bs_e4m3fn_{dt} block=384 smem=217280 dt=bf16@90,f16@90
+// aiter-kernel-family: op=moe_stage2 variant=e4m3fn.{dt}.wgmma.bs symbol=aiter_moe_stage2_wgmma_bs_e4m3fn_{dt} block=384 smem=217280 dt=bf16@90,f16@90

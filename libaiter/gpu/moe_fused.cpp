@@ -118,8 +118,11 @@ bool use_triton(const FusedMoeArgs &a, const GpuCall &call) {
 // 15): both stages' K at least 4096 and 32 or more rows an expert on average
 // (Mixtral T 128-4096: 2.5-9% less time a layer).  Qwen3-30B (K 2048 and 768)
 // measured level at T 512-4096 (-1.6% to +1.3%: the epilogue of short-K tiles
-// is not overlapped), decode (2 rows an expert) 5-8% slower.
+// is not overlapped), decode (2 rows an expert) 5-8% slower.  Block-scaled
+// (DeepSeek-V3) from 128 rows an expert on average: T 4096 7% less time a
+// layer, T 1024 (32 rows) 5% more (H100, 2026-11-27, docs/performance_moe.md).
 bool wgmma_by_default(const FusedMoeArgs &a) {
+  if (a.group != 0) return a.tokens * a.topk >= 128 * a.local_experts;
   return a.hidden >= 4096 && a.inter >= 4096 && a.tokens * a.topk >= 32 * a.local_experts;
 }
 

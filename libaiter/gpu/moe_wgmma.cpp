@@ -19,7 +19,9 @@ constexpr int64_t kMaxCoordinate = int64_t(1) << 31;  // the copies' coordinates
 
 bool aligned(const void *p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
-std::string variant_of(const FusedMoeArgs &a) { return std::string("e4m3fn.") + dtype_tag(a.dtype) + ".wgmma"; }
+std::string variant_of(const FusedMoeArgs &a) {
+  return std::string("e4m3fn.") + dtype_tag(a.dtype) + (a.group != 0 ? ".wgmma.bs" : ".wgmma");
+}
 const char *stage_op(int stage) { return stage == 1 ? "moe_stage1" : "moe_stage2"; }
 
 // `rows` rows of `k` fp8 codes, `count` such matrices one after another, copied
@@ -37,12 +39,12 @@ aiter_status encode(Driver *driver, const void *base, int64_t count, int64_t row
 // Columns a tile: stage 1's 128 weight rows are 64 gate and 64 up rows.
 int64_t tile_columns(int stage) { return stage == 1 ? kMoeWgmmaWRows / 2 : kMoeWgmmaWRows; }
 
-// Whether the manifest has both stages for the device and the output dtype,
-// asked once per device.
+// Whether the manifest has both stages for the device, the output dtype and
+// the scales' kind, asked once per device.
 bool built_for(const FusedMoeArgs &a, const GpuCall &call) {
-  static std::atomic<int> known[kDeviceSlots][2] = {};  // 0 unknown, 1 built, -1 not
+  static std::atomic<int> known[kDeviceSlots][2][2] = {};  // 0 unknown, 1 built, -1 not
   const int slot = device_slot(call.device);
-  std::atomic<int> *entry = slot >= 0 ? &known[slot][a.dtype == DType::f16] : nullptr;
+  std::atomic<int> *entry = slot >= 0 ? &known[slot][a.dtype == DType::f16][a.group != 0] : nullptr;
   const int seen = entry ? entry->load(std::memory_order_relaxed) : 0;
   if (seen != 0) return seen > 0;
   DeviceScope scope(call.device);
@@ -57,7 +59,9 @@ bool built_for(const FusedMoeArgs &a, const GpuCall &call) {
 }  // namespace
 
 bool wgmma_moe_fits(const FusedMoeArgs &a, const GpuCall &call) {
-  if (call.device.device_type != kDLCUDA || a.wdtype != DType::e4m3fn || a.group != 0) return false;
+  if (call.device.device_type != kDLCUDA || a.wdtype != DType::e4m3fn) return false;
+  // Block-scaled: a K group a stage, a tile's weight rows inside one 128-row block.
+  if (a.group != 0 && (a.group != 128 || a.hidden % 128 != 0 || a.inter % 128 != 0)) return false;
   if (a.dtype != DType::bf16 && a.dtype != DType::f16) return false;
   if (a.sort.block % kMoeWgmmaUnit != 0 || a.sort.rows % kMoeWgmmaUnit != 0) return false;
   if (a.sort.rows / kMoeWgmmaUnit > kMoeWgmmaMaxTiles) return false;  // the kernel's tile list

@@ -118,7 +118,8 @@ def test_fused_moe_blockscale(rng, device, qdtype, case):
 
 
 @pytest.mark.parametrize("variant", ["auto", "portable", "mma"])
-@pytest.mark.parametrize("case", [(200, 32, 8, 1024, 512), (1, 256, 8, 7168, 256)])
+@pytest.mark.parametrize("case", [(200, 32, 8, 1024, 512), (1, 256, 8, 7168, 256),
+                                  (200, 4, 3, 640, 384)])  # 150 rows an expert: sm_90a's wgmma stages by default
 def test_fused_moe_blockscale_gpu_shapes(rng, device, variant, case):
     if device == "cpu":
         pytest.skip("large shapes: GPU only")
@@ -153,21 +154,24 @@ def test_fused_moe_fp8_gpu_shapes(rng, device, variant, case):
     check(run_fp8(device, *layer, variant=variant), moe_fp8_reference(*layer, "float8_e4m3fn"))
 
 
-@pytest.mark.parametrize("case,block_size,skewed,dtype", [
-    ((77, 8, 3, 256, 128), 128, False, "float16"),  # 128-row sorting blocks, fp16 outputs (small: no overflow)
-    ((45, 6, 2, 1040, 528), 64, False, "bfloat16"),  # K not a multiple of 128 (TMA's zero fill); part-filled tiles
-    ((150, 8, 2, 512, 256), 64, True, "bfloat16"),  # every token's first pair on one expert, most experts unused
-], ids=["block128-f16", "ragged", "skewed"])
-def test_fused_moe_fp8_tile_edges_gpu(rng, device, case, block_size, skewed, dtype):
+@pytest.mark.parametrize("case,block_size,skewed,dtype,block", [
+    ((77, 8, 3, 256, 128), 128, False, "float16", False),  # 128-row sorting blocks, fp16 outputs (small: no overflow)
+    ((45, 6, 2, 1040, 528), 64, False, "bfloat16", False),  # K not a multiple of 128 (TMA's zero fill); part-filled tiles
+    ((150, 8, 2, 512, 256), 64, True, "bfloat16", False),  # every token's first pair on one expert, most experts unused
+    ((77, 8, 3, 384, 256), 128, False, "float16", True),  # block-scaled: 128-row blocks, fp16, 3 K groups (a run of 2 + 1)
+    ((150, 8, 2, 640, 384), 64, True, "bfloat16", True),  # block-scaled, skewed: odd runs; gate / up blocks 0-2 / 3-5
+], ids=["block128-f16", "ragged", "skewed", "bs-block128-f16", "bs-skewed"])
+def test_fused_moe_fp8_tile_edges_gpu(rng, device, case, block_size, skewed, dtype, block):
     """Edges of the sm_90a TMA + wgmma stages (gpu/moe_wgmma.cpp): K and columns
     that do not fill a tile, experts' runs of an odd number of 64-row units
-    (tiles of one unit), skewed routing, fp16 outputs.  By default those
-    stages take only long K (gpu/moe_fused.cpp's wgmma_by_default), so these
-    cases run them under AITER_MOE_KERNEL=wgmma; otherwise (and on other GPUs)
-    they check the path that takes them."""
+    (tiles of one unit), skewed routing, fp16 outputs, block-scaled K groups
+    in runs of 4 + 2 + 1 and gate / up rows in different scale blocks.  By
+    default those stages take only long K (gpu/moe_fused.cpp's
+    wgmma_by_default), so these cases run them under AITER_MOE_KERNEL=wgmma;
+    otherwise (and on other GPUs) they check the path that takes them."""
     if device == "cpu":
         pytest.skip("large shapes: GPU only")
-    x, w1q, w2q, s1, s2, weights, ids = routed_fp8_layer(rng, case, dtype, "float8_e4m3fn")
+    x, w1q, w2q, s1, s2, weights, ids = routed_fp8_layer(rng, case, dtype, "float8_e4m3fn", block)
     if skewed:
         used = np.unique(ids)
         ids = np.stack([np.full(len(ids), used[0]), np.full(len(ids), used[1])], axis=1).astype(np.int32)
