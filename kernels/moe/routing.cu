@@ -93,6 +93,39 @@ struct Token {
   unsigned allowed, taken;  // bit s: slot s
 };
 
+// Group values where each slot lies in one group (the group size a multiple
+// of 32: DeepSeek-V3's 8 groups of 32): every group's best two in this lane,
+// then all groups' team reductions side by side.  The loop below reduces one
+// group at a time, 5 dependent shuffle steps each.
+template <int PER>
+__device__ __forceinline__ void group_values_by_slot(const RoutingParams &p, int lane, const Token<PER> &t,
+                                                     const int (&gid)[PER], float (&gval)[PER]) {
+  float b1[PER], b2[PER];
+#pragma unroll
+  for (int g = 0; g < PER; ++g) b1[g] = b2[g] = -__builtin_huge_valf();
+#pragma unroll
+  for (int g = 0; g < PER; ++g)
+#pragma unroll
+    for (int s = 0; s < PER; ++s)
+      if (gid[s] == g) {
+        const float v = t.key[s];
+        if (v > b1[g]) b2[g] = b1[g], b1[g] = v;
+        else if (v > b2[g]) b2[g] = v;
+      }
+#pragma unroll
+  for (int m = kTeam / 2; m > 0; m >>= 1)
+#pragma unroll
+    for (int g = 0; g < PER; ++g) {
+      const float c1 = shfl_xor(b1[g], m), c2 = shfl_xor(b2[g], m);
+      const float top = fmaxf(b1[g], c1), second = fmaxf(fminf(b1[g], c1), fmaxf(b2[g], c2));
+      b1[g] = top, b2[g] = second;
+    }
+  const bool pair = p.bias != nullptr && p.experts / p.groups > 1;
+#pragma unroll
+  for (int g = 0; g < PER; ++g)
+    if (g == lane && g < p.groups) gval[0] = rank_key(pair ? b1[g] + b2[g] : b1[g]);  // group g: lane g, slot 0
+}
+
 // Marks the experts of the topk_group best groups allowed (all where every group is kept).
 template <int PER>
 __device__ __forceinline__ void select_groups(const RoutingParams &p, int lane, Token<PER> &t) {
@@ -102,30 +135,36 @@ __device__ __forceinline__ void select_groups(const RoutingParams &p, int lane, 
     if (s * kTeam + lane < p.experts) t.allowed |= 1u << s;
   if (p.topk_group == p.groups) return;
   const int size = p.experts / p.groups;
+  int gid[PER];  // the group of slot s's expert, -1 past the experts
+#pragma unroll
+  for (int s = 0; s < PER; ++s) gid[s] = s * kTeam + lane < p.experts ? (s * kTeam + lane) / size : -1;
   float gval[PER];
 #pragma unroll
   for (int s = 0; s < PER; ++s) gval[s] = -__builtin_huge_valf();
-  for (int g = 0; g < p.groups; ++g) {
-    float b1 = -__builtin_huge_valf(), b2 = -__builtin_huge_valf();
+  if (size % kTeam == 0) {
+    group_values_by_slot<PER>(p, lane, t, gid, gval);
+  } else {
+    for (int g = 0; g < p.groups; ++g) {
+      float b1 = -__builtin_huge_valf(), b2 = -__builtin_huge_valf();
 #pragma unroll
-    for (int s = 0; s < PER; ++s) {
-      const int e = s * kTeam + lane;
-      if (e < p.experts && e / size == g) {
-        const float v = t.key[s];
-        if (v > b1) b2 = b1, b1 = v;
-        else if (v > b2) b2 = v;
+      for (int s = 0; s < PER; ++s) {
+        if (gid[s] == g) {
+          const float v = t.key[s];
+          if (v > b1) b2 = b1, b1 = v;
+          else if (v > b2) b2 = v;
+        }
       }
-    }
 #pragma unroll
-    for (int m = kTeam / 2; m > 0; m >>= 1) {
-      const float c1 = shfl_xor(b1, m), c2 = shfl_xor(b2, m);
-      const float top = fmaxf(b1, c1), second = fmaxf(fminf(b1, c1), fmaxf(b2, c2));
-      b1 = top, b2 = second;
-    }
-    const float v = rank_key(p.bias != nullptr && size > 1 ? b1 + b2 : b1);
+      for (int m = kTeam / 2; m > 0; m >>= 1) {
+        const float c1 = shfl_xor(b1, m), c2 = shfl_xor(b2, m);
+        const float top = fmaxf(b1, c1), second = fmaxf(fminf(b1, c1), fmaxf(b2, c2));
+        b1 = top, b2 = second;
+      }
+      const float v = rank_key(p.bias != nullptr && size > 1 ? b1 + b2 : b1);
 #pragma unroll
-    for (int s = 0; s < PER; ++s)
-      if (g == s * kTeam + lane) gval[s] = v;
+      for (int s = 0; s < PER; ++s)
+        if (g == s * kTeam + lane) gval[s] = v;
+    }
   }
   t.allowed = 0;
   unsigned group_taken = 0;
@@ -140,9 +179,8 @@ __device__ __forceinline__ void select_groups(const RoutingParams &p, int lane, 
     team_best(key, id);
 #pragma unroll
     for (int s = 0; s < PER; ++s) {
-      const int e = s * kTeam + lane;
-      if (id == e) group_taken |= 1u << s;
-      if (e < p.experts && e / size == id) t.allowed |= 1u << s;
+      if (id == s * kTeam + lane) group_taken |= 1u << s;
+      if (gid[s] == id) t.allowed |= 1u << s;
     }
   }
 }
