@@ -1,6 +1,7 @@
 // The fused MoE's fp8 expert stages on Hopper (sm_90a), per channel and
-// block-scaled, warp-specialized like the GEMM family's wgmma_ws.h, whose pieces they use (tma.h:
-// TMA copies and mbarriers; wgmma_tile.h: a 128-byte K stage's products):
+// block-scaled, warp-specialized like the GEMM family's wgmma_ws.h, whose
+// pieces they use (tma.h: TMA copies and mbarriers; wgmma_tile.h: a 128-byte
+// K stage's products):
 // one thread of the first warpgroup copies each K stage of a tile (up to 128
 // sorted rows of the stage input, 128 rows of the expert's weights) into a
 // ring of shared memory with TMA; two warpgroups multiply it, each its 64 rows
@@ -139,7 +140,8 @@ struct StageScales {
   float first[2], second[2];
 };
 
-__device__ __forceinline__ void promote_stage(const StageScales &s, const float (&sums)[kRegs], float (&total)[kRegs]) {
+__device__ __forceinline__ void promote_stage(const StageScales &s, const float (&sums)[kRegs],
+                                              float (&total)[kRegs]) {
 #pragma unroll
   for (int i = 0; i < kRegs; ++i) total[i] += sums[i] * (i < kRegs / 2 ? s.first : s.second)[i % 4 / 2];
 }
@@ -213,7 +215,8 @@ struct MoeStage {
     const int row = half * kMoeWgmmaUnit + (threadIdx.x % 128) / 32 * 16 + threadIdx.x % 32 / 4;
     const uint32_t scales = ring.scales(slot);
     const float a0 = shared_load(scales + row * 4), a1 = shared_load(scales + (row + 8) * 4);
-    const float w0 = shared_load(scales + kMoeWgmmaRows * 4), w1 = GATED ? shared_load(scales + (kMoeWgmmaRows + 1) * 4) : w0;
+    const float w0 = shared_load(scales + kMoeWgmmaRows * 4);
+    const float w1 = GATED ? shared_load(scales + (kMoeWgmmaRows + 1) * 4) : w0;
     return StageScales{{a0 * w0, a1 * w0}, {a0 * w1, a1 * w1}};
   }
 

@@ -156,10 +156,10 @@ def test_fused_moe_fp8_gpu_shapes(rng, device, variant, case):
 
 @pytest.mark.parametrize("case,block_size,skewed,dtype,block", [
     ((77, 8, 3, 256, 128), 128, False, "float16", False),  # 128-row sorting blocks, fp16 outputs (small: no overflow)
-    ((45, 6, 2, 1040, 528), 64, False, "bfloat16", False),  # K not a multiple of 128 (TMA's zero fill); part-filled tiles
-    ((150, 8, 2, 512, 256), 64, True, "bfloat16", False),  # every token's first pair on one expert, most experts unused
-    ((77, 8, 3, 384, 256), 128, False, "float16", True),  # block-scaled: 128-row blocks, fp16, 3 K groups (a run of 2 + 1)
-    ((150, 8, 2, 640, 384), 64, True, "bfloat16", True),  # block-scaled, skewed: odd runs; gate / up blocks 0-2 / 3-5
+    ((45, 6, 2, 1040, 528), 64, False, "bfloat16", False),  # K not a multiple of 128 (TMA's zero fill); ragged tiles
+    ((150, 8, 2, 512, 256), 64, True, "bfloat16", False),  # every token's first pair on one expert, most unused
+    ((77, 8, 3, 384, 256), 128, False, "float16", True),  # block-scaled: 128-row blocks, fp16, 3 K groups
+    ((150, 8, 2, 640, 384), 64, True, "bfloat16", True),  # block-scaled, skewed: gate / up blocks 0-2 / 3-5
 ], ids=["block128-f16", "ragged", "skewed", "bs-block128-f16", "bs-skewed"])
 def test_fused_moe_fp8_tile_edges_gpu(rng, device, case, block_size, skewed, dtype, block):
     """Edges of the sm_90a TMA + wgmma stages (gpu/moe_wgmma.cpp): K and columns
