@@ -164,8 +164,8 @@ __device__ __forceinline__ void stage_tile(const FusedMoeParams &p) {
 // scale (dynamic_scale: the CPU's rule), values first gathered in fp32: x[t]
 // (times the pair's weight with weights_on_input) or inter row r.  In 16-byte
 // packs where the rows allow: per channel quant_row_packed, 1 x 128 groups
-// quant_groups_packed; otherwise element by element, the row read twice (amax, then codes), the second time
-// mostly from L2.
+// quant_groups_packed; otherwise element by element, the row read twice
+// (amax, then codes), the second time mostly from L2.
 template <class T>
 __device__ __forceinline__ float quant_source(const FusedMoeParams &p, long long r, long long q, int i) {
   if (p.quant_source == 1) return to_f32(static_cast<const T *>(p.inter_buf)[r * p.inter + i]);
