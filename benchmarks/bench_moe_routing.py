@@ -11,32 +11,21 @@ Python stay out of the numbers (they are the kernels' latency at small T).
 Run it against two builds (AITER_LIBRARY=...) for a before / after.
 """
 import argparse
-import statistics
+import os
+import sys
 
 import torch
 
 import aiter
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_moe import graphed, timed  # noqa: E402
+
 
 def per_call_us(fn, calls=20, replays=10):
-    fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(5):
-        start.record()
-        for _ in range(replays):
-            graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / (replays * calls))
-    return statistics.median(times)
+    """fn's time a call: `calls` calls captured in one graph, its replays timed."""
+    replay = graphed(lambda: [fn() for _ in range(calls)])
+    return timed(replay, replays) / calls
 
 
 def main():
