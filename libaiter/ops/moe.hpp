@@ -66,7 +66,7 @@ struct MoeWorkspace {
   int64_t rows, blocks;
 };
 MoeWorkspace moe_workspace(int64_t tokens, int64_t topk, int64_t experts, int64_t hidden, int64_t inter,
-                           int64_t elem_bytes, int64_t block, bool weights_on_input);
+                           int64_t elem_bytes, int64_t block);
 
 struct FusedMoeArgs {
   DType dtype;   // bf16 or fp16: x, out and the intermediates (and w1, w2 but for fp8)
@@ -88,7 +88,7 @@ struct FusedMoeArgs {
   bool weights_on_input;
   int32_t variant;  // MoeVariant: params.variant, or a tuned variant's
   SortingArgs sort;  // into the workspace
-  void *x_sorted;    // [rows, H] with weights_on_input, else null
+  void *x_sorted;    // [rows, H] for 16-bit experts, else null
   void *inter_buf;   // [rows, I]
   void *pair_out;    // [tokens * topk, H]
 };
