@@ -363,28 +363,17 @@ __device__ __forceinline__ void quant_rows(const FusedMoeParams &p) {
   else
     quant_row<T, kCombineThreads>(p, block_x(), thread_x(), scratch);
 }
-// x_sorted[r] = x[t] for the valid rows (the Hopper 16-bit stages read their
-// input rows in sorted order with TMA), or with weights_on_input x[t] * w[t,
-// j], rounded; 8 values a 16-byte pack where the rows allow.
+// weights_on_input: x_sorted[r] = x[t] * w[t, j], rounded, for the valid rows.
 template <class T>
-__device__ __forceinline__ void gather_rows(const FusedMoeParams &p) {
+__device__ __forceinline__ void gather_scaled(const FusedMoeParams &p) {
   const long long r = block_x(), pairs = p.tokens * p.topk;
   if (r >= p.num_valid[0]) return;
   const long long q = p.sorted[r];
   if (q < 0 || q >= pairs) return;
   const long long t = q / p.topk;
-  const float w = p.weights_on_input ? p.weights[t * p.weights_stride + q % p.topk] : 1.0f;
+  const float w = p.weights[t * p.weights_stride + q % p.topk];
   const T *x = static_cast<const T *>(p.x) + t * p.x_stride;
   T *dst = static_cast<T *>(p.x_sorted) + r * p.hidden;
-  if (p.hidden % kCombineCols == 0 && aligned16(x) && aligned16(dst)) {
-    for (int i = thread_x() * kCombineCols; i < p.hidden; i += kCombineThreads * kCombineCols) {
-      Pack8<T> v = *reinterpret_cast<const Pack8<T> *>(x + i);
-      if (p.weights_on_input)
-        for (int c = 0; c < kCombineCols; ++c) v.v[c] = from_f32<T>(to_f32(v.v[c]) * w);
-      *reinterpret_cast<Pack8<T> *>(dst + i) = v;
-    }
-    return;
-  }
   for (int i = thread_x(); i < p.hidden; i += kCombineThreads) dst[i] = from_f32<T>(to_f32(x[i]) * w);
 }
 
@@ -454,7 +443,7 @@ __device__ __forceinline__ void finish(const FusedMoeParams &p) {
 #define PORTABLE(dt, T)                                                                            \
   AITER_ENTRY(aiter_moe_stage1_##dt, kThreads, FusedMoeParams, (stage_tile<T, T, true>))           \
   AITER_ENTRY(aiter_moe_stage2_##dt, kThreads, FusedMoeParams, (stage_tile<T, T, false>))          \
-  AITER_ENTRY(aiter_moe_gather_##dt, kCombineThreads, FusedMoeParams, gather_rows<T>)            \
+  AITER_ENTRY(aiter_moe_gather_##dt, kCombineThreads, FusedMoeParams, gather_scaled<T>)            \
   AITER_ENTRY(aiter_moe_combine_##dt, kCombineThreads, FusedMoeParams, combine<T>)                 \
   AITER_ENTRY(aiter_moe_finish_##dt, kCombineThreads, FusedMoeParams, finish<T>)                   \
   AITER_ENTRY(aiter_moe_quant_##dt, kCombineThreads, FusedMoeParams, quant_rows<T>)

@@ -26,6 +26,7 @@ struct SortingParams {
   const void *mask;    // [experts] or null
   int *sorted;         // [rows]
   int *block_experts;  // [blocks]
+  int *block_runs;     // [blocks][2] or null: the first block of each block's expert and its blocks (fused MoE)
   int *num_valid;      // [1]
   long long tokens, ids_stride, rows, blocks;
   int topk, experts, block, mask_bytes;

@@ -21,7 +21,7 @@
 // from L2, 25% more than 128 x 128 tiles, and ran 4% slower (750-790 TFLOP/s
 // at Mixtral T4096; docs/performance_moe.md runs 13-15).  Row tiles go in
 // groups of an expert's tiles taken column by column (see Tile).  Padding rows
-// are multiplied (their inputs are any values) but never stored.  TMA fills K past the rows and weight rows
+// are multiplied (their inputs are any codes) but never stored.  TMA fills K past the rows and weight rows
 // past an expert's with zeros.
 //
 // Stage 1 copies, for 64 columns of inter, their 64 gate rows then their 64
@@ -53,48 +53,36 @@
 
 namespace {
 
+constexpr int kStages = 6;
+constexpr int kRegs = kMoeWgmmaWRows / 2;  // accumulators a thread: 64 rows x 128 columns a warpgroup
+constexpr int kStageBytes = (kMoeWgmmaRows + kMoeWgmmaWRows) * kRowBytes;
+// Block-scaled: a stage's scales, its rows' then its weight blocks' (room for
+// 4 floats keeps the next slot's 16-byte aligned).
+constexpr int kScaleBytes = kMoeWgmmaRows * 4 + 16;
 constexpr int kHalfBytes = kMoeWgmmaUnit * kRowBytes;  // a warpgroup's rows of A in a stage
 constexpr int kGroupM = 16;
 constexpr int kCopierRegs = 40, kMultiplierRegs = 232;
 
-// The ring: STAGES slots of 128 rows of A and W_ROWS rows of W (128 bytes a
-// row), then a full and an empty barrier per slot, then the slots' scales
-// (block-scaled; the room kept in both fp8 kernels, none in the 16-bit ones),
-// then the tile list (one int a tile, list_tiles).
-template <int STAGES, int W_ROWS, int SCALE_BYTES>
+// The ring: kStages slots, then a full and an empty barrier per slot, then
+// the slots' scales (block-scaled; room kept in both kernels), then the tile
+// list (one int a tile, list_tiles).
 struct Ring {
-  static constexpr int kStages = STAGES;
-  static constexpr int kStageBytes = (kMoeWgmmaRows + W_ROWS) * kRowBytes;
-  static constexpr int kListOffset = STAGES * (kStageBytes + 16 + SCALE_BYTES);
   uint32_t base;
   __device__ uint32_t slot(int s) const { return base + s * kStageBytes; }
   __device__ uint32_t weights(int s) const { return slot(s) + kMoeWgmmaRows * kRowBytes; }
-  __device__ uint32_t full(int s) const { return base + STAGES * kStageBytes + 8 * s; }
-  __device__ uint32_t empty(int s) const { return base + STAGES * kStageBytes + 8 * (STAGES + s); }
-  __device__ uint32_t scales(int s) const { return base + STAGES * (kStageBytes + 16) + s * SCALE_BYTES; }
-
-  // A position in the ring: the slot, and the parity of the round it is in.
-  struct Cursor {
-    int slot = 0;
-    unsigned parity = 0;
-    __device__ void advance() {
-      if (++slot == STAGES) slot = 0, parity ^= 1;
-    }
-  };
+  __device__ uint32_t full(int s) const { return base + kStages * kStageBytes + 8 * s; }
+  __device__ uint32_t empty(int s) const { return base + kStages * kStageBytes + 8 * (kStages + s); }
+  __device__ uint32_t scales(int s) const { return base + kStages * (kStageBytes + 16) + s * kScaleBytes; }
 };
+constexpr int kListOffset = kStages * (kStageBytes + 16 + kScaleBytes);
 
-// A kernel's tile and ring by its input type.  fp8: 128 weight rows (the
-// promoted sums need a second set of accumulators), 6 stages of 128 K.
-// 16-bit: 256 weight rows (stage 1: 128 gate + 128 up), 4 stages of 64 K,
-// the GEMM family's widest tile (128 x 256: 711-765 TFLOP/s in bf16 against
-// 542 for 128 x 128, docs/performance_gemm.md).
-template <class In>
-struct MoeShape {
-  static constexpr bool kFp8 = sizeof(In) == 1;
-  static constexpr int kWRows = kFp8 ? kMoeWgmmaWRows : kMoeWgmmaWRows16;
-  static constexpr int kRegs = kWRows / 2;  // accumulators a thread: 64 rows x kWRows columns a warpgroup
-  static constexpr int kStageK = kRowBytes / int(sizeof(In));  // K a stage
-  using RingT = Ring<kFp8 ? 6 : 4, kWRows, kFp8 ? kMoeWgmmaRows * 4 + 16 : 0>;
+// A position in the ring: the slot, and the parity of the round it is in.
+struct Cursor {
+  int slot = 0;
+  unsigned parity = 0;
+  __device__ void advance() {
+    if (++slot == kStages) slot = 0, parity ^= 1;
+  }
 };
 
 __device__ int unit_expert(const MoeWgmmaParams &p, int unit) { return p.block_experts[unit * kMoeWgmmaUnit / p.block]; }
@@ -140,8 +128,8 @@ __device__ int list_tiles(const MoeWgmmaParams &p, int units, int *list) {
 // the blocks running together share the expert's weight columns in L2 and
 // each column of weights comes from memory once a group.  (Groups of kGroupM
 // tiles regardless of experts cut experts in two, whose weights then came
-// from memory twice: Mixtral T4096's bf16 stage 1 read 5.07 GB, its weights
-// 1.88; ncu, H100, 2026-11-28.)  Group g of rows [first, first + rows) holds
+// from memory twice: Mixtral T4096's fp8 stage 1 read 2.02 GB, its weights
+// 0.94; ncu, H100, 2026-11-28.)  Group g of rows [first, first + rows) holds
 // linear tiles [first, first + rows) * tiles_n, so t's row t / tiles_n lies in
 // t's group; the group ends at the next entry of place 0.
 struct Tile {
@@ -168,35 +156,26 @@ struct StageScales {
   float first[2], second[2];
 };
 
-template <int R>
-__device__ __forceinline__ void promote_stage(const StageScales &s, const float (&sums)[R], float (&total)[R]) {
+__device__ __forceinline__ void promote_stage(const StageScales &s, const float (&sums)[kRegs],
+                                              float (&total)[kRegs]) {
 #pragma unroll
-  for (int i = 0; i < R; ++i) total[i] += sums[i] * (i < R / 2 ? s.first : s.second)[i % 4 / 2];
+  for (int i = 0; i < kRegs; ++i) total[i] += sums[i] * (i < kRegs / 2 ? s.first : s.second)[i % 4 / 2];
 }
 
-template <class In, bool GATED, bool BLOCK_SCALED>
+template <bool GATED, bool BLOCK_SCALED>
 struct MoeStage {
-  using Shape = MoeShape<In>;
-  using Ring = typename Shape::RingT;
-  using Cursor = typename Ring::Cursor;
-  static constexpr int kRegs = Shape::kRegs, kWRows = Shape::kWRows;
-  // Output columns a tile: stage 1's weight rows are half gate, half up.
-  static constexpr int kColumns = GATED ? kWRows / 2 : kWRows;
-  // fp8 per channel: the rows' and columns' scales applied in the epilogue.
-  static constexpr bool kScaledRows = Shape::kFp8 && !BLOCK_SCALED;
+  // Output columns a tile: stage 1's 128 weight rows are 64 gate + 64 up.
+  static constexpr int kColumns = GATED ? kMoeWgmmaWRows / 2 : kMoeWgmmaWRows;
 
   // The boxes of one stage: A's two 64-row units (rows past the matrix arrive
-  // as zeros), then W's boxes of 64 rows: stage 1 the gate rows n0.. then the
-  // up rows n + n0.., stage 2 rows n0...
-  static constexpr int kWBoxes = kWRows / kMoeWgmmaBoxRows;
+  // as zeros), then W's two boxes: stage 1 gate rows n0.. and up rows n + n0..,
+  // stage 2 rows n0.. and n0 + 64...
   static __device__ void copy_stage(const MoeWgmmaParams &p, Ring ring, int slot, const Tile &tile, int k0) {
 #pragma unroll
-    for (int box = 0; box < kWBoxes; ++box) {
-      if (box < 2)
-        tma_copy_3d(ring.slot(slot) + box * kHalfBytes, &p.a_map, ring.full(slot), k0,
-                    int(tile.m0) + box * kMoeWgmmaBoxRows, 0);
-      const int up = GATED && box >= kWBoxes / 2, in_part = up ? box - kWBoxes / 2 : box;
-      const int row = tile.n0 + (up ? p.n : 0) + in_part * kMoeWgmmaBoxRows;
+    for (int box = 0; box < 2; ++box) {
+      tma_copy_3d(ring.slot(slot) + box * kHalfBytes, &p.a_map, ring.full(slot), k0,
+                  int(tile.m0) + box * kMoeWgmmaBoxRows, 0);
+      const int row = tile.n0 + (GATED ? box * p.n : box * kMoeWgmmaBoxRows);
       tma_copy_3d(ring.weights(slot) + box * kMoeWgmmaBoxRows * kRowBytes, &p.w_map, ring.full(slot), k0, row,
                   tile.expert);
     }
@@ -209,8 +188,8 @@ struct MoeStage {
       const Tile tile(p, list, tiles, tiles_n, t, kColumns);
       for (int kt = 0; kt < k_stages; ++kt, c.advance()) {
         barrier_wait(ring.empty(c.slot), c.parity ^ 1);
-        barrier_arrive_expect(ring.full(c.slot), Ring::kStageBytes);
-        copy_stage(p, ring, c.slot, tile, kt * Shape::kStageK);
+        barrier_arrive_expect(ring.full(c.slot), kStageBytes);
+        copy_stage(p, ring, c.slot, tile, kt * kRowBytes);
       }
     }
   }
@@ -274,31 +253,18 @@ struct MoeStage {
   static __device__ __forceinline__ void issue(Ring ring, int slot, unsigned parity, int half, float (&sums)[kRegs],
                                                bool accumulate) {
     barrier_wait(ring.full(slot), parity);
-    issue_stage<In, kWRows>(ring.slot(slot) + half * kHalfBytes, ring.weights(slot), sums, accumulate);
+    issue_stage<e4m3fn_t, kMoeWgmmaWRows>(ring.slot(slot) + half * kHalfBytes, ring.weights(slot), sums, accumulate);
   }
 
-  // total = the products of k_stages stages: 16-bit in one fp32 sum (each
-  // stage's products in flight while the next are issued, a slot going back
-  // once the products reading it are done, as wgmma_ws.h's multiply_tile);
-  // fp8 in fp32 windows of 512 K, or block-scaled a stage at a time times its
-  // scales (promoted_sum.h).
+  // total = the products of k_stages stages: in fp32 windows of 512 K, or
+  // block-scaled a stage at a time times its scales (promoted_sum.h).
   static __device__ void multiply(Ring ring, Cursor &c, int k_stages, int half, float (&total)[kRegs]) {
     const auto release_slot = [&](int slot) { release(ring, slot); };
-    if constexpr (!Shape::kFp8) {
-      int previous = 0;
-      for (int kt = 0; kt < k_stages; ++kt, c.advance()) {
-        issue(ring, c.slot, c.parity, half, total, kt > 0);
-        wgmma_wait<1>();
-        if (kt > 0) release(ring, previous);
-        previous = c.slot;
-      }
-      wgmma_wait<0>();
-      release(ring, previous);
-    } else if constexpr (BLOCK_SCALED)
+    if constexpr (BLOCK_SCALED)
       scaled_sum(
           c, k_stages, total,
           [&](int slot, unsigned parity, float (&sums)[kRegs]) { issue(ring, slot, parity, half, sums, false); },
-          [&](int slot) { return slot_scales(ring, slot, half); }, release_slot, promote_stage<kRegs>);
+          [&](int slot) { return slot_scales(ring, slot, half); }, release_slot, promote_stage);
     else
       promoted_sum(
           c, k_stages, total,
@@ -332,10 +298,10 @@ struct MoeStage {
       const long long m = tile.m0 + half * kMoeWgmmaUnit + warp * 16 + lane / 4 + h * 8;
       const int pair = mine ? p.sorted[m] : -1;
       ep.valid[h] = pair >= 0 && pair < p.pairs;
-      ep.row_scale[h] = !kScaledRows ? 1.0f : mine ? p.a_scale[m] : 0.0f;  // block-scaled: in the sums
+      ep.row_scale[h] = BLOCK_SCALED ? 1.0f : mine ? p.a_scale[m] : 0.0f;  // block-scaled: in the sums
       ep.out_row[h] = GATED ? m : pair;
     }
-    const float *w_scale = kScaledRows ? p.w_scale + (long long)tile.expert * p.w_rows : nullptr;
+    const float *w_scale = p.w_scale + (long long)tile.expert * p.w_rows;
     const int col0 = tile.n0 + (lane % 4) * 2;
 #pragma unroll
     for (int j = 0; j < kBlocks; ++j) {
@@ -343,7 +309,7 @@ struct MoeStage {
       const bool in = col < p.n;  // n is a multiple of 8: a pair is in or out whole
 #pragma unroll
       for (int c = 0; c < kColumnScales; ++c)
-        ep.column_scale[j][c] = !kScaledRows ? 1.0f : in ? w_scale[(c / 2) * p.n + col + c % 2] : 0.0f;
+        ep.column_scale[j][c] = BLOCK_SCALED ? 1.0f : in ? w_scale[(c / 2) * p.n + col + c % 2] : 0.0f;
     }
     return ep;
   }
@@ -395,10 +361,10 @@ struct MoeStage {
     enter_stream_order();
     extern __shared__ __align__(1024) unsigned char smem[];
     const Ring ring{(smem_address(smem) + 1023u) & ~1023u};  // the manifest asks 1 KiB extra
-    int *list = reinterpret_cast<int *>(smem + (ring.base - smem_address(smem)) + Ring::kListOffset);
+    int *list = reinterpret_cast<int *>(smem + (ring.base - smem_address(smem)) + kListOffset);
     __shared__ int tile_count;
     if (threadIdx.x == 0) {
-      for (int s = 0; s < Ring::kStages; ++s) {
+      for (int s = 0; s < kStages; ++s) {
         barrier_init(ring.full(s), 1 + kScaleWriters);  // the copier's arrival + the stage's bytes (+ scales)
         barrier_init(ring.empty(s), 2 * kReleasers);    // each multiplying warpgroup (block-scaled: warp)
       }
@@ -414,7 +380,7 @@ struct MoeStage {
     }
     __syncthreads();
     const int tiles = tile_count, tiles_n = (p.n + kColumns - 1) / kColumns;
-    const int k_stages = (p.k + Shape::kStageK - 1) / Shape::kStageK;
+    const int k_stages = (p.k + kRowBytes - 1) / kRowBytes;
     if (threadIdx.x < 128) {
       registers_shrink<kCopierRegs>();
       if (threadIdx.x == 0) produce(p, ring, list, tiles, tiles_n, k_stages);
@@ -431,7 +397,7 @@ struct MoeStage {
 #define MOE_WGMMA(stage, GATED, BS, kind, dt, O)                                                         \
   extern "C" __global__ void __launch_bounds__(kMoeWgmmaThreads, 1)                                    \
       aiter_moe_stage##stage##_wgmma##kind##_e4m3fn_##dt(const __grid_constant__ MoeWgmmaParams p) {   \
-    MoeStage<e4m3fn_t, GATED, BS>::run<O>(p);                                                          \
+    MoeStage<GATED, BS>::run<O>(p);                                                                    \
   }
 MOE_WGMMA(1, true, false, , bf16, bf16_t)
 MOE_WGMMA(1, true, false, , f16, half_t)
@@ -442,26 +408,12 @@ MOE_WGMMA(1, true, true, _bs, f16, half_t)
 MOE_WGMMA(2, false, true, _bs, bf16, bf16_t)
 MOE_WGMMA(2, false, true, _bs, f16, half_t)
 
-// 16-bit experts: inputs, weights and outputs of one dtype.
-#define MOE_WGMMA_16(stage, GATED, dt, T)                                                              \
-  extern "C" __global__ void __launch_bounds__(kMoeWgmmaThreads, 1)                                  \
-      aiter_moe_stage##stage##_wgmma_##dt(const __grid_constant__ MoeWgmmaParams p) {                \
-    MoeStage<T, GATED, false>::run<T>(p);                                                            \
-  }
-MOE_WGMMA_16(1, true, bf16, bf16_t)
-MOE_WGMMA_16(2, false, bf16, bf16_t)
-MOE_WGMMA_16(1, true, f16, half_t)
-MOE_WGMMA_16(2, false, f16, half_t)
-
 #endif
 
-// Shared memory: fp8: 6 stages of (128 + 128) rows of 128 bytes, 16 bytes of
+// Shared memory: 6 stages of (128 + 128) rows of 128 bytes, 16 bytes of
 // barriers and 528 of scales a stage, the tile list, 1 KiB for the 1024-byte
-// alignment: 6 * (32768 + 16 + 528) + 4 * 4096 + 1024.  16-bit: 4 stages of
-// (128 + 256) rows and their barriers: 4 * (49152 + 16) + 4 * 4096 + 1024.
+// alignment: 6 * (32768 + 16 + 528) + 4 * 4096 + 1024.
 // aiter-kernel-family: op=moe_stage1 variant=e4m3fn.{dt}.wgmma symbol=aiter_moe_stage1_wgmma_e4m3fn_{dt} block=384 smem=217280 dt=bf16@90,f16@90
 // aiter-kernel-family: op=moe_stage2 variant=e4m3fn.{dt}.wgmma symbol=aiter_moe_stage2_wgmma_e4m3fn_{dt} block=384 smem=217280 dt=bf16@90,f16@90
 // aiter-kernel-family: op=moe_stage1 variant=e4m3fn.{dt}.wgmma.bs symbol=aiter_moe_stage1_wgmma_bs_e4m3fn_{dt} block=384 smem=217280 dt=bf16@90,f16@90
 // aiter-kernel-family: op=moe_stage2 variant=e4m3fn.{dt}.wgmma.bs symbol=aiter_moe_stage2_wgmma_bs_e4m3fn_{dt} block=384 smem=217280 dt=bf16@90,f16@90
-// aiter-kernel-family: op=moe_stage1 variant={dt}.wgmma symbol=aiter_moe_stage1_wgmma_{dt} block=384 smem=214080 dt=bf16@90,f16@90
-// aiter-kernel-family: op=moe_stage2 variant={dt}.wgmma symbol=aiter_moe_stage2_wgmma_{dt} block=384 smem=214080 dt=bf16@90,f16@90

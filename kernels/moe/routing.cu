@@ -344,12 +344,21 @@ __device__ __forceinline__ int expert_rows(const SortingParams &p, int mine, int
   return total;
 }
 
-// The block table of expert i's blocks, and -1 past the rows in use (one block's threads).
+// The block table of expert i's blocks, and -1 past the rows in use (one
+// block's threads); with block_runs, each block's run: its expert's blocks,
+// or the block alone past the rows in use (the fused MoE's stages group their
+// row tiles by expert with it).
 __device__ __forceinline__ void block_table(const SortingParams &p, int start, int end, int local_id, int total) {
   const int i = thread_x();
   if (i == 0) p.num_valid[0] = total;
-  for (int b = start / p.block; b < end / p.block; ++b) p.block_experts[b] = local_id;
-  for (long long b = total / p.block + i; b < p.blocks; b += kSortThreads) p.block_experts[b] = -1;
+  for (int b = start / p.block; b < end / p.block; ++b) {
+    p.block_experts[b] = local_id;
+    if (p.block_runs != nullptr) p.block_runs[2 * b] = start / p.block, p.block_runs[2 * b + 1] = (end - start) / p.block;
+  }
+  for (long long b = total / p.block + i; b < p.blocks; b += kSortThreads) {
+    p.block_experts[b] = -1;
+    if (p.block_runs != nullptr) p.block_runs[2 * b] = int(b), p.block_runs[2 * b + 1] = 1;
+  }
 }
 
 // One block sorts every pair (the moe_sorting op; fused_moe's small calls).

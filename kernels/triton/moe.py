@@ -42,13 +42,22 @@ ACT_SILU, ACT_GELU, ACT_GELU_TANH = 0, 1, 2
 
 
 @triton.jit
-def _tile_of(pid, tiles_m, tiles_n, GROUP_M: tl.constexpr):
-    """Tiles in groups of GROUP_M row tiles, column by column within a group, so
-    the blocks running together share an expert's weight columns in L2."""
-    in_group = GROUP_M * tiles_n
-    first_m = (pid // in_group) * GROUP_M
-    rows = min(tiles_m - first_m, GROUP_M)
-    return first_m + (pid % in_group) % rows, (pid % in_group) // rows
+def _tile_of(pid, tiles_n, block_runs, block, BM: tl.constexpr, GROUP_M: tl.constexpr):
+    """Row tiles in groups, column by column within a group, so the blocks
+    running together share an expert's weight columns in L2: an expert's row
+    tiles, GROUP_M at a time (block_runs: each sorting block's expert's first
+    block and block count), so that no expert's weights come from memory
+    twice (fixed groups cut experts in two: docs/performance_moe.md, 2026-11-28).
+    Group [first, first + rows) holds pids [first, first + rows) * tiles_n, so
+    the row pid // tiles_n lies in pid's group."""
+    row = pid // tiles_n
+    per_block = block // BM
+    run = block_runs + 2 * ((row // per_block).to(tl.int64))
+    run_first = tl.load(run) * per_block
+    first = row - (row - run_first) % GROUP_M
+    rows = min(run_first + tl.load(run + 1) * per_block - first, GROUP_M)
+    r = pid - first * tiles_n
+    return first + r % rows, r // rows
 
 
 @triton.jit
@@ -91,13 +100,13 @@ def _accumulate(out, q, valid, topk, rn, ldo, n, value, weights, weights_stride,
 
 
 @triton.jit
-def moe_stage_kernel(a, w, out, sorted_rows, block_experts, num_valid, a_scale, w_scale,
+def moe_stage_kernel(a, w, out, sorted_rows, block_experts, block_runs, num_valid, a_scale, w_scale,
                      rows, pairs, topk, n, k, lda, ldo, local_experts, block, gather, act, out_kind,
                      weights, weights_stride, combine,
                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                      GATED: tl.constexpr, SCALED: tl.constexpr, BLOCK_SCALED: tl.constexpr,
                      PROMOTE: tl.constexpr = 0):
-    pm, pn = _tile_of(tl.program_id(0), rows // BM, tl.cdiv(n, BN), GROUP_M)
+    pm, pn = _tile_of(tl.program_id(0), tl.cdiv(n, BN), block_runs, block, BM, GROUP_M)
     m0 = pm * BM
     if m0 >= tl.load(num_valid):
         return

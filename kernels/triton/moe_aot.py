@@ -6,7 +6,7 @@ from aot import FP8, TRITON_DTYPE, AotKernel, is_nvidia
 # fills them by name from the manifest's argument column.
 ARGUMENTS = (
     ("a", "*in"), ("w", "*in"), ("out", "*fp32"), ("sorted_rows", "*i32"), ("block_experts", "*i32"),
-    ("num_valid", "*i32"), ("a_scale", "*fp32"), ("w_scale", "*fp32"),
+    ("block_runs", "*i32"), ("num_valid", "*i32"), ("a_scale", "*fp32"), ("w_scale", "*fp32"),
     ("rows", "i32"), ("pairs", "i32"), ("topk", "i32"), ("n", "i32"), ("k", "i32"),
     ("lda", "i64"), ("ldo", "i64"),
     ("local_experts", "i32"), ("block", "i32"), ("gather", "i32"), ("act", "i32"), ("out_kind", "i32"),

@@ -54,6 +54,7 @@ SortingParams sort_params(const SortingArgs &a) {
   p.mask = a.mask;
   p.sorted = a.sorted;
   p.block_experts = a.block_experts;
+  p.block_runs = a.block_runs;
   p.num_valid = a.num_valid;
   p.tokens = a.ids_rows.rows;
   p.ids_stride = a.ids_rows.row_stride;

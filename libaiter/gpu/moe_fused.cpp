@@ -121,9 +121,7 @@ bool use_triton(const FusedMoeArgs &a, const GpuCall &call) {
 // is not overlapped), decode (2 rows an expert) 5-8% slower.  Block-scaled
 // (DeepSeek-V3) from 128 rows an expert on average: T 4096 7% less time a
 // layer, T 1024 (32 rows) 5% more (H100, 2026-11-27, docs/performance_moe.md).
-// 16-bit experts (128 x 256 tiles): not yet by default (being measured).
 bool wgmma_by_default(const FusedMoeArgs &a) {
-  if (!is_fp8(a)) return false;
   if (a.group != 0) return a.tokens * a.topk >= 128 * a.local_experts;
   return a.hidden >= 4096 && a.inter >= 4096 && a.tokens * a.topk >= 32 * a.local_experts;
 }
@@ -228,15 +226,13 @@ aiter_status run_stages(const FusedMoeArgs &a, FusedMoeParams p, const Plan &pla
   return s;
 }
 
-// The input step: fp8 quantization of each pair's input row, or the gather
-// of x's rows in sorted order (weights_on_input: scaled) for the Hopper
-// 16-bit stages and weights_on_input.
-aiter_status prepare_inputs(const FusedMoeArgs &a, const FusedMoeParams &p, const Plan &plan, const GpuCall &call) {
+// The input step: fp8 quantization of each pair's input row, or the
+// weights_on_input gather.
+aiter_status prepare_inputs(const FusedMoeArgs &a, const FusedMoeParams &p, const GpuCall &call) {
   const Dim3 rows{unsigned(a.sort.rows), 1, 1};
   if (is_fp8(a))
     return launch(call, "moe_quant", dtype_tag(a.dtype), quant_grid(a, a.hidden), unsigned(kRowThreads), p);
-  if (a.weights_on_input || plan.path == StagePath::wgmma)
-    return launch(call, "moe_gather", dtype_tag(a.dtype), rows, unsigned(kRowThreads), p);
+  if (a.weights_on_input) return launch(call, "moe_gather", dtype_tag(a.dtype), rows, unsigned(kRowThreads), p);
   return AITER_OK;
 }
 
@@ -289,7 +285,7 @@ aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
   if (s == AITER_OK) s = sort_pairs(a, plan, call);
   if (s != AITER_OK || a.tokens == 0) return s;
   const FusedMoeParams p = params_of(a);
-  s = prepare_inputs(a, p, plan, call);
+  s = prepare_inputs(a, p, call);
   if (s != AITER_OK) return s;
   s = run_stages(a, p, plan, call);
   if (s == AITER_ERR_NO_KERNEL && mma && a.variant == kMoeAuto) {  // fp8 products need sm_89+: the portable stages

@@ -119,7 +119,8 @@ aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, TritonCombine co
   const NamedArg values[] = {
       NamedArg::pointer("a", stage_input(a, stage)), NamedArg::pointer("w", first ? a.w1 : a.w2),
       NamedArg::pointer("out", first ? a.inter_buf : a.pair_out), NamedArg::pointer("sorted_rows", a.sort.sorted),
-      NamedArg::pointer("block_experts", a.sort.block_experts), NamedArg::pointer("num_valid", a.sort.num_valid),
+      NamedArg::pointer("block_experts", a.sort.block_experts), NamedArg::pointer("block_runs", a.sort.block_runs),
+      NamedArg::pointer("num_valid", a.sort.num_valid),
       NamedArg::pointer("a_scale", first ? a.x_scale : a.h_scale),
       NamedArg::pointer("w_scale", first ? a.w1_scale : a.w2_scale), NamedArg::number("rows", a.sort.rows),
       NamedArg::number("pairs", a.tokens * a.topk), NamedArg::number("topk", a.topk), NamedArg::number("n", n),

@@ -45,6 +45,7 @@ struct SortingArgs {
   int32_t *block_experts;  // [blocks]
   int64_t blocks;          // rows / block
   int32_t *num_valid;      // [1]
+  int32_t *block_runs = nullptr;  // [blocks][2] or null: each block's expert's first block and block count
 };
 
 // The most experts moe_sorting / fused_moe take (the CPU keeps a count per
@@ -60,13 +61,13 @@ void check_sort_inputs(ArgCheck &c, SortingArgs &a, const DLTensor *ids, const D
 
 // Where fused_moe keeps its intermediates in the caller's workspace.
 struct MoeWorkspace {
-  size_t sorted, block_experts, num_valid, x_sorted, inter, pair_out;  // byte offsets
+  size_t sorted, block_experts, block_runs, num_valid, x_sorted, inter, pair_out;  // byte offsets
   size_t xq, x_scale, hq, h_scale;  // fp8 weights (elem_bytes 1) only
   size_t total;  // bytes
   int64_t rows, blocks;
 };
 MoeWorkspace moe_workspace(int64_t tokens, int64_t topk, int64_t experts, int64_t hidden, int64_t inter,
-                           int64_t elem_bytes, int64_t block);
+                           int64_t elem_bytes, int64_t block, bool weights_on_input);
 
 struct FusedMoeArgs {
   DType dtype;   // bf16 or fp16: x, out and the intermediates (and w1, w2 but for fp8)
@@ -88,7 +89,7 @@ struct FusedMoeArgs {
   bool weights_on_input;
   int32_t variant;  // MoeVariant: params.variant, or a tuned variant's
   SortingArgs sort;  // into the workspace
-  void *x_sorted;    // [rows, H] for 16-bit experts, else null
+  void *x_sorted;    // [rows, H] with weights_on_input, else null
   void *inter_buf;   // [rows, I]
   void *pair_out;    // [tokens * topk, H]
 };

@@ -16,19 +16,18 @@ constexpr int32_t kDefaultBlock = 64;
 }  // namespace
 
 MoeWorkspace moe_workspace(int64_t tokens, int64_t topk, int64_t experts, int64_t hidden, int64_t inter,
-                           int64_t elem_bytes, int64_t block) {
+                           int64_t elem_bytes, int64_t block, bool weights_on_input) {
   MoeWorkspace w{};
   w.rows = moe_max_rows(tokens, topk, experts, block);
   w.blocks = block > 0 ? w.rows / block : 0;
   size_t at = 0;
   w.sorted = at, at += aligned(size_t(w.rows) * 4);
   w.block_experts = at, at += aligned(size_t(w.blocks) * 4);
+  w.block_runs = at, at += aligned(size_t(w.blocks) * 8);
   w.num_valid = at, at += aligned(4);
   const bool fp8 = elem_bytes == 1;
   const int64_t act_bytes = 2;  // x, out and the intermediates are 16-bit
-  // 16-bit experts: x's rows in sorted order (scaled with weights_on_input),
-  // which the Hopper stages read with TMA and weights_on_input's other paths.
-  w.x_sorted = at, at += !fp8 ? aligned(size_t(w.rows * hidden * act_bytes)) : 0;
+  w.x_sorted = at, at += weights_on_input && !fp8 ? aligned(size_t(w.rows * hidden * act_bytes)) : 0;
   w.inter = at, at += aligned(size_t(w.rows * inter * act_bytes));
   w.pair_out = at, at += aligned(size_t(tokens * topk * hidden * act_bytes));
   w.xq = at, at += fp8 ? aligned(size_t(w.rows * hidden)) : 0;
@@ -138,10 +137,11 @@ void check_workspace(ArgCheck &c, FusedMoeArgs &a, DLTensor *ws, const DLTensor 
   a.sort.sorted = reinterpret_cast<int32_t *>(base + layout.sorted);
   a.sort.rows = layout.rows;
   a.sort.block_experts = reinterpret_cast<int32_t *>(base + layout.block_experts);
+  a.sort.block_runs = reinterpret_cast<int32_t *>(base + layout.block_runs);
   a.sort.blocks = layout.blocks;
   a.sort.num_valid = reinterpret_cast<int32_t *>(base + layout.num_valid);
   const bool fp8 = layout.xq != layout.x_scale;
-  a.x_sorted = !fp8 ? base + layout.x_sorted : nullptr;
+  a.x_sorted = a.weights_on_input && !fp8 ? base + layout.x_sorted : nullptr;
   a.inter_buf = base + layout.inter;
   a.pair_out = base + layout.pair_out;
   a.xq = fp8 ? base + layout.xq : nullptr;
@@ -201,8 +201,8 @@ aiter_status fused_moe_op(const OpImpl<FusedMoeArgs> &op, DLTensor *out, DLTenso
   a.act = p.activation;
   a.weights_on_input = p.weights_on_input != 0;
   a.variant = p.variant;
-  const MoeWorkspace layout =
-      moe_workspace(a.tokens, a.topk, experts, a.hidden, a.inter, fp8 ? 1 : 2, p.block_size);
+  const MoeWorkspace layout = moe_workspace(a.tokens, a.topk, experts, a.hidden, a.inter, fp8 ? 1 : 2,
+                                            p.block_size, a.weights_on_input);
   check_workspace(c, a, workspace, out, x, expert_mask, layout);
   c.disjoint(x, "x", workspace, "workspace").disjoint(w1, "w1", workspace, "workspace");
   c.disjoint(w2, "w2", workspace, "workspace").disjoint(topk_weights, "topk_weights", workspace, "workspace");
@@ -235,7 +235,7 @@ AITER_API size_t aiter_fused_moe_workspace_size(int64_t tokens, int64_t topk, in
   if (!read_params(c, params, &p) || tokens < 0 || topk < 0 || experts < 0 || hidden < 0 || inter < 0 ||
       (elem_bytes != 1 && elem_bytes != 2) || tokens > (int64_t(1) << 32) || hidden > INT32_MAX || inter > INT32_MAX || topk > 4096)
     return 0;
-  return moe_workspace(tokens, topk, experts, hidden, inter, elem_bytes, p.block_size).total;
+  return moe_workspace(tokens, topk, experts, hidden, inter, elem_bytes, p.block_size, p.weights_on_input != 0).total;
 }
 
 AITER_API aiter_status aiter_fused_moe(DLTensor *out, DLTensor *workspace, const DLTensor *x, const DLTensor *w1,

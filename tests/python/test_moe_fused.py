@@ -199,28 +199,6 @@ def test_fused_moe_prefill_gpu(rng, device, dtype, case):
     check_out(run(device, x, w1, w2, weights, ids), moe_ref(x, w1, w2, weights, ids), dtype)
 
 
-@pytest.mark.parametrize("case,block_size,skewed,dtype", [
-    ((77, 8, 3, 256, 128), 128, False, "float16"),  # 128-row sorting blocks, fp16
-    ((45, 6, 2, 1040, 528), 64, False, "bfloat16"),  # K not a multiple of 64 (TMA's zero fill); part-filled tiles
-    ((150, 8, 2, 512, 256), 64, True, "bfloat16"),  # every token's first pair on one expert, most unused
-], ids=["block128-f16", "ragged", "skewed"])
-def test_fused_moe_tile_edges_gpu(rng, device, case, block_size, skewed, dtype):
-    """Edges of the sm_90a TMA + wgmma 16-bit stages (gpu/moe_wgmma.cpp, 128 x
-    256 tiles): K and columns that do not fill a tile, experts' runs of an odd
-    number of 64-row units, 128-row sorting blocks.  Run under
-    AITER_MOE_KERNEL=wgmma they check those stages; otherwise (and on other
-    GPUs) whichever path takes the shapes."""
-    if device == "cpu":
-        pytest.skip("large shapes: GPU only")
-    x, w1, w2, weights, ids = make_routed_layer(rng, *case, dtype)
-    if skewed:
-        used = np.unique(ids)
-        ids = np.stack([np.full(len(ids), used[0]), np.full(len(ids), used[1])], axis=1).astype(np.int32)
-        ids[::7, 1] = used[2]
-    out = run(device, x, w1, w2, weights, ids, block_size=block_size)
-    check_out(out, moe_ref(x, w1, w2, weights, ids), dtype)
-
-
 @pytest.mark.parametrize("options", [dict(activation="gelu"), dict(activation="gelu_tanh", block_size=128),
                                      dict(weights_on_input=True), dict(block_size=32)],
                          ids=["gelu", "gelu_tanh-block128", "weights_on_input", "block32"])

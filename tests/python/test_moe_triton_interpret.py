@@ -57,6 +57,19 @@ def sorted_layout(ids, local, block):
     return np.array(rows, np.int32), np.array(experts, np.int32), valid, [q for q in foreign if q < pairs]
 
 
+def block_runs(block_experts, valid, block):
+    """[blocks, 2] int32 as the fused MoE's sort writes them: each block's run of
+    blocks of one expert (first block, count) below the valid rows, each block
+    alone past them."""
+    runs = np.stack([np.arange(len(block_experts)), np.ones(len(block_experts), int)], axis=1)
+    first = 0
+    for b in range(1, valid // block + 1):
+        if b == valid // block or block_experts[b] != block_experts[first]:
+            runs[first:b] = (first, b - first)
+            first = b
+    return torch.from_numpy(runs.astype(np.int32).reshape(-1))
+
+
 def act64(name, g):
     if name == 0:
         return g / (1.0 + np.exp(-g))
@@ -125,7 +138,7 @@ def run(moe, stage, tokens=37, local=5, k=2, hidden=128, inter=96, block=64, bn=
     tiles = rows // 64 * triton.cdiv(n, bn)
     moe.moe_stage_kernel[(tiles,)](
         a_in, w_in, out, torch.from_numpy(sorted_rows), torch.from_numpy(block_experts),
-        torch.tensor([valid], dtype=torch.int32), a_scale.float().contiguous(), w_scale.float().contiguous(),
+        block_runs(block_experts, valid, block), torch.tensor([valid], dtype=torch.int32), a_scale.float().contiguous(), w_scale.float().contiguous(),
         rows, pairs, k, n, kk, a_in.stride(0), out.stride(0), local, block, int(gather), act, 1,
         weights, weights.stride(0), combine, BM=64, BN=bn, BK=128 if fp8 else 32, GROUP_M=2, GATED=stage == 1, SCALED=fp8 == "channel",
         BLOCK_SCALED=fp8 == "block")
@@ -179,7 +192,8 @@ def fp8_layer(moe, block_scaled, tokens=37, experts=5, k=2, hidden=256, inter=25
     w2, s2 = quantize(torch.randn(experts, hidden, inter, generator=g) / math.sqrt(inter), group)
     sorted_rows, block_experts, valid, _ = sorted_layout(ids, experts, 64)
     pairs, rows = ids.size, len(sorted_rows)
-    layout = (torch.from_numpy(sorted_rows), torch.from_numpy(block_experts), torch.tensor([valid], dtype=torch.int32))
+    layout = (torch.from_numpy(sorted_rows), torch.from_numpy(block_experts), block_runs(block_experts, valid, 64),
+              torch.tensor([valid], dtype=torch.int32))
 
     def stage_input(values):  # codes and scales of each sorted row's values (zeros on padding rows)
         codes, scale = quantize_rows(values.astype(np.float64), "float8_e4m3fn", group)
@@ -210,6 +224,7 @@ def cases():
     return {
         "stage 1, silu, ragged columns": lambda m: run(m, 1),
         "stage 1, gelu": lambda m: run(m, 1, act=1, tokens=20, seed=1),
+        "stage 1, experts of several blocks": lambda m: run(m, 1, tokens=150, seed=4),
         "stage 1, gelu tanh, block 128": lambda m: run(m, 1, act=2, block=128, k=3, seed=2),
         "stage 2, ragged columns, block 128": lambda m: run(m, 2, hidden=160, inter=64, block=128, seed=3),
         "stage 2, weighted fp32 sums, k 3": lambda m: run(m, 2, hidden=160, inter=64, k=3, seed=9, combine=1),
