@@ -21,8 +21,8 @@
 // from L2, 25% more than 128 x 128 tiles, and ran 4% slower (750-790 TFLOP/s
 // at Mixtral T4096; docs/performance_moe.md runs 13-15).  Row tiles go in
 // groups of an expert's tiles taken column by column (see Tile).  Padding rows
-// are multiplied (their inputs are any codes) but never stored.  TMA fills K past the rows and weight rows
-// past an expert's with zeros.
+// are multiplied (their inputs are any codes) but never stored.  TMA fills K
+// past the rows and weight rows past an expert's with zeros.
 //
 // Stage 1 copies, for 64 columns of inter, their 64 gate rows then their 64
 // up rows, so a thread holds the gate and up sums of the same (row, column) 32

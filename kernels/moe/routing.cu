@@ -353,7 +353,8 @@ __device__ __forceinline__ void block_table(const SortingParams &p, int start, i
   if (i == 0) p.num_valid[0] = total;
   for (int b = start / p.block; b < end / p.block; ++b) {
     p.block_experts[b] = local_id;
-    if (p.block_runs != nullptr) p.block_runs[2 * b] = start / p.block, p.block_runs[2 * b + 1] = (end - start) / p.block;
+    if (p.block_runs != nullptr)
+      p.block_runs[2 * b] = start / p.block, p.block_runs[2 * b + 1] = (end - start) / p.block;
   }
   for (long long b = total / p.block + i; b < p.blocks; b += kSortThreads) {
     p.block_experts[b] = -1;
