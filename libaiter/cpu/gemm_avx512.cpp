@@ -276,14 +276,19 @@ int64_t a_block(const Layout &l, int64_t m, int64_t b, int64_t q, int64_t kb) {
   return (b * m + l.panels.start(q)) * l.slots_k + kb * kSlotsK * l.panels.rows(q);
 }
 
-// `rows` rows of `groups` slots, `ld` apart, as an AMX block.
+// `rows` rows of `groups` slots, `ld` apart, as an AMX block: each row's 16
+// slots of a chunk copied whole (64 bytes), zeros past the rows and K.
 void pack_amx_block(const uint32_t *src, int64_t ld, int64_t rows, int64_t groups, uint32_t *block) {
   const int64_t chunks = (groups + amx::kChunk - 1) / amx::kChunk;
-  for (int64_t c = 0; c < chunks; ++c)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t g = c * amx::kChunk, slots = std::min<int64_t>(amx::kChunk, groups - g);
     for (int64_t i = 0; i < amx::kRows; ++i) {
       uint32_t *dst = block + (c * amx::kRows + i) * amx::kChunk;
-      for (int64_t s = 0, g = c * amx::kChunk; s < amx::kChunk; ++s, ++g) dst[s] = i < rows && g < groups ? src[i * ld + g] : 0;
+      const int64_t copied = i < rows ? slots : 0;
+      if (copied > 0) std::memcpy(dst, src + i * ld + g, size_t(copied) * 4);
+      std::fill(dst + copied, dst + amx::kChunk, 0u);
     }
+  }
 }
 
 void pack_a(const Plan &p, const Layout &l, uint32_t *packed) {
