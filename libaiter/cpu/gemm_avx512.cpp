@@ -34,6 +34,7 @@
 #endif
 
 #include "core/parallel.hpp"
+#include "cpu/gemm_amx_kernels.hpp"
 #include "cpu/gemm_avx512_kernels.hpp"
 #include "cpu/gemm_plan.hpp"
 #include "cpu/isa.hpp"
@@ -224,12 +225,16 @@ const uint32_t *slot_rows(const Operand &op, Slots slots, int64_t b, int64_t row
 }
 
 // ---- the panels of A -------------------------------------------------------------------
-// M rows in panels of as even a size as possible, none above kMaxRowsA.
+// M rows in panels of as even a size as possible, none above kMaxRowsA; for
+// the AMX kernel of amx::kRows rows each but the last, so that the padding
+// rows a call writes past a short panel never fall on the next panel's sums.
 struct Panels {
-  int64_t count, base, extra;  // panel p has base + (p < extra) rows
-  explicit Panels(int64_t m) : count((m + kMaxRowsA - 1) / kMaxRowsA), base(m / count), extra(m % count) {}
-  int64_t rows(int64_t p) const { return base + (p < extra ? 1 : 0); }
+  int64_t m, count, base, extra;  // panel p starts at p * base + min(p, extra)
+  Panels(int64_t rows, int64_t max_rows, bool even)
+      : m(rows), count((rows + max_rows - 1) / max_rows), base(even ? rows / count : max_rows),
+        extra(even ? rows % count : 0) {}
   int64_t start(int64_t p) const { return p * base + std::min(p, extra); }
+  int64_t rows(int64_t p) const { return std::min(base + (p < extra ? 1 : 0), m - start(p)); }
 };
 
 struct Layout {
@@ -239,34 +244,69 @@ struct Layout {
   int64_t blocks_m;  // work items along M
   int64_t panels_per_block;
   bool vnni;
+  bool amx;  // the AMX tile kernel (bf16 pairs, int8 quads) in place of the AVX-512 one
 };
 
 Layout layout_for(const Plan &p) {
-  Layout l{slots_for(p), 0, 0, Panels(p.m), 0, 0, isa_at_least(Isa::avx512_bf16)};
+  const Slots slots = slots_for(p);
+  const bool amx = isa_at_least(Isa::amx) && (slots == Slots::bf16_pairs || slots == Slots::int8_quads);
+  const int64_t panel_rows = amx ? amx::kRows : kMaxRowsA;
+  Layout l{slots, 0, 0, Panels(p.m, panel_rows, !amx), 0, 0, isa_at_least(Isa::avx512_bf16), amx};
   l.per_slot = per_slot(l.slots);
   l.slots_k = (p.k + l.per_slot - 1) / l.per_slot;
-  l.panels_per_block = kMaxRowsM / kMaxRowsA;
+  l.panels_per_block = kMaxRowsM / panel_rows;
   l.blocks_m = (l.panels.count + l.panels_per_block - 1) / l.panels_per_block;
   return l;
 }
 
-// Where panel q of matrix b starts in the packed A: rows(q) x slots_k slots,
-// K block kb at kb * kSlotsK * rows(q) from there.
-int64_t a_panel(const Layout &l, int64_t m, int64_t b, int64_t q) { return (b * m + l.panels.start(q)) * l.slots_k; }
+int64_t k_blocks(const Layout &l) { return (l.slots_k + kSlotsK - 1) / kSlotsK; }
+
+// The packed A: AVX-512, panel q of matrix b rows(q) x slots_k slots, K block
+// kb at kb * kSlotsK * rows(q) from its start; AMX, every panel amx::kRows
+// rows (zeros past the matrix) by kSlotsK slots a K block (zeros past K), a
+// block in chunks of amx::kChunk slots, each chunk's rows 64 bytes apart (a
+// tile load).
+size_t packed_a_words(const Plan &p, const Layout &l) {
+  if (l.amx) return size_t(p.batch * l.panels.count * k_blocks(l) * kSlotsK * amx::kRows);
+  return size_t(p.batch * p.m * l.slots_k);
+}
+
+int64_t a_block(const Layout &l, int64_t m, int64_t b, int64_t q, int64_t kb) {
+  if (l.amx) return ((b * l.panels.count + q) * k_blocks(l) + kb) * kSlotsK * amx::kRows;
+  return (b * m + l.panels.start(q)) * l.slots_k + kb * kSlotsK * l.panels.rows(q);
+}
+
+// `rows` rows of `groups` slots, `ld` apart, as an AMX block: each row's 16
+// slots of a chunk copied whole (64 bytes), zeros past the rows and K.
+void pack_amx_block(const uint32_t *src, int64_t ld, int64_t rows, int64_t groups, uint32_t *block) {
+  const int64_t chunks = (groups + amx::kChunk - 1) / amx::kChunk;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t g = c * amx::kChunk, slots = std::min<int64_t>(amx::kChunk, groups - g);
+    for (int64_t i = 0; i < amx::kRows; ++i) {
+      uint32_t *dst = block + (c * amx::kRows + i) * amx::kChunk;
+      const int64_t copied = i < rows ? slots : 0;
+      if (copied > 0) std::memcpy(dst, src + i * ld + g, size_t(copied) * 4);
+      std::fill(dst + copied, dst + amx::kChunk, 0u);
+    }
+  }
+}
 
 void pack_a(const Plan &p, const Layout &l, uint32_t *packed) {
   const int64_t k_elems = kSlotsK * l.per_slot;
   parallel_for(p.batch * l.panels.count, 1, [&](int64_t begin, int64_t end) {
-    std::vector<uint32_t> scratch(size_t(kMaxRowsA * kSlotsK));
+    std::vector<uint32_t> scratch(size_t(std::max<int64_t>(kMaxRowsA, amx::kRows) * kSlotsK));
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / l.panels.count, q = item % l.panels.count, rows = l.panels.rows(q);
-      uint32_t *panel = packed + a_panel(l, p.m, b, q);
       for (int64_t k0 = 0, kb = 0; k0 < p.k; k0 += k_elems, ++kb) {
         const int64_t kc = std::min(k_elems, p.k - k0), groups = (kc + l.per_slot - 1) / l.per_slot;
         int64_t ld;
         const uint32_t *src =
             slot_rows(p.a, l.slots, b, l.panels.start(q), rows, k0, kc, scratch.data(), &ld, false);
-        avx512::pack_panel(src, ld, int(rows), groups, int(rows), panel + kb * kSlotsK * rows);
+        uint32_t *block = packed + a_block(l, p.m, b, q, kb);
+        if (l.amx)
+          pack_amx_block(src, ld, rows, groups, block);
+        else
+          avx512::pack_panel(src, ld, int(rows), groups, int(rows), block);
       }
     }
   });
@@ -355,7 +395,8 @@ struct Scratch {
   uint32_t *w = nullptr, *acc = nullptr, *staged = nullptr;
 
   void reserve(const Plan &p, const Layout &l, int64_t rows) {
-    const size_t acc_words = size_t(rows + kMaxRowsA) * kChunkN, used = kW + acc_words;
+    // Room past the item's rows: the AMX kernel writes whole 32-row panels.
+    const size_t acc_words = size_t(rows + std::max<int64_t>(kMaxRowsA, amx::kRows)) * kChunkN, used = kW + acc_words;
     const bool in_place = l.slots == Slots::bf16_pairs && p.w.dtype == DType::bf16 && p.k % 2 == 0 &&
                           p.w.row_bytes % 4 == 0;  // slot_rows hands out W itself, every K block
     w = buffer.at_least(used + kStaged, in_place ? used : used + kStaged);
@@ -409,13 +450,17 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, const in
     std::fill(s.acc, s.acc + block_rows * kChunkN, 0u);
     return store_sums(p, l, quad_offsets, b, m0, block_rows, n0, cols, s.acc);
   }
+  if (l.amx) amx::configure();
   for (int64_t k0 = 0, kb = 0; k0 < p.k; k0 += k_elems, ++kb) {
     const int64_t kc = std::min(k_elems, p.k - k0), groups = (kc + l.per_slot - 1) / l.per_slot;
+    const int64_t chunks = (groups + amx::kChunk - 1) / amx::kChunk;  // AMX: K steps of 16 slots
     for (int64_t j = 0; j < panels_w; ++j) {
       const int64_t rows = std::min<int64_t>(kPanelW, cols - j * kPanelW);
       int64_t ld;
       const uint32_t *src = slot_rows(p.w, l.slots, b, n0 + j * kPanelW, rows, k0, kc, s.staged, &ld, true);
-      avx512::pack_panel(src, ld, int(rows), groups, kPanelW, s.w + j * kSlotsK * kPanelW);
+      uint32_t *panel = s.w + j * kSlotsK * kPanelW;
+      avx512::pack_panel(src, ld, int(rows), groups, kPanelW, panel);
+      if (l.amx) std::fill(panel + groups * kPanelW, panel + chunks * amx::kChunk * kPanelW, 0u);  // K's last step
     }
     // The next K block of these columns, or after the last the first block of
     // the next item's: the first block of an item would otherwise wait on
@@ -430,8 +475,11 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, const in
         prefetch.step();
         const int64_t rows = l.panels.rows(q);
         uint32_t *acc = s.acc + (l.panels.start(q) - m0) * kChunkN + j * kPanelW;
-        avx512::kernel(l.slots, int(rows), l.vnni)(packed_a + a_panel(l, p.m, b, q) + kb * kSlotsK * rows,
-                                                   s.w + j * kSlotsK * kPanelW, groups, acc, kChunkN, kb > 0);
+        const uint32_t *a = packed_a + a_block(l, p.m, b, q, kb), *w = s.w + j * kSlotsK * kPanelW;
+        if (l.amx)
+          amx::block(l.slots, a, w, chunks, acc, kChunkN, kb > 0);
+        else
+          avx512::kernel(l.slots, int(rows), l.vnni)(a, w, groups, acc, kChunkN, kb > 0);
         // Stored while the tile is still in L1 (from L2 after the item, the
         // store took 3% of a bf16 GEMM of K 1024).
         if (last_k)
@@ -439,6 +487,7 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, const in
                      std::min<int64_t>(kPanelW, cols - j * kPanelW), acc);
       }
   }
+  if (l.amx) amx::release();
 }
 
 // ---- the dot-product form ---------------------------------------------------------------
@@ -604,7 +653,7 @@ void run(const Plan &p) {
   // (The workers reach it through `packed`: a lambda names its own thread's
   // thread_local, not the caller's.)
   thread_local Words packed_a;
-  uint32_t *packed = packed_a.at_least(size_t(p.batch * p.m * l.slots_k));
+  uint32_t *packed = packed_a.at_least(packed_a_words(p, l));
   pack_a(p, l, packed);
   const std::vector<int32_t> offsets = quad_offsets(p, l);
   const int32_t *offset = offsets.empty() ? nullptr : offsets.data();

@@ -3,7 +3,7 @@
 // built for baseline x86-64 (or aarch64); faster kernels carry their own
 // target attributes and are picked at run time from cpu_isa().
 //
-// AITER_CPU_ISA caps the level (portable, avx2, avx512, avx512_bf16), so that
+// AITER_CPU_ISA caps the level (portable, avx2, avx512, avx512_bf16, amx), so that
 // tests and benchmarks can run every level a machine has; "baseline" is an old
 // name for portable.  A cap above what the CPU has changes nothing.
 #pragma once
@@ -16,6 +16,7 @@ enum class Isa : int {
   avx2 = 1,         // AVX2 + FMA
   avx512 = 2,       // AVX-512 F, BW, VL (+ DQ): fp32 FMA, int16 pair products (vpmaddwd)
   avx512_bf16 = 3,  // the above + AVX512_BF16 (vdpbf16ps) + AVX512_VNNI (vpdpwssd)
+  amx = 4,          // the above + AMX-TILE, AMX-BF16, AMX-INT8, with Linux's leave to use the tiles
 };
 
 // The level the kernels use: the CPU's, capped by AITER_CPU_ISA.

@@ -20,7 +20,7 @@ FLOAT_OP_VARIANTS = CPU_VARIANTS + ["cpu.openblas", "cpu.onednn"]
 VENDOR_LIBRARY = {"cpu.openblas": "openblas", "cpu.onednn": "onednn"}
 # The instruction-set levels of the CPU kernels, lowest first (cpu/isa.hpp), and
 # the level a variant needs to run at all (the others run everywhere).
-ISA_LEVELS = ["portable", "avx2", "avx512", "avx512_bf16"]
+ISA_LEVELS = ["portable", "avx2", "avx512", "avx512_bf16", "amx"]
 VARIANT_ISA = {"cpu.avx512": "avx512"}
 
 
@@ -33,6 +33,11 @@ def cpu_has(feature):
     """Whether the CPU itself has `feature` (avx2, avx512, avx512_bf16, ...),
     whatever AITER_CPU_ISA caps."""
     return feature in aiter.library_info()["cpu_isa"].split("cpu has ")[1].rstrip(")").split()
+
+
+def has_bf16_dot():
+    """Whether the CPU kernels here use AVX512_BF16 (level avx512_bf16 or above)."""
+    return ISA_LEVELS.index(cpu_isa()) >= ISA_LEVELS.index("avx512_bf16")
 
 
 def runnable(variant):

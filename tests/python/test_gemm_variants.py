@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import aiter
-from gemm_helpers import (CPU_VARIANTS, FLOAT_OP_VARIANTS, GEMM_OPS, ISA_LEVELS, VARIANT_ISA, cpu_isa, forced, kernel_variants,
+from gemm_helpers import (CPU_VARIANTS, FLOAT_OP_VARIANTS, GEMM_OPS, ISA_LEVELS, VARIANT_ISA, forced, has_bf16_dot, kernel_variants,
                           last_variant, runnable)
 from harness import rand
 
@@ -55,7 +55,7 @@ def test_heuristic_choice(rng, op, shape, expected, blockscale_expected):
     calls(rng, *shape)[op]()
     if op == "gemm_a8w8_blockscale" and blockscale_expected:
         expected = blockscale_expected
-    bf16_dot = op != "gemm_a8w8_blockscale" and cpu_isa() == "avx512_bf16"  # bf16 and fp8: any M
+    bf16_dot = op != "gemm_a8w8_blockscale" and has_bf16_dot()  # bf16 and fp8: any M
     if runnable("cpu.avx512") and (shape[0] >= AVX512_FROM_M or bf16_dot):
         expected = "cpu.avx512"
     assert last_variant() == (op, expected, 0)
