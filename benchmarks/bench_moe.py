@@ -4,11 +4,13 @@ against the peers of issue 33, in one run.
 
 usage: python3 benchmarks/bench_moe.py [--shapes mixtral,qwen3,deepseek-bf16] [--tokens 1,8,64,128,1024,4096]
                                        [--kinds bf16,fp8] [--markdown FILE] [--show-kernels]
+                                       [--variant mma|mma_n128|mma_n64|triton|portable]
 
-The stages' path is the library's choice (Triton stages for prefill sizes
-where built, on sm_90a the TMA + wgmma stages for fp8 per channel with K >= 4096;
-mma.sync stages for decode) unless AITER_MOE_KERNEL=wgmma|triton|mma|portable
-forces one; the header names it, and the Triton path's switches
+The stages' path is the library's choice (the tuned table, configs/moe_*.csv,
+else Triton stages for prefill sizes where built, on sm_90a the TMA + wgmma
+stages for fp8 per channel with K >= 4096; mma.sync stages for decode) unless
+--variant forces one of the tuned variants or AITER_MOE_KERNEL=wgmma|triton|mma|portable
+a path (where the tuned table chose "mma", the heuristic); the header names it, and the Triton path's switches
 AITER_MOE_COMBINE=sums (stage 2 adds its rows to fp32 sums by atomics instead
 of a row a pair read back by the combine kernel) and AITER_MOE_SORT=single (the
 one-block sort), for before/after timings in one run.  --show-kernels lists the GPU
@@ -289,14 +291,19 @@ def main():
     ap.add_argument("--kinds", default="bf16,fp8,blockscale")
     ap.add_argument("--markdown")
     ap.add_argument("--show-kernels", action="store_true")
+    ap.add_argument("--variant", help="force this tuned variant of the three fused MoE ops (aiter.tuning.variants: "
+                    "mma, mma_n128, mma_n64, triton, portable)")
     args = ap.parse_args()
+    if args.variant:
+        for op in ("fused_moe", "fused_moe_fp8", "fused_moe_fp8_blockscale"):
+            aiter.tuning.force_variant(op, args.variant)
     copy_tbs = copy_bandwidth()
     path = os.environ.get("AITER_MOE_KERNEL", "heuristic")
     # The Triton path's A/B switches (libaiter/gpu/moe_fused.cpp, moe.cpp): stage
     # 2's fp32 sums instead of the pair rows and combine kernel; the one-block sort.
     path += f", combine: {os.environ.get('AITER_MOE_COMBINE', 'default')}, sort: {os.environ.get('AITER_MOE_SORT', 'default')}"
     print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  device copy {copy_tbs:.2f} TB/s  "
-          f"MoE stages: {path}")
+          f"MoE stages: {path}, variant: {args.variant or 'tuned'}")
     rows = []
     for kind in args.kinds.split(","):
         if kind == "blockscale":

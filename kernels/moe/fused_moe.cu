@@ -377,12 +377,29 @@ __device__ __forceinline__ void gather_scaled(const FusedMoeParams &p) {
   for (int i = thread_x(); i < p.hidden; i += kCombineThreads) dst[i] = from_f32<T>(to_f32(x[i]) * w);
 }
 
+// acc += w * (pair q's partial sums of the K-split stage 2, in split order)
+// over columns [n0, n0 + cols).
+__device__ __forceinline__ void add_partials(const FusedMoeParams &p, long long q, int n0, int cols, float w,
+                                             float (&acc)[kCombineCols]) {
+  float sum[kCombineCols] = {};
+  for (int s = 0; s < p.splits; ++s) {
+    const float *row = p.partials + (s * p.tokens * p.topk + q) * p.hidden + n0;
+#pragma unroll
+    for (int c = 0; c < kCombineCols; ++c)
+      if (c < cols) sum[c] += row[c];
+  }
+#pragma unroll
+  for (int c = 0; c < kCombineCols; ++c) acc[c] += w * sum[c];
+}
+
 // out[t, n] = sum_j w[t, j] * pair_out[t k + j, n] over the token's valid pairs,
 // kCombineCols consecutive columns a thread: 16-byte loads and stores where the
 // rows allow (a third of the time of 2-byte ones on an H100 at Qwen3-30B's
 // 32768 pairs x 2048), element by element otherwise.  At that size it reads
 // and writes at 92% of the device copy (54 us, H100); loading 4 pairs' rows
 // before summing them measured no faster (55 us, run 10 of docs/performance_moe.md).
+// With stage 2 split along K (p.splits > 1) a pair's row is the sum of its
+// fp32 partial rows instead.
 
 template <class T>
 __device__ __forceinline__ void combine(const FusedMoeParams &p) {
@@ -399,6 +416,10 @@ __device__ __forceinline__ void combine(const FusedMoeParams &p) {
     const int e = p.ids[t * p.ids_stride + j];
     if (e < 0 || e >= p.experts || !mask_on(p, e)) continue;
     const float w = p.weights_on_input ? 1.0f : p.weights[t * p.weights_stride + j];
+    if (p.splits > 1) {
+      add_partials(p, t * p.topk + j, n0, cols, w, acc);
+      continue;
+    }
     const T *row = rows + (long long)j * p.hidden + n0;
     if (packed) {
       const Pack8<T> v = *reinterpret_cast<const Pack8<T> *>(row);

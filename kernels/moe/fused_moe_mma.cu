@@ -9,7 +9,9 @@
 // gate and the up rows interleaved per warp (32 gate rows, then their 32 up
 // rows), so each warp holds both halves of its 32 columns and applies
 // act(gate) * up in registers; stage 2 loads 128 rows of w2 and writes each
-// row's output to its pair's row of pair_out.  Rows of padding are zero-filled
+// row's output to its pair's row of pair_out, or with K split (few pairs: the
+// launcher's splits) each block's fp32 sums over its part of K to the pair's
+// row of that part in partials.  Rows of padding are zero-filled
 // and not stored.  Needs hidden and inter multiples of 8 and 16-byte aligned
 // rows (the launcher checks; otherwise the portable kernels run).
 #include "../gemm/stage_copy.h"
@@ -97,13 +99,17 @@ struct MoeStage {
           }
         } else {
           const float *ws = p.w2_scale + (long long)e * p.hidden;
+          float *partial = p.splits > 1 ? p.partials + ((long long)blockIdx.y * pairs + q) * p.hidden : nullptr;
 #pragma unroll
           for (int j = 0; j < kTilesN; ++j) {
             const int col = n0 + warp_n * kWN + j * 8 + 2 * t;
             if (col >= p.hidden) continue;
             float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
             if (kFp8 && !BLOCK) v0 *= rs * ws[col], v1 *= rs * ws[col + 1];
-            put_pair(static_cast<O *>(p.pair_out) + q * p.hidden + col, v0, v1);
+            if (p.splits > 1)
+              *reinterpret_cast<float2 *>(partial + col) = make_float2(v0, v1);
+            else
+              put_pair(static_cast<O *>(p.pair_out) + q * p.hidden + col, v0, v1);
           }
         }
       }
@@ -180,7 +186,12 @@ struct MoeStage {
       place[j] = swizzled(r, chunk);
     }
     const long long k_bytes = (long long)k_total * sizeof(T);
-    const int stages_k = int((k_bytes + kRowBytes - 1) / kRowBytes);
+    // This block's K stages: all, or in stage 2 split p.splits ways its part blockIdx.y.
+    int first = 0, stages_k = int((k_bytes + kRowBytes - 1) / kRowBytes);
+    if (!GATED && p.splits > 1) {
+      const int per = (stages_k + p.splits - 1) / p.splits;
+      first = min(stages_k, int(blockIdx.y) * per), stages_k = min(stages_k, first + per);
+    }
     auto copy = [&](int s, uint32_t stage) {
       const long long byte = (long long)s * kRowBytes + chunk * 16;
       const bool k_in = byte < k_bytes;
@@ -192,18 +203,18 @@ struct MoeStage {
     };
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
-      if (s < stages_k) copy(s, base + s * kStageBytes);
+      if (first + s < stages_k) copy(first + s, base + s * kStageBytes);
       copy_async_commit();
     }
     float acc[kTilesM][kTilesN][4] = {};
     float total[BLOCK ? kTilesM : 1][BLOCK ? kTilesN : 1][4] = {};
-    for (int kt = 0; kt < stages_k; ++kt) {
+    for (int kt = first; kt < stages_k; ++kt) {
       copy_async_wait<kStages - 2>();
       __syncthreads();
       const int next = kt + kStages - 1;
-      if (next < stages_k) copy(next, base + (next % kStages) * kStageBytes);
+      if (next < stages_k) copy(next, base + ((next - first) % kStages) * kStageBytes);
       copy_async_commit();
-      multiply_stage(base + (kt % kStages) * kStageBytes, warp_m, warp_n, acc);
+      multiply_stage(base + ((kt - first) % kStages) * kStageBytes, warp_m, warp_n, acc);
       if constexpr (BLOCK) promote(p, e, m0, n0, warp_m, warp_n, kt, acc, total);
     }
     if constexpr (BLOCK)

@@ -74,6 +74,7 @@ struct Plan {
   TritonCombine combine = TritonCombine::pair_rows;
   std::string stage;  // variant of moe_stage1 / moe_stage2
   unsigned grid1 = 0, grid2 = 0, threads = 0;
+  int splits = 1;  // mma stage 2: the parts of K (grid y), each a partial row a pair
 };
 
 // AITER_MOE_KERNEL, read once: "wgmma", "triton" or "mma" force that path
@@ -139,6 +140,22 @@ bool use_wgmma(const FusedMoeArgs &a, const GpuCall &call) {
   return f == Forced::wgmma || use_triton(a, call);
 }
 
+// Stage 2 split along K into 2 or 4 parts where its tiles in use give fewer
+// blocks than two an SM and each part keeps at least kMinSplitStages 128-byte
+// K steps (Mixtral decode: at T 1, 64 blocks of 128 w2 rows each streamed the
+// expert's 14336-wide rows at 1.75 TB/s against stage 1's 2.59, ncu on an H100,
+// docs/performance_moe.md run 28).  Needs the workspace's partial rows (few pairs).
+constexpr int64_t kMinSplitStages = 16;
+int stage2_splits(const FusedMoeArgs &a, int64_t used_tiles, int64_t cols2, int sms) {
+  if (a.partials == nullptr) return 1;
+  const int64_t blocks = used_tiles * ceil_div(a.hidden, cols2);
+  const int64_t stages = ceil_div(a.inter * (is_fp8(a) ? 1 : 2), 128);
+  int splits = 1;
+  while (splits < kMoeMaxSplits && blocks * splits < 2 * int64_t(sms) && stages / (2 * splits) >= kMinSplitStages)
+    splits *= 2;
+  return splits;
+}
+
 Plan mma_plan(const FusedMoeArgs &a, const std::string &prefix, int sms) {
   // One block a tile, in the kernel's grouped order (a 1-D grid).  Where the
   // tiles in use (at most one per pair block plus one per expert) give too
@@ -156,6 +173,7 @@ Plan mma_plan(const FusedMoeArgs &a, const std::string &prefix, int sms) {
   plan.grid1 = unsigned(tiles * ceil_div(a.inter, cols1));
   plan.grid2 = unsigned(tiles * ceil_div(a.hidden, cols2));
   plan.threads = unsigned(kMmaThreads);
+  plan.splits = stage2_splits(a, used, cols2, sms);
   return plan;
 }
 
@@ -203,7 +221,8 @@ aiter_status launch_stage(const GpuCall &call, int stage, const Plan &plan, unsi
   if (plan.path == StagePath::triton) return triton_moe_stage(a, stage, plan.combine, call);
   if (plan.path == StagePath::wgmma) return wgmma_moe_stage(a, stage, call);
   const unsigned grid = stage == 1 ? plan.grid1 : plan.grid2;
-  const Dim3 dims = plan.path == StagePath::mma ? Dim3{grid, 1, 1} : Dim3{grid, row_tiles, 1};
+  const unsigned splits = stage == 1 ? 1 : unsigned(plan.splits);
+  const Dim3 dims = plan.path == StagePath::mma ? Dim3{grid, splits, 1} : Dim3{grid, row_tiles, 1};
   return launch(call, stage == 1 ? "moe_stage1" : "moe_stage2", plan.stage, dims, plan.threads, p);
 }
 
@@ -284,12 +303,14 @@ aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
                              : portable_plan(a, prefix);
   if (s == AITER_OK) s = sort_pairs(a, plan, call);
   if (s != AITER_OK || a.tokens == 0) return s;
-  const FusedMoeParams p = params_of(a);
+  FusedMoeParams p = params_of(a);
+  p.splits = plan.splits, p.partials = a.partials;
   s = prepare_inputs(a, p, call);
   if (s != AITER_OK) return s;
   s = run_stages(a, p, plan, call);
   if (s == AITER_ERR_NO_KERNEL && mma && a.variant == kMoeAuto) {  // fp8 products need sm_89+: the portable stages
     clear_error();
+    p.splits = 1;
     s = run_stages(a, p, portable_plan(a, prefix), call);
   }
   if (s != AITER_OK) return s;

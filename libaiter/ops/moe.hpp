@@ -51,6 +51,10 @@ struct SortingArgs {
 // The most experts moe_sorting / fused_moe take (the CPU keeps a count per
 // expert; the GPU kernels take up to kMoeMaxExperts, kernels/moe/moe_params.h).
 constexpr int kMoeMaxExpertsAny = 65536;
+// Decode's stage 2 split along K (gpu/moe_fused.cpp): up to kMoeMaxSplits fp32
+// partial rows a pair, which the workspace holds where there are at most
+// kMoeSplitMaxPairs pairs.
+constexpr int64_t kMoeMaxSplits = 4, kMoeSplitMaxPairs = 64;
 
 int64_t moe_max_rows(int64_t tokens, int64_t topk, int64_t experts, int64_t block);
 
@@ -63,6 +67,7 @@ void check_sort_inputs(ArgCheck &c, SortingArgs &a, const DLTensor *ids, const D
 struct MoeWorkspace {
   size_t sorted, block_experts, block_runs, num_valid, x_sorted, inter, pair_out;  // byte offsets
   size_t xq, x_scale, hq, h_scale;  // fp8 weights (elem_bytes 1) only
+  size_t partials;                  // few pairs only (kMoeSplitMaxPairs)
   size_t total;  // bytes
   int64_t rows, blocks;
 };
@@ -92,6 +97,7 @@ struct FusedMoeArgs {
   void *x_sorted;    // [rows, H] with weights_on_input, else null
   void *inter_buf;   // [rows, I]
   void *pair_out;    // [tokens * topk, H]
+  float *partials;   // [kMoeMaxSplits, tokens * topk, H] for at most kMoeSplitMaxPairs pairs, else null
 };
 
 // Nonzero entry e of an expert mask of `bytes`-wide elements.

@@ -35,6 +35,8 @@ MoeWorkspace moe_workspace(int64_t tokens, int64_t topk, int64_t experts, int64_
   w.x_scale = at, at += fp8 ? aligned(size_t(w.rows * std::max<int64_t>(1, (hidden + 127) / 128)) * 4) : 0;
   w.hq = at, at += fp8 ? aligned(size_t(w.rows * inter)) : 0;
   w.h_scale = at, at += fp8 ? aligned(size_t(w.rows * std::max<int64_t>(1, (inter + 127) / 128)) * 4) : 0;
+  const int64_t pairs = tokens * topk;
+  w.partials = at, at += pairs <= kMoeSplitMaxPairs ? aligned(size_t(kMoeMaxSplits * pairs * hidden) * 4) : 0;
   w.total = at;
   return w;
 }
@@ -148,6 +150,8 @@ void check_workspace(ArgCheck &c, FusedMoeArgs &a, DLTensor *ws, const DLTensor 
   a.x_scale = fp8 ? reinterpret_cast<float *>(base + layout.x_scale) : nullptr;
   a.hq = fp8 ? base + layout.hq : nullptr;
   a.h_scale = fp8 ? reinterpret_cast<float *>(base + layout.h_scale) : nullptr;
+  // The last region: empty (null) where the pairs are too many to split stage 2.
+  a.partials = layout.total > layout.partials ? reinterpret_cast<float *>(base + layout.partials) : nullptr;
 }
 
 // The scales of fp8 weights, fp32 and compact: one per weight row (2 dims), or

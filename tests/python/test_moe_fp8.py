@@ -154,6 +154,18 @@ def test_fused_moe_fp8_gpu_shapes(rng, device, variant, case):
     check(run_fp8(device, *layer, variant=variant), moe_fp8_reference(*layer, "float8_e4m3fn"))
 
 
+@pytest.mark.parametrize("block", [False, True], ids=["per_channel", "block_scaled"])
+@pytest.mark.parametrize("case", [(1, 8, 2, 256, 4096), (3, 8, 4, 384, 8192)])
+def test_fused_moe_fp8_decode_split_k_gpu(rng, device, block, case):
+    """The tensor-core stage 2 split along K (fp8: 32 and 64 steps of 128
+    codes, 2 and 4 parts; block-scaled: each part's K groups scaled where they
+    fall) with the partial rows added up by the combine."""
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    layer = routed_fp8_layer(rng, case, "bfloat16", "float8_e4m3fn", block)
+    check(run_fp8(device, *layer, variant="mma"), moe_fp8_reference(*layer, "float8_e4m3fn"))
+
+
 @pytest.mark.parametrize("case,block_size,skewed,dtype,block", [
     ((77, 8, 3, 256, 128), 128, False, "float16", False),  # 128-row sorting blocks, fp16 outputs (small: no overflow)
     ((45, 6, 2, 1040, 528), 64, False, "bfloat16", False),  # K not a multiple of 128 (TMA's zero fill); ragged tiles

@@ -182,6 +182,38 @@ def test_fused_moe_gpu_shapes(rng, device, variant, case):
     check_out(out, moe_ref(x, w1, w2, weights, ids), "bfloat16")
 
 
+# Decode with long inter: the tensor-core stage 2 splits K into 2 or 4 parts
+# (gpu/moe_fused.cpp's stage2_splits: few blocks, 16+ K steps a part, at most
+# 64 pairs) and the combine adds the parts' fp32 rows.  Inter 4104: a part
+# ends mid-step (65 steps of 64); H 264: a column tile past the edge; 64 pairs
+# (the most with partial rows) and 68 (none: one part).
+SPLIT_CASES = [(1, 8, 2, 264, 4104), (5, 16, 4, 256, 2048), (16, 8, 4, 128, 4096), (17, 8, 4, 128, 4096)]
+
+
+@pytest.mark.parametrize("variant", ["auto", "mma"])
+@pytest.mark.parametrize("case", SPLIT_CASES)
+def test_fused_moe_decode_split_k_gpu(rng, device, variant, case):
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    x, w1, w2, weights, ids = make_routed_layer(rng, *case, "bfloat16")
+    first = run(device, x, w1, w2, weights, ids, variant=variant)
+    check_out(first, moe_ref(x, w1, w2, weights, ids), "bfloat16")
+    second = run(device, x, w1, w2, weights, ids, variant=variant)
+    np.testing.assert_array_equal(f64(on_host(first)), f64(on_host(second)))  # the parts summed in a fixed order
+
+
+def test_fused_moe_decode_split_k_expert_mask_gpu(rng, device):
+    """Split stage 2 with pairs of experts this rank does not hold: their
+    partial rows are never written, and the combine skips them."""
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    x, w1, w2, weights, ids = make_routed_layer(rng, 3, 8, 3, 256, 4096, "bfloat16")
+    mask = np.array([1, 0, 1, 1, 0, 1, 1, 0], np.int32)
+    w1, w2 = w1[mask.astype(bool)], w2[mask.astype(bool)]
+    out = run(device, x, w1, w2, weights, ids, expert_mask=mask)
+    check_out(out, moe_ref(x, w1, w2, weights, ids, mask=mask), "bfloat16")
+
+
 # Prefill sizes: on average 64 or more rows an expert, where the GPU runs its
 # Triton stages (wgmma on sm_90a) when they are built; odd token counts, inter
 # not a multiple of the Triton tiles' width (192, 320: clamped columns), k 3.
