@@ -15,7 +15,11 @@ block (BM divides block) against BN columns:
                      t = q // topk, w = weights[t, q % topk] (combine 1) or 1
                      (combine 2: weights_on_input); the k pairs of a token lie
                      in k tiles of other experts, so the fused MoE needs no
-                     combine pass over a row a pair, only a cast of the sums
+                     combine pass over a row a pair, only a cast of the sums;
+                     or with splits > 1 (decode: few tiles) K in `splits` parts,
+                     program_id(1) the part, whose fp32 sums go to row
+                     part * pairs + q of out (the partial rows the combine
+                     kernel adds up in part order)
 with a_m the row's input: x[q // topk] (gather != 0: the 16-bit stage 1 on x),
 else row m of `a` (x_sorted, inter_buf, or the fp8 copies xq / hq).
 fp8 per channel (SCALED): sums times a_scale[m] * w_scale[e, column]; block-
@@ -100,9 +104,17 @@ def _accumulate(out, q, valid, topk, rn, ldo, n, value, weights, weights_stride,
 
 
 @triton.jit
+def _store_part(out, q, valid, pairs, rn, ldo, n, value):
+    """This K part's fp32 sums (`out` is fp32 here) in row part * pairs + q."""
+    part_row = tl.program_id(1) * pairs + tl.where(valid, q, 0)
+    at = part_row.to(tl.int64)[:, None] * ldo + rn[None, :]
+    tl.store(out + at, value, mask=valid[:, None] & (rn < n)[None, :])
+
+
+@triton.jit
 def moe_stage_kernel(a, w, out, sorted_rows, block_experts, block_runs, num_valid, a_scale, w_scale,
                      rows, pairs, topk, n, k, lda, ldo, local_experts, block, gather, act, out_kind,
-                     weights, weights_stride, combine,
+                     weights, weights_stride, combine, splits,
                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
                      GATED: tl.constexpr, SCALED: tl.constexpr, BLOCK_SCALED: tl.constexpr,
                      PROMOTE: tl.constexpr = 0):
@@ -133,8 +145,16 @@ def moe_stage_kernel(a, w, out, sorted_rows, block_experts, block_runs, num_vali
     w_ptrs = w + e64 * w_rows * k + wr.to(tl.int64)[:, None] * k + rk[None, :]
     kgroups = k // 128
     w_block = e64 * (w_rows // 128) + wr // 128  # block-scaled: the rows' 128 x 128 weight blocks
+    steps = k // BK
+    first = steps * 0  # an int32 like the part's start (a runtime branch sets it)
+    if splits > 1:  # this program's part of K
+        per = tl.cdiv(steps, splits)
+        first = tl.minimum(tl.program_id(1) * per, steps)
+        steps = tl.minimum(first + per, steps)
+        a_ptrs += first * BK
+        w_ptrs += first * BK
     acc = tl.zeros((BM, WN), dtype=tl.float32)
-    for step in range(0, k // BK):
+    for step in range(first, steps):
         x = tl.load(a_ptrs)
         y = tl.load(w_ptrs)
         if BLOCK_SCALED:
@@ -153,6 +173,8 @@ def moe_stage_kernel(a, w, out, sorted_rows, block_experts, block_runs, num_vali
     if GATED:
         g, u = tl.split(tl.reshape(acc, (BM, BN, 2)))
         _store(out, rm, rn, ldo, n, valid, _gated(g, u, act), out_kind)
+    elif splits > 1:
+        _store_part(out, q, valid, pairs, rn, ldo, n, acc)
     elif combine != 0:
         _accumulate(out, q, valid, topk, rn, ldo, n, acc, weights, weights_stride, combine)
     else:

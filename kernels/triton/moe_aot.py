@@ -10,7 +10,7 @@ ARGUMENTS = (
     ("rows", "i32"), ("pairs", "i32"), ("topk", "i32"), ("n", "i32"), ("k", "i32"),
     ("lda", "i64"), ("ldo", "i64"),
     ("local_experts", "i32"), ("block", "i32"), ("gather", "i32"), ("act", "i32"), ("out_kind", "i32"),
-    ("weights", "*fp32"), ("weights_stride", "i64"), ("combine", "i32"),
+    ("weights", "*fp32"), ("weights_stride", "i64"), ("combine", "i32"), ("splits", "i32"),
 )
 # 16-byte aligned inputs and outputs, sizes and strides multiples of 16
 # elements: the launcher offers the kernels only calls that have them (and K a

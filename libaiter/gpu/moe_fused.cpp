@@ -74,7 +74,7 @@ struct Plan {
   TritonCombine combine = TritonCombine::pair_rows;
   std::string stage;  // variant of moe_stage1 / moe_stage2
   unsigned grid1 = 0, grid2 = 0, threads = 0;
-  int splits = 1;  // mma stage 2: the parts of K (grid y), each a partial row a pair
+  int splits = 1;  // stage 2 (mma, Triton): the parts of K (grid y), each a partial row a pair
 };
 
 // AITER_MOE_KERNEL, read once: "wgmma", "triton" or "mma" force that path
@@ -140,30 +140,34 @@ bool use_wgmma(const FusedMoeArgs &a, const GpuCall &call) {
   return f == Forced::wgmma || use_triton(a, call);
 }
 
-// Stage 2 split along K into 2 or 4 parts where its tiles in use give fewer
-// blocks than two an SM and each part keeps at least kMinSplitStages 128-byte
-// K steps (Mixtral decode: at T 1, 64 blocks of 128 w2 rows each streamed the
-// expert's 14336-wide rows at 1.75 TB/s against stage 1's 2.59, ncu on an H100,
-// docs/performance_moe.md run 28).  Needs the workspace's partial rows (few pairs).
+// The 64-row tiles in use at most: one per 64 pairs plus one per expert.
+int64_t used_tiles(const FusedMoeArgs &a) {
+  return std::min(a.sort.rows / kMmaRows,
+                  ceil_div(a.tokens * a.topk, kMmaRows) + std::min(a.local_experts, a.tokens * a.topk));
+}
+
+// Stage 2 split along K into 2, 4 or 8 parts where its tiles in use (of
+// `cols2` columns) give fewer than `wanted` blocks and each part keeps at
+// least kMinSplitStages 128-byte K steps.  Mixtral decode, ncu on an H100
+// (docs/performance_moe.md run 28): at T 1 the mma.sync stage 2's 64 blocks
+// streamed w2's 14336-wide rows at 1.75 TB/s against stage 1's 2.59, and the
+// fp8 Triton stage 2 has 32 blocks of 256 columns.  Needs the workspace's
+// partial rows (few pairs).
 constexpr int64_t kMinSplitStages = 16;
-int stage2_splits(const FusedMoeArgs &a, int64_t used_tiles, int64_t cols2, int sms) {
-  if (a.partials == nullptr) return 1;
-  const int64_t blocks = used_tiles * ceil_div(a.hidden, cols2);
+int stage2_splits(const FusedMoeArgs &a, int64_t cols2, int64_t wanted) {
+  if (a.partials == nullptr || cols2 <= 0) return 1;
+  const int64_t blocks = used_tiles(a) * ceil_div(a.hidden, cols2);
   const int64_t stages = ceil_div(a.inter * (is_fp8(a) ? 1 : 2), 128);
   int splits = 1;
-  while (splits < kMoeMaxSplits && blocks * splits < 2 * int64_t(sms) && stages / (2 * splits) >= kMinSplitStages)
-    splits *= 2;
+  while (splits < kMoeMaxSplits && blocks * splits < wanted && stages / (2 * splits) >= kMinSplitStages) splits *= 2;
   return splits;
 }
 
 Plan mma_plan(const FusedMoeArgs &a, const std::string &prefix, int sms) {
   // One block a tile, in the kernel's grouped order (a 1-D grid).  Where the
-  // tiles in use (at most one per pair block plus one per expert) give too
-  // few blocks of 128 weight rows to keep two on every SM, tiles of 64 rows
-  // (unless a tuned variant fixes the width).
-  const int64_t tiles = a.sort.rows / kMmaRows;
-  const int64_t used =
-      std::min(tiles, ceil_div(a.tokens * a.topk, kMmaRows) + std::min(a.local_experts, a.tokens * a.topk));
+  // tiles in use give too few blocks of 128 weight rows to keep two on every
+  // SM, tiles of 64 rows (unless a tuned variant fixes the width).
+  const int64_t tiles = a.sort.rows / kMmaRows, used = used_tiles(a);
   const bool few = used * ceil_div(a.inter, kMmaCols1) < 2 * int64_t(sms);
   const bool narrow = a.variant == kMoeMmaNarrow || (a.variant != kMoeMmaWide && few);
   const int64_t cols1 = narrow ? kMmaCols1 / 2 : kMmaCols1, cols2 = narrow ? kMmaCols2 / 2 : kMmaCols2;
@@ -173,7 +177,7 @@ Plan mma_plan(const FusedMoeArgs &a, const std::string &prefix, int sms) {
   plan.grid1 = unsigned(tiles * ceil_div(a.inter, cols1));
   plan.grid2 = unsigned(tiles * ceil_div(a.hidden, cols2));
   plan.threads = unsigned(kMmaThreads);
-  plan.splits = stage2_splits(a, used, cols2, sms);
+  plan.splits = stage2_splits(a, cols2, 2 * int64_t(sms));  // two blocks an SM
   return plan;
 }
 
@@ -202,10 +206,12 @@ bool sums_chosen() {
 // The sums, [tokens, hidden] fp32, take the start of pair_out: room from topk 2 on.
 bool fp32_sums(const FusedMoeArgs &a) { return a.topk >= 2 && sums_chosen(); }
 
-Plan triton_plan(const FusedMoeArgs &a) {
+Plan triton_plan(const FusedMoeArgs &a, const GpuCall &call, int sms) {
   Plan plan;
   plan.path = StagePath::triton;
   plan.combine = fp32_sums(a) ? TritonCombine::fp32_sums : TritonCombine::pair_rows;
+  if (plan.combine == TritonCombine::pair_rows)  // one block an SM (their shared memory)
+    plan.splits = stage2_splits(a, triton_moe_stage2_width(a, call), sms);
   return plan;
 }
 
@@ -218,7 +224,7 @@ Plan wgmma_plan() {
 
 aiter_status launch_stage(const GpuCall &call, int stage, const Plan &plan, unsigned row_tiles,
                           const FusedMoeArgs &a, const FusedMoeParams &p) {
-  if (plan.path == StagePath::triton) return triton_moe_stage(a, stage, plan.combine, call);
+  if (plan.path == StagePath::triton) return triton_moe_stage(a, stage, plan.combine, plan.splits, call);
   if (plan.path == StagePath::wgmma) return wgmma_moe_stage(a, stage, call);
   const unsigned grid = stage == 1 ? plan.grid1 : plan.grid2;
   const unsigned splits = stage == 1 ? 1 : unsigned(plan.splits);
@@ -298,13 +304,13 @@ aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
   const std::string dt = dtype_tag(a.dtype);
   const std::string prefix = is_fp8(a) ? std::string(dtype_tag(a.wdtype)) + "." + dt : dt;
   const Plan plan = wgmma  ? wgmma_plan()
-                    : triton ? triton_plan(a)
+                    : triton ? triton_plan(a, call, sms)
                     : mma    ? mma_plan(a, prefix, sms)
                              : portable_plan(a, prefix);
   if (s == AITER_OK) s = sort_pairs(a, plan, call);
   if (s != AITER_OK || a.tokens == 0) return s;
   FusedMoeParams p = params_of(a);
-  p.splits = plan.splits, p.partials = a.partials;
+  p.splits = plan.splits, p.partials = a.partials;  // the combine adds the parts
   s = prepare_inputs(a, p, call);
   if (s != AITER_OK) return s;
   s = run_stages(a, p, plan, call);

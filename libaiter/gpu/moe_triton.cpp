@@ -106,7 +106,10 @@ bool triton_moe_fits(const FusedMoeArgs &a, const GpuCall &call) {
   return stage_fits(a, 1, find_stage(a, 1, call)) && stage_fits(a, 2, find_stage(a, 2, call));
 }
 
-aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, TritonCombine combine, const GpuCall &call) {
+int triton_moe_stage2_width(const FusedMoeArgs &a, const GpuCall &call) { return find_stage(a, 2, call).width; }
+
+aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, TritonCombine combine, int splits,
+                              const GpuCall &call) {
   const StageKernel s = find_stage(a, stage, call);
   if (s.width == 0)
     return fail(AITER_ERR_NO_KERNEL, "%s: no Triton %s kernel for %s weights on this device", a.sort.op,
@@ -116,9 +119,11 @@ aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, TritonCombine co
   const int64_t n = stage_columns(a, stage), k = first ? a.hidden : a.inter;
   const bool sums = !first && combine == TritonCombine::fp32_sums;
   const int combine_code = sums ? (a.weights_on_input ? 2 : 1) : 0;  // moe.py's combine
+  const int parts = first ? 1 : splits;
+  void *out = first ? a.inter_buf : parts > 1 ? static_cast<void *>(a.partials) : a.pair_out;
   const NamedArg values[] = {
       NamedArg::pointer("a", stage_input(a, stage)), NamedArg::pointer("w", first ? a.w1 : a.w2),
-      NamedArg::pointer("out", first ? a.inter_buf : a.pair_out), NamedArg::pointer("sorted_rows", a.sort.sorted),
+      NamedArg::pointer("out", out), NamedArg::pointer("sorted_rows", a.sort.sorted),
       NamedArg::pointer("block_experts", a.sort.block_experts), NamedArg::pointer("block_runs", a.sort.block_runs),
       NamedArg::pointer("num_valid", a.sort.num_valid),
       NamedArg::pointer("a_scale", first ? a.x_scale : a.h_scale),
@@ -129,9 +134,9 @@ aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, TritonCombine co
       NamedArg::number("block", a.sort.block), NamedArg::number("gather", gathers_x(a, stage) ? 1 : 0),
       NamedArg::number("act", a.act), NamedArg::number("out_kind", a.dtype == DType::f16 ? 1 : 2),
       NamedArg::pointer("weights", a.weights), NamedArg::number("weights_stride", a.weights_stride),
-      NamedArg::number("combine", combine_code),
+      NamedArg::number("combine", combine_code), NamedArg::number("splits", parts),
   };
-  const Dim3 grid{unsigned(grid_of(a, stage, s.width)), 1, 1};
+  const Dim3 grid{unsigned(grid_of(a, stage, s.width)), unsigned(parts), 1};
   if (grid.x == 0) return AITER_OK;
   return launch_triton(call, stage_op(stage), variant, grid, values, int(sizeof values / sizeof values[0]));
 }

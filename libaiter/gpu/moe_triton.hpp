@@ -22,9 +22,14 @@ bool triton_moe_fits(const FusedMoeArgs &a, const GpuCall &call);
 enum class TritonCombine { pair_rows, fp32_sums };
 
 // Stage 1 (gate/up product and activation into inter_buf) or stage 2 (down
-// product, as `combine` says), reading the sorted rows from the workspace; for
-// fp8 weights the stage's input is its per-row quantized copy (xq / hq).
-aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, TritonCombine combine, const GpuCall &call);
+// product, as `combine` says; or with splits > 1 K in that many parts, each
+// part's fp32 rows in a.partials), reading the sorted rows from the workspace;
+// for fp8 weights the stage's input is its per-row quantized copy (xq / hq).
+aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, TritonCombine combine, int splits,
+                              const GpuCall &call);
+
+// The columns of hidden a stage-2 tile of this call's kernel has (0: none built).
+int triton_moe_stage2_width(const FusedMoeArgs &a, const GpuCall &call);
 
 }  // namespace gpu
 }  // namespace aiter

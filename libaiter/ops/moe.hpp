@@ -54,7 +54,7 @@ constexpr int kMoeMaxExpertsAny = 65536;
 // Decode's stage 2 split along K (gpu/moe_fused.cpp): up to kMoeMaxSplits fp32
 // partial rows a pair, which the workspace holds where there are at most
 // kMoeSplitMaxPairs pairs.
-constexpr int64_t kMoeMaxSplits = 4, kMoeSplitMaxPairs = 64;
+constexpr int64_t kMoeMaxSplits = 8, kMoeSplitMaxPairs = 64;
 
 int64_t moe_max_rows(int64_t tokens, int64_t topk, int64_t experts, int64_t block);
 

@@ -154,16 +154,23 @@ def test_fused_moe_fp8_gpu_shapes(rng, device, variant, case):
     check(run_fp8(device, *layer, variant=variant), moe_fp8_reference(*layer, "float8_e4m3fn"))
 
 
+@pytest.mark.parametrize("stages", ["mma_n128", "triton"])
 @pytest.mark.parametrize("block", [False, True], ids=["per_channel", "block_scaled"])
-@pytest.mark.parametrize("case", [(1, 8, 2, 256, 4096), (3, 8, 4, 384, 8192)])
-def test_fused_moe_fp8_decode_split_k_gpu(rng, device, block, case):
-    """The tensor-core stage 2 split along K (fp8: 32 and 64 steps of 128
-    codes, 2 and 4 parts; block-scaled: each part's K groups scaled where they
-    fall) with the partial rows added up by the combine."""
+@pytest.mark.parametrize("case", [(1, 8, 2, 256, 4096), (3, 8, 4, 384, 8192), (2, 8, 3, 128, 16384)])
+def test_fused_moe_fp8_decode_split_k_gpu(rng, device, stages, block, case):
+    """Stage 2 split along K (fp8: 32, 64 and 128 steps of 128 codes: 2, 4
+    and 8 parts; block-scaled: each part's K groups scaled where they fall)
+    with the partial rows added up by the combine, on the mma.sync stages
+    and on the Triton stages (the default for fp8)."""
     if device == "cpu":
         pytest.skip("large shapes: GPU only")
+    op = "fused_moe_fp8_blockscale" if block else "fused_moe_fp8"
+    if stages not in aiter.tuning.variants(op, device):
+        pytest.skip(f"no {stages} stages on this GPU")
     layer = routed_fp8_layer(rng, case, "bfloat16", "float8_e4m3fn", block)
-    check(run_fp8(device, *layer, variant="mma"), moe_fp8_reference(*layer, "float8_e4m3fn"))
+    with aiter.tuning.force_variant(op, stages):
+        out = run_fp8(device, *layer)
+    check(out, moe_fp8_reference(*layer, "float8_e4m3fn"))
 
 
 @pytest.mark.parametrize("case,block_size,skewed,dtype,block", [

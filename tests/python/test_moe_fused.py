@@ -182,23 +182,29 @@ def test_fused_moe_gpu_shapes(rng, device, variant, case):
     check_out(out, moe_ref(x, w1, w2, weights, ids), "bfloat16")
 
 
-# Decode with long inter: the tensor-core stage 2 splits K into 2 or 4 parts
+# Decode with long inter: stage 2 splits K into 2, 4 or 8 parts
 # (gpu/moe_fused.cpp's stage2_splits: few blocks, 16+ K steps a part, at most
 # 64 pairs) and the combine adds the parts' fp32 rows.  Inter 4104: a part
 # ends mid-step (65 steps of 64); H 264: a column tile past the edge; 64 pairs
-# (the most with partial rows) and 68 (none: one part).
-SPLIT_CASES = [(1, 8, 2, 264, 4104), (5, 16, 4, 256, 2048), (16, 8, 4, 128, 4096), (17, 8, 4, 128, 4096)]
+# (the most with partial rows) and 68 (none: one part); inter 8192 (8 parts).
+# The mma.sync stages (the 16-bit default at decode) and the Triton stages
+# (the fp8 default; the tuned variant "triton" here), which need H a multiple of 16.
+SPLIT_CASES = [(1, 8, 2, 264, 4104), (5, 16, 4, 256, 2048), (16, 8, 4, 128, 4096), (17, 8, 4, 128, 4096),
+               (2, 8, 3, 128, 8192)]
 
 
-@pytest.mark.parametrize("variant", ["auto", "mma"])
+@pytest.mark.parametrize("stages", ["auto", "triton"])
 @pytest.mark.parametrize("case", SPLIT_CASES)
-def test_fused_moe_decode_split_k_gpu(rng, device, variant, case):
+def test_fused_moe_decode_split_k_gpu(rng, device, stages, case):
     if device == "cpu":
         pytest.skip("large shapes: GPU only")
+    if stages == "triton" and (case[3] % 16 or "triton" not in aiter.tuning.variants("fused_moe", device)):
+        pytest.skip("the Triton stages: H a multiple of 16, and built for this GPU")
     x, w1, w2, weights, ids = make_routed_layer(rng, *case, "bfloat16")
-    first = run(device, x, w1, w2, weights, ids, variant=variant)
+    with aiter.tuning.force_variant("fused_moe", None if stages == "auto" else stages):
+        first = run(device, x, w1, w2, weights, ids)
+        second = run(device, x, w1, w2, weights, ids)
     check_out(first, moe_ref(x, w1, w2, weights, ids), "bfloat16")
-    second = run(device, x, w1, w2, weights, ids, variant=variant)
     np.testing.assert_array_equal(f64(on_host(first)), f64(on_host(second)))  # the parts summed in a fixed order
 
 

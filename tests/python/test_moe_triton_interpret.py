@@ -107,10 +107,11 @@ def dequantized(codes, scale, group):
 
 
 def run(moe, stage, tokens=37, local=5, k=2, hidden=128, inter=96, block=64, bn=64, act=0, fp8=None, seed=0,
-        combine=0):
+        combine=0, splits=1):
     """One stage launched as libaiter/gpu/moe_triton.cpp does; checks it against float64.
     combine (stage 2): 0 a row a pair; 1 / 2 each pair's row added, times its routing
-    weight (1) or not (2), to its token's fp32 sums (zeros on entry)."""
+    weight (1) or not (2), to its token's fp32 sums (zeros on entry).  splits > 1
+    (stage 2): K in that many parts, each part's fp32 rows [splits, pairs, n]."""
     g = torch.Generator().manual_seed(seed)
     routed = [e for e in range(local + 1) if e != local - 2]  # expert local - 2 gets no tokens
     ids = np.array([[routed[i] for i in torch.randperm(len(routed), generator=g)[:k]] for _ in range(tokens)])
@@ -135,14 +136,21 @@ def run(moe, stage, tokens=37, local=5, k=2, hidden=128, inter=96, block=64, bn=
     weights = torch.rand(tokens, k, generator=g)
     if combine:
         out = torch.zeros(tokens, n)
+    if splits > 1:
+        out = torch.full((splits * pairs, n), float("nan"))
     tiles = rows // 64 * triton.cdiv(n, bn)
-    moe.moe_stage_kernel[(tiles,)](
+    moe.moe_stage_kernel[(tiles, splits)](
         a_in, w_in, out, torch.from_numpy(sorted_rows), torch.from_numpy(block_experts),
         block_runs(block_experts, valid, block), torch.tensor([valid], dtype=torch.int32), a_scale.float().contiguous(), w_scale.float().contiguous(),
         rows, pairs, k, n, kk, a_in.stride(0), out.stride(0), local, block, int(gather), act, 1,
-        weights, weights.stride(0), combine, BM=64, BN=bn, BK=128 if fp8 else 32, GROUP_M=2, GATED=stage == 1, SCALED=fp8 == "channel",
-        BLOCK_SCALED=fp8 == "block")
+        weights, weights.stride(0), combine, splits, BM=64, BN=bn, BK=128 if fp8 else 32, GROUP_M=2,
+        GATED=stage == 1, SCALED=fp8 == "channel", BLOCK_SCALED=fp8 == "block")
     got = out.double().numpy()
+    if splits > 1:
+        parts = got.reshape(splits, pairs, n)
+        unwritten = np.isnan(parts)
+        assert (unwritten.all(axis=0) | ~unwritten.any(axis=0)).all(), "a row written by some parts only"
+        got = np.where(unwritten.all(axis=0), np.nan, np.nan_to_num(parts).sum(axis=0))
     if combine:
         return check_sums(got, w64, a64, sorted_rows, block_experts, valid, block, local, k, weights, combine)
     written = np.zeros(len(got), bool)
@@ -204,7 +212,7 @@ def fp8_layer(moe, block_scaled, tokens=37, experts=5, k=2, hidden=256, inter=25
         out = torch.full((out_rows, n), float("nan")).half()
         moe.moe_stage_kernel[(rows // 64 * triton.cdiv(n, 128),)](
             a, w, out, *layout, a_scale, w_scale.float().contiguous(), rows, pairs, k, n, kk, kk, n, experts, 64,
-            0, 0, 1, torch.ones(1), 0, 0, BM=64, BN=128, BK=128, GROUP_M=2, GATED=stage == 1, SCALED=not block_scaled,
+            0, 0, 1, torch.ones(1), 0, 0, 1, BM=64, BN=128, BK=128, GROUP_M=2, GATED=stage == 1, SCALED=not block_scaled,
             BLOCK_SCALED=block_scaled)
         return out.double().numpy()
 
@@ -235,6 +243,10 @@ def cases():
         "stage 2, fp8 per channel": lambda m: run(m, 2, hidden=96, inter=256, fp8="channel", seed=5),
         "stage 1, fp8 block-scaled": lambda m: run(m, 1, hidden=256, inter=128, fp8="block", seed=6),
         "stage 2, fp8 block-scaled": lambda m: run(m, 2, hidden=128, inter=256, fp8="block", seed=7),
+        # K split: 7 steps of 32 in 3 parts (3, 3, 1); 4 fp8 block-scaled groups in 3 parts (2, 2, 0: an empty part)
+        "stage 2, K in 3 parts": lambda m: run(m, 2, hidden=160, inter=224, seed=12, splits=3),
+        "stage 2, fp8 block-scaled, K in 3 parts": lambda m: run(m, 2, hidden=128, inter=512, fp8="block", seed=13,
+                                                                 splits=3),
         "layer, fp8 per channel, within the bound": lambda m: fp8_layer(m, False),
         "layer, fp8 block-scaled, within the bound": lambda m: fp8_layer(m, True),
     }
