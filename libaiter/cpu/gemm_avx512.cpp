@@ -15,7 +15,7 @@
 // pair.  Sums stay in a 32-bit scratch across K blocks; the store scales,
 // biases and rounds once.
 //
-// bf16, fp8 and int8 with at most kDotMaxM rows of A take the dot-product form
+// bf16, fp8 and int8 with at most dot_max_m() rows of A take the dot-product form
 // instead (avx512::dot_kernel): strips of W rows meet every row of A straight
 // from memory, so W is read once and never packed: with so few rows of A,
 // packing W would cost as much as the products.  There W comes from memory in
@@ -55,6 +55,13 @@ constexpr int64_t kSlotsK = 256;     // slots per K block: a W panel is 32 x 256
 constexpr int64_t kChunkN = 64;
 constexpr int64_t kMaxRowsM = 770;   // rows of A per work item (55 panels of 14)
 constexpr int64_t kDotMaxM = 16;     // the dot-product form up to here
+// At level amx the tiles take over from 9 rows: on a Xeon host (AMX, 4 cores,
+// N = K = 4096) M 16 bf16 ran 1.48-1.65 ms on tiles against 2.55-2.63 in the
+// dot form, fp8 1.59-2.04 against 3.46-3.53, int8 0.90-1.06 against 1.14-1.40;
+// M 1 0.48-0.54 in the dot form against 1.38-1.56 (its time grows about 0.14
+// ms a row: level near M 8).  docs/performance_cpu.md, 2026-11-28.
+constexpr int64_t kDotMaxMAmx = 8;
+int64_t dot_max_m() { return isa_at_least(Isa::amx) ? kDotMaxMAmx : kDotMaxM; }
 constexpr int64_t kDotStripN = 24;   // rows of W per work item of the dot-product form
 constexpr int64_t kMaxExactInt8K = 131071;
 constexpr int64_t kMaxQuadsK = 65536;  // K * 255 * 128 < 2^31: (w + 128) a sums stay exact  // K * 128 * 128 < 2^31: int32 sums stay exact
@@ -127,7 +134,7 @@ class Words {
 // ---- the slots of a dtype ----------------------------------------------------------
 Slots slots_for(const Plan &p) {
   if (p.int8) {
-    const bool quads = isa_at_least(Isa::avx512_bf16) && p.k <= kMaxQuadsK && p.m > kDotMaxM;  // dot form: pairs
+    const bool quads = isa_at_least(Isa::avx512_bf16) && p.k <= kMaxQuadsK && p.m > dot_max_m();  // dot form: pairs
     return quads ? Slots::int8_quads : Slots::int16_pairs;
   }
   const DType dt = p.a.dtype;
@@ -492,7 +499,7 @@ void run_item(const Plan &p, const Layout &l, const uint32_t *packed_a, const in
 
 // ---- the dot-product form ---------------------------------------------------------------
 bool use_dot_form(const Plan &p, const Layout &l) {
-  return (l.slots == Slots::bf16_pairs || l.slots == Slots::int16_pairs) && p.m <= kDotMaxM;
+  return (l.slots == Slots::bf16_pairs || l.slots == Slots::int16_pairs) && p.m <= dot_max_m();
 }
 
 // A as the dot kernels read it, copied once per call (few rows) into rows
