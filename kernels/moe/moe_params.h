@@ -77,9 +77,10 @@ struct FusedMoeParams {
   int quant;              // QuantKind of the weights (kQuantE4m3fn / kQuantE4m3fnuz), 0 for 16-bit
   int group;              // fp8 scale groups along K: 0 per channel, 128 block-scaled
   int quant_source;       // moe_quant: 0 the input rows (x, times the weight with weights_on_input), 1 inter
-  // The mma.sync stage 2 split along K into `splits` (> 1) blocks a tile, each
-  // writing its fp32 sums to partials [splits, pairs, hidden], which the
-  // combine adds up in split order; 1: a row a pair in pair_out.
+  // Stage 2 (mma.sync here; the Triton stages take the same as arguments)
+  // split along K into `splits` (> 1) blocks a tile, each writing its fp32
+  // sums to partials [splits, pairs, hidden], which the combine adds up in
+  // split order; 1: a row a pair in pair_out.
   float *partials;
   int splits;
 };
