@@ -191,15 +191,9 @@ struct Avx2 {
     skinny_block<R, T, 8>(a, lda, w_rows, kc, sums);
   }
 };
-#endif
 
-bool use_avx2() {
-#ifdef AITER_GEMM_AVX2
-  return isa_at_least(Isa::avx2);
-#else
-  return false;
+bool use_avx2() { return isa_at_least(Isa::avx2); }
 #endif
-}
 
 // table[(R - 1) * kRowsW + (C - 1)] is the dot kernel for R rows of A and C of W.
 using DotTable = std::array<DotKernel, kRowsA * kRowsW>;
