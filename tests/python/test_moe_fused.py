@@ -198,8 +198,8 @@ SPLIT_CASES = [(1, 8, 2, 264, 4104), (5, 16, 4, 256, 2048), (16, 8, 4, 128, 4096
 def test_fused_moe_decode_split_k_gpu(rng, device, stages, case):
     if device == "cpu":
         pytest.skip("large shapes: GPU only")
-    if stages == "triton" and (case[3] % 16 or "triton" not in aiter.tuning.variants("fused_moe", device)):
-        pytest.skip("the Triton stages: H a multiple of 16, and built for this GPU")
+    if stages == "triton" and case[3] % 16:
+        pytest.skip("the Triton stages: H a multiple of 16")
     x, w1, w2, weights, ids = make_routed_layer(rng, *case, "bfloat16")
     with aiter.tuning.force_variant("fused_moe", None if stages == "auto" else stages):
         first = run(device, x, w1, w2, weights, ids)
