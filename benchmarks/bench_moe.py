@@ -4,7 +4,7 @@ against the peers of issue 33, in one run.
 
 usage: python3 benchmarks/bench_moe.py [--shapes mixtral,qwen3,deepseek-bf16] [--tokens 1,8,64,128,1024,4096]
                                        [--kinds bf16,fp8] [--markdown FILE] [--show-kernels]
-                                       [--variant mma|mma_n128|mma_n64|triton|portable]
+                                       [--variant mma|mma_n128|mma_n64|triton|triton_wide|triton_narrow|portable]
 
 The stages' path is the library's choice (the tuned table, configs/moe_*.csv,
 else Triton stages for prefill sizes where built, on sm_90a the TMA + wgmma
@@ -292,7 +292,7 @@ def main():
     ap.add_argument("--markdown")
     ap.add_argument("--show-kernels", action="store_true")
     ap.add_argument("--variant", help="force this tuned variant of the three fused MoE ops (aiter.tuning.variants: "
-                    "mma, mma_n128, mma_n64, triton, portable)")
+                    "mma, mma_n128, mma_n64, triton, triton_wide, triton_narrow, portable)")
     args = ap.parse_args()
     if args.variant:
         for op in ("fused_moe", "fused_moe_fp8", "fused_moe_fp8_blockscale"):

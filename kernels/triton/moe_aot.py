@@ -30,6 +30,14 @@ NVIDIA_TILES = ((64, 256, 8, 3), (64, 512, 8, 3))
 # DeepGEMM's remedy for wgmma's reduced-precision fp8 sums, which needs a
 # second accumulator (the 512-wide products spilled 280-376 bytes with it).
 NVIDIA_FP8_TILES = ((64, 128, 8, 4), (64, 256, 8, 4))
+# sm_90a fp8 at decode (a few rows an expert, weights streamed once): half as
+# wide again, one warpgroup, 4 stages of 24 KB (175-232 registers a thread),
+# so that two blocks share an SM and one block's first loads and epilogue hide
+# under the other's stream (with one block an SM nothing does).  On an H100
+# (docs/performance_moe.md, run 33) 4 stages ran Qwen3-30B 2% and DeepSeek-V3
+# T 8 3% faster than 3 stages, Mixtral-8x7B 1% slower.  gpu/moe_fused.cpp's
+# triton_tiles chooses them.
+NVIDIA_FP8_NARROW_TILES = ((64, 64, 4, 4), (64, 128, 4, 4))
 AMD_TILES = ((64, 64, 4, 2), (64, 128, 4, 2))
 BK_16BIT = {"gfx1100": 32}  # RDNA 3: BK 64 spilled in the GEMM family's kernels (gemm_aot.py)
 
@@ -40,9 +48,10 @@ def variant(dtype, tile, bk, block_scaled):
     return f"triton_{dtype}.{bm}x{bn}x{bk}" + (".bs" if block_scaled else "")
 
 
-def _kernel(target, stage, dtype, block_scaled):
+def _kernel(target, stage, dtype, block_scaled, tiles=None):
     fp8 = dtype not in ("bf16", "f16")
-    tiles = (NVIDIA_FP8_TILES if fp8 else NVIDIA_TILES) if is_nvidia(target) else AMD_TILES
+    if tiles is None:
+        tiles = (NVIDIA_FP8_TILES if fp8 else NVIDIA_TILES) if is_nvidia(target) else AMD_TILES
     bm, bn, warps, stages = tiles[stage - 1]
     bk = 128 if fp8 else BK_16BIT.get(target, 64)
     name = variant(dtype, (bm, bn), bk, block_scaled)
@@ -59,12 +68,14 @@ def _kernel(target, stage, dtype, block_scaled):
 def kernels(target):
     """Every MoE stage kernel built for `target`: 16-bit, and where the matrix
     cores have an fp8 format (sm_90a, gfx942, gfx950, gfx1201), fp8 per channel
-    and block-scaled."""
+    and block-scaled (on NVIDIA in the wide and the narrow tiles)."""
     out = []
+    fp8_tiles = (None, NVIDIA_FP8_NARROW_TILES) if is_nvidia(target) else (None,)
     for stage in (1, 2):
         for dtype in ("bf16", "f16"):
             out.append(_kernel(target, stage, dtype, False))
         if target in FP8:
-            out.append(_kernel(target, stage, FP8[target], False))
-            out.append(_kernel(target, stage, FP8[target], True))
+            for tiles in fp8_tiles:
+                out.append(_kernel(target, stage, FP8[target], False, tiles))
+                out.append(_kernel(target, stage, FP8[target], True, tiles))
     return out

@@ -72,6 +72,7 @@ enum class StagePath { portable, mma, triton, wgmma };
 struct Plan {
   StagePath path = StagePath::portable;
   TritonCombine combine = TritonCombine::pair_rows;
+  TritonTiles tiles = TritonTiles::wide;
   std::string stage;  // variant of moe_stage1 / moe_stage2
   unsigned grid1 = 0, grid2 = 0, threads = 0;
   int splits = 1;  // stage 2 (mma, Triton): the parts of K (grid y), each a partial row a pair
@@ -107,11 +108,26 @@ bool triton_by_default(const FusedMoeArgs &a) {
   return is_fp8(a) || a.tokens * a.topk >= 64 * a.local_experts;
 }
 
+// The Triton stages' narrow tiles (moe_aot.py: built for fp8 on NVIDIA, two
+// blocks an SM) where an expert has fewer than kNarrowRows rows on average
+// (decode), so that a block's first loads and epilogue hide under another
+// block's stream: on an H100 1-3% less time a layer than the wide tiles at
+// T 1-128 of Mixtral-8x7B, Qwen3-30B and DeepSeek-V3 fp8, level at 64 rows an
+// expert (docs/performance_moe.md, run 33).  The tuned variants triton_wide /
+// triton_narrow fix them.
+constexpr int64_t kNarrowRows = 64;
+TritonTiles triton_tiles(const FusedMoeArgs &a) {
+  if (a.variant == kMoeTritonWide) return TritonTiles::wide;
+  if (a.variant == kMoeTritonNarrow) return TritonTiles::narrow;
+  return is_fp8(a) && a.tokens * a.topk < kNarrowRows * a.local_experts ? TritonTiles::narrow : TritonTiles::wide;
+}
+
 bool use_triton(const FusedMoeArgs &a, const GpuCall &call) {
-  if (a.variant == kMoeTriton) return triton_moe_fits(a, call);  // the tuned variant: at any row count
+  const bool fits = triton_moe_fits(a, triton_tiles(a), call);
+  if (moe_triton_variant(a.variant)) return fits;  // the tuned variants: at any row count
   const Forced f = forced_path();
   if ((a.variant != kMoeAuto && a.variant != kMoeMma) || f == Forced::mma || f == Forced::portable) return false;
-  return (f == Forced::triton || f == Forced::wgmma || triton_by_default(a)) && triton_moe_fits(a, call);
+  return (f == Forced::triton || f == Forced::wgmma || triton_by_default(a)) && fits;
 }
 
 // The Hopper stages (gpu/moe_wgmma.cpp) by default only where they measured
@@ -209,9 +225,11 @@ bool fp32_sums(const FusedMoeArgs &a) { return a.topk >= 2 && sums_chosen(); }
 Plan triton_plan(const FusedMoeArgs &a, const GpuCall &call, int sms) {
   Plan plan;
   plan.path = StagePath::triton;
+  plan.tiles = triton_tiles(a);
   plan.combine = fp32_sums(a) ? TritonCombine::fp32_sums : TritonCombine::pair_rows;
-  if (plan.combine == TritonCombine::pair_rows)  // one block an SM (their shared memory)
-    plan.splits = stage2_splits(a, triton_moe_stage2_width(a, call), sms);
+  const int per_sm = plan.tiles == TritonTiles::narrow ? 2 : 1;  // blocks an SM (registers, shared memory)
+  if (plan.combine == TritonCombine::pair_rows)
+    plan.splits = stage2_splits(a, triton_moe_stage2_width(a, plan.tiles, call), per_sm * int64_t(sms));
   return plan;
 }
 
@@ -224,7 +242,7 @@ Plan wgmma_plan() {
 
 aiter_status launch_stage(const GpuCall &call, int stage, const Plan &plan, unsigned row_tiles,
                           const FusedMoeArgs &a, const FusedMoeParams &p) {
-  if (plan.path == StagePath::triton) return triton_moe_stage(a, stage, plan.combine, plan.splits, call);
+  if (plan.path == StagePath::triton) return triton_moe_stage(a, stage, plan.tiles, plan.combine, plan.splits, call);
   if (plan.path == StagePath::wgmma) return wgmma_moe_stage(a, stage, call);
   const unsigned grid = stage == 1 ? plan.grid1 : plan.grid2;
   const unsigned splits = stage == 1 ? 1 : unsigned(plan.splits);
@@ -277,16 +295,18 @@ aiter_status sort_pairs(const FusedMoeArgs &a, const Plan &plan, const GpuCall &
 }  // namespace
 
 bool fused_moe_mma_fits(const FusedMoeArgs &a, const GpuCall &call) { return mma_fits(a, call); }
-bool fused_moe_triton_fits(const FusedMoeArgs &a, const GpuCall &call) { return triton_moe_fits(a, call); }
+bool fused_moe_triton_fits(const FusedMoeArgs &a, const GpuCall &call) {
+  return triton_moe_fits(a, triton_tiles(a), call);
+}
 
 aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
   const bool wgmma = use_wgmma(a, call);
   const bool triton = !wgmma && use_triton(a, call);
   const bool portable = a.variant == kMoePortable || (a.variant == kMoeAuto && forced_path() == Forced::portable);
-  const bool mma = !wgmma && !triton && !portable && a.variant != kMoeTriton && mma_fits(a, call);
-  if (a.variant == kMoeTriton && !triton && !wgmma)
+  const bool mma = !wgmma && !triton && !portable && !moe_triton_variant(a.variant) && mma_fits(a, call);
+  if (moe_triton_variant(a.variant) && !triton && !wgmma)
     return fail(AITER_ERR_UNSUPPORTED_SHAPE,
-                "%s: variant triton: the Triton stages are not built for this device and dtypes, or the call "
+                "%s: variants triton*: the Triton stages are not built for this device and dtypes, or the call "
                 "lacks 64-row blocks, K a multiple of the kernels' K step or 16-byte aligned rows",
                 a.sort.op);
   if (a.variant != kMoeAuto && a.variant != kMoePortable && !mma && !triton && !wgmma)

@@ -16,8 +16,8 @@ namespace gpu {
 namespace {
 
 // What moe_aot.py builds: 64-row tiles; columns a tile (stage 1: of inter, the
-// product twice as wide; stage 2: of hidden) 256 / 512 on NVIDIA (fp8: 128 / 256),
-// 64 / 128 on AMD (128 / 256: other builds of moe_aot.py); K steps of 64
+// product twice as wide; stage 2: of hidden) 256 / 512 on NVIDIA (fp8: 128 / 256,
+// and the narrow 64 / 128), 64 / 128 on AMD (128 / 256: other builds of moe_aot.py); K steps of 64
 // (gfx1100: 32) for 16-bit weights, 128 for fp8.
 constexpr int kTileRows = 64;
 constexpr int kWidths[2][3] = {{256, 128, 64}, {512, 256, 128}};  // [stage - 1]: widest first
@@ -48,8 +48,12 @@ int weight_index(const FusedMoeArgs &a) {
   }
 }
 
-StageKernel look_up(const FusedMoeArgs &a, int stage, const GpuCall &call) {
-  for (int width : kWidths[stage - 1]) {
+// The widest built kernel of `stage`, or the narrowest.
+StageKernel look_up(const FusedMoeArgs &a, int stage, TritonTiles tiles, const GpuCall &call) {
+  const int *widths = kWidths[stage - 1];
+  const int count = int(sizeof kWidths[0] / sizeof kWidths[0][0]);
+  for (int i = 0; i < count; ++i) {
+    const int width = widths[tiles == TritonTiles::wide ? i : count - 1 - i];
     if (is_fp8(a)) {
       if (triton_kernel_built(call, stage_op(stage), variant_name(a, width, kStepFp8))) return {width, kStepFp8};
       continue;
@@ -60,16 +64,17 @@ StageKernel look_up(const FusedMoeArgs &a, int stage, const GpuCall &call) {
   return {};
 }
 
-// The built kernel of `stage` for the call's weights, asked of the manifest once
-// per device (a width of 0: none).
-StageKernel find_stage(const FusedMoeArgs &a, int stage, const GpuCall &call) {
-  static std::atomic<int> known[kDeviceSlots][2][4][2] = {};  // 0 unknown, -1 none, else width * 1024 + step
+// The built kernel of `stage` for the call's weights and tiles, asked of the
+// manifest once per device (a width of 0: none).
+StageKernel find_stage(const FusedMoeArgs &a, int stage, TritonTiles tiles, const GpuCall &call) {
+  static std::atomic<int> known[kDeviceSlots][2][4][2][2] = {};  // 0 unknown, -1 none, else width * 1024 + step
   const int slot = device_slot(call.device);
-  std::atomic<int> *entry = slot >= 0 ? &known[slot][stage - 1][weight_index(a)][a.group > 0] : nullptr;
+  std::atomic<int> *entry =
+      slot >= 0 ? &known[slot][stage - 1][weight_index(a)][a.group > 0][tiles == TritonTiles::narrow] : nullptr;
   const int seen = entry ? entry->load(std::memory_order_relaxed) : 0;
   if (seen > 0) return {seen / 1024, seen % 1024};
   if (seen < 0) return {};
-  const StageKernel found = look_up(a, stage, call);
+  const StageKernel found = look_up(a, stage, tiles, call);
   if (entry) entry->store(found.width > 0 ? found.width * 1024 + found.step : -1, std::memory_order_relaxed);
   return found;
 }
@@ -99,18 +104,20 @@ bool stage_fits(const FusedMoeArgs &a, int stage, const StageKernel &s) {
 
 }  // namespace
 
-bool triton_moe_fits(const FusedMoeArgs &a, const GpuCall &call) {
+bool triton_moe_fits(const FusedMoeArgs &a, TritonTiles tiles, const GpuCall &call) {
   if (a.sort.block % kTileRows != 0 || a.sort.rows % kTileRows != 0) return false;
   if (!aligned16(a.w1) || !aligned16(a.w2) || !aligned16(a.inter_buf) || !aligned16(a.pair_out)) return false;
   if (a.tokens * a.topk >= INT32_MAX || a.sort.rows >= INT32_MAX) return false;
-  return stage_fits(a, 1, find_stage(a, 1, call)) && stage_fits(a, 2, find_stage(a, 2, call));
+  return stage_fits(a, 1, find_stage(a, 1, tiles, call)) && stage_fits(a, 2, find_stage(a, 2, tiles, call));
 }
 
-int triton_moe_stage2_width(const FusedMoeArgs &a, const GpuCall &call) { return find_stage(a, 2, call).width; }
+int triton_moe_stage2_width(const FusedMoeArgs &a, TritonTiles tiles, const GpuCall &call) {
+  return find_stage(a, 2, tiles, call).width;
+}
 
-aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, TritonCombine combine, int splits,
-                              const GpuCall &call) {
-  const StageKernel s = find_stage(a, stage, call);
+aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, TritonTiles tiles, TritonCombine combine,
+                              int splits, const GpuCall &call) {
+  const StageKernel s = find_stage(a, stage, tiles, call);
   if (s.width == 0)
     return fail(AITER_ERR_NO_KERNEL, "%s: no Triton %s kernel for %s weights on this device", a.sort.op,
                 stage_op(stage), dtype_tag(a.wdtype));

@@ -8,10 +8,15 @@
 namespace aiter {
 namespace gpu {
 
+// Which of the built tiles a call takes (kernels/triton/moe_aot.py): the
+// widest, or the narrowest (on NVIDIA fp8: half as wide, two blocks an SM, for
+// decode); where one width is built both name it.
+enum class TritonTiles { wide, narrow };
+
 // Whether both Triton stages of this call's dtypes are built for the device and
 // the call has what they were compiled to assume (64-row tiles inside the
 // sorting's blocks, K a multiple of the kernels' K step, 16-byte aligned rows).
-bool triton_moe_fits(const FusedMoeArgs &a, const GpuCall &call);
+bool triton_moe_fits(const FusedMoeArgs &a, TritonTiles tiles, const GpuCall &call);
 
 // What stage 2 does with its rows: store each pair's row in pair_out (the
 // combine kernel sums them: deterministic; the default), or add weight * row to
@@ -25,11 +30,11 @@ enum class TritonCombine { pair_rows, fp32_sums };
 // product, as `combine` says; or with splits > 1 K in that many parts, each
 // part's fp32 rows in a.partials), reading the sorted rows from the workspace;
 // for fp8 weights the stage's input is its per-row quantized copy (xq / hq).
-aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, TritonCombine combine, int splits,
-                              const GpuCall &call);
+aiter_status triton_moe_stage(const FusedMoeArgs &a, int stage, TritonTiles tiles, TritonCombine combine,
+                              int splits, const GpuCall &call);
 
 // The columns of hidden a stage-2 tile of this call's kernel has (0: none built).
-int triton_moe_stage2_width(const FusedMoeArgs &a, const GpuCall &call);
+int triton_moe_stage2_width(const FusedMoeArgs &a, TritonTiles tiles, const GpuCall &call);
 
 }  // namespace gpu
 }  // namespace aiter

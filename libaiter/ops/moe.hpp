@@ -107,11 +107,14 @@ inline bool mask_on(const void *mask, int32_t bytes, int64_t e) {
 }
 
 // How the GPU stages run: params.variant's 0-2, the tile widths the tuned
-// variants "mma_n128" / "mma_n64" fix, and the tuned variant "triton" (the
-// Triton stages at any row count; ops/moe_tuning.cpp).
+// variants "mma_n128" / "mma_n64" fix, and the tuned variants "triton" (the
+// Triton stages at any row count, their tiles by the heuristic),
+// "triton_wide" and "triton_narrow" (those tiles fixed; ops/moe_tuning.cpp).
 enum MoeVariant : int32_t {
-  kMoeAuto = 0, kMoePortable = 1, kMoeMma = 2, kMoeMmaWide = 3, kMoeMmaNarrow = 4, kMoeTriton = 5
+  kMoeAuto = 0, kMoePortable = 1, kMoeMma = 2, kMoeMmaWide = 3, kMoeMmaNarrow = 4, kMoeTriton = 5,
+  kMoeTritonWide = 6, kMoeTritonNarrow = 7
 };
+inline bool moe_triton_variant(int32_t v) { return v == kMoeTriton || v == kMoeTritonWide || v == kMoeTritonNarrow; }
 
 // fused_moe / fused_moe_fp8 with params.variant 0: a forced variant, a tuned
 // table row (ops "fused_moe", "fused_moe_fp8", "fused_moe_fp8_blockscale") or

@@ -33,12 +33,15 @@ aiter_status run_gpu(const FusedMoeArgs &a, const GpuCall *call) {
 // Heuristic order: "mma" (tensor cores where the shapes allow, the tile width
 // by the SMs the tiles would fill; fp8 without fp8 products falls back to the
 // portable stages; from 64 rows an expert the Triton stages where built), else
-// "portable".  "triton" forces the Triton stages at any row count.
+// "portable".  "triton" forces the Triton stages at any row count,
+// "triton_wide" / "triton_narrow" with their tiles fixed.
 const Variant<FusedMoeArgs> kGpuVariants[] = {
     {"mma", mma_fits, nullptr, run_gpu<kMoeAuto>},
     {"mma_n128", mma_fits, never_first, run_gpu<kMoeMmaWide>},
     {"mma_n64", mma_fits, never_first, run_gpu<kMoeMmaNarrow>},
     {"triton", triton_fits, never_first, run_gpu<kMoeTriton>},
+    {"triton_wide", triton_fits, never_first, run_gpu<kMoeTritonWide>},
+    {"triton_narrow", triton_fits, never_first, run_gpu<kMoeTritonNarrow>},
     {"portable", any_gpu_call, nullptr, run_gpu<kMoePortable>},
 };
 
