@@ -154,6 +154,17 @@ def test_fused_moe_fp8_gpu_shapes(rng, device, variant, case):
     check(run_fp8(device, *layer, variant=variant), moe_fp8_reference(*layer, "float8_e4m3fn"))
 
 
+def check_forced(rng, device, variant, block, case):
+    """A routed fp8 layer (GPU only) on a forced tuned variant against float64."""
+    if device == "cpu":
+        pytest.skip("large shapes: GPU only")
+    op = "fused_moe_fp8_blockscale" if block else "fused_moe_fp8"
+    layer = routed_fp8_layer(rng, case, "bfloat16", "float8_e4m3fn", block)
+    with aiter.tuning.force_variant(op, variant):
+        out = run_fp8(device, *layer)
+    check(out, moe_fp8_reference(*layer, "float8_e4m3fn"))
+
+
 @pytest.mark.parametrize("stages", ["mma_n128", "triton_wide", "triton_narrow"])
 @pytest.mark.parametrize("block", [False, True], ids=["per_channel", "block_scaled"])
 @pytest.mark.parametrize("case", [(1, 8, 2, 256, 4096), (3, 8, 4, 384, 8192), (2, 8, 3, 128, 16384)])
@@ -162,13 +173,7 @@ def test_fused_moe_fp8_decode_split_k_gpu(rng, device, stages, block, case):
     and 8 parts; block-scaled: each part's K groups scaled where they fall)
     with the partial rows added up by the combine, on the mma.sync stages
     and on the Triton stages (the default for fp8) in both tile widths."""
-    if device == "cpu":
-        pytest.skip("large shapes: GPU only")
-    op = "fused_moe_fp8_blockscale" if block else "fused_moe_fp8"
-    layer = routed_fp8_layer(rng, case, "bfloat16", "float8_e4m3fn", block)
-    with aiter.tuning.force_variant(op, stages):
-        out = run_fp8(device, *layer)
-    check(out, moe_fp8_reference(*layer, "float8_e4m3fn"))
+    check_forced(rng, device, stages, block, case)
 
 
 @pytest.mark.parametrize("tiles", ["triton_wide", "triton_narrow"])
@@ -182,13 +187,7 @@ def test_fused_moe_fp8_triton_tiles_gpu(rng, device, tiles, block, case):
     clamped), Qwen3-30B's shape at T 3, many rows an expert (several row
     tiles an expert), unrouted experts' NaN weights; tiles not built for the
     device run the widths that are (both names give the same kernel then)."""
-    if device == "cpu":
-        pytest.skip("large shapes: GPU only")
-    op = "fused_moe_fp8_blockscale" if block else "fused_moe_fp8"
-    layer = routed_fp8_layer(rng, case, "bfloat16", "float8_e4m3fn", block)
-    with aiter.tuning.force_variant(op, tiles):
-        out = run_fp8(device, *layer)
-    check(out, moe_fp8_reference(*layer, "float8_e4m3fn"))
+    check_forced(rng, device, tiles, block, case)
 
 
 @pytest.mark.parametrize("case,block_size,skewed,dtype,block", [
