@@ -111,24 +111,27 @@ def decode_case(b, ctx, hq, hkv, d, page, cache_dtype=torch.bfloat16):
     return row
 
 
-def paged_prefill_case(b, ctx, new, hq, hkv, d, page, dtype=torch.bfloat16):
-    """b sequences of `ctx` positions whose last `new` are new tokens (chunked prefill)."""
+def paged_prefill_case(b, ctx, new, hq, hkv, d, page, dtype=torch.bfloat16, cache_dtype=None):
+    """b sequences of `ctx` positions whose last `new` are new tokens (chunked
+    prefill); an fp8 cache_dtype: the peers read the same values in q's dtype."""
+    cache_dtype = cache_dtype or dtype
     from torch.nn.attention.bias import causal_lower_right
     blocks_per_seq = ctx // page
     num_blocks = b * blocks_per_seq
     table = torch.randperm(num_blocks, device="cuda", dtype=torch.int32).view(b, blocks_per_seq)
     lens = torch.full((b,), ctx, dtype=torch.int32, device="cuda")
-    k_cache = torch.randn(num_blocks, page, hkv, d, device="cuda", dtype=dtype)
-    v_cache = torch.randn(num_blocks, page, hkv, d, device="cuda", dtype=dtype)
+    k_cache = torch.randn(num_blocks, page, hkv, d, device="cuda", dtype=dtype).to(cache_dtype)
+    v_cache = torch.randn(num_blocks, page, hkv, d, device="cuda", dtype=dtype).to(cache_dtype)
     q = torch.randn(b * new, hq, d, dtype=dtype, device="cuda")
     cu = torch.arange(0, b * new + 1, new, dtype=torch.int32, device="cuda")
     out = torch.empty_like(q)
     ours = bench(lambda: aiter.paged_prefill_attention(q, k_cache, v_cache, table, lens, cu, out=out))
     flops = 4 * b * hq * d * (new * (ctx - new) + new * (new + 1) / 2)  # the scores the causal mask keeps
-    row = {"op": "pprefill", "case": f"B{b} ctx{ctx} new{new} H{hq}/{hkv} D{d} p{page}", "ours_ms": ours,
+    kind = "" if cache_dtype == dtype else f" {str(cache_dtype).replace('torch.', '')}"
+    row = {"op": "pprefill", "case": f"B{b} ctx{ctx} new{new} H{hq}/{hkv} D{d} p{page}{kind}", "ours_ms": ours,
            "ours_tflops": flops / ours / 1e9}
-    kc = k_cache[table.flatten().long()].view(b, ctx, hkv, d).transpose(1, 2).contiguous()
-    vc = v_cache[table.flatten().long()].view(b, ctx, hkv, d).transpose(1, 2).contiguous()
+    kc = k_cache[table.flatten().long()].to(dtype).view(b, ctx, hkv, d).transpose(1, 2).contiguous()
+    vc = v_cache[table.flatten().long()].to(dtype).view(b, ctx, hkv, d).transpose(1, 2).contiguous()
     qs = q.view(b, new, hq, d).transpose(1, 2)
     mask = causal_lower_right(new, ctx)
     lower_right = lambda: F.scaled_dot_product_attention(qs, kc, vc, attn_mask=mask, enable_gqa=hq != hkv)
@@ -175,8 +178,10 @@ def main():
     print(torch.cuda.get_device_name(), torch.__version__, flush=True)
     rows = []
     if args.only in (None, "paged_prefill"):
+        fp8 = (torch.bfloat16, torch.float8_e4m3fn)
         cases = [(4, 2048, 512, 32, 8, 128, 16), (4, 4096, 1024, 32, 8, 128, 16), (16, 2048, 128, 32, 8, 128, 16),
-                 (4, 2048, 512, 32, 8, 64, 64), (4, 2048, 2048, 32, 8, 128, 16)]
+                 (4, 2048, 512, 32, 8, 64, 64), (4, 2048, 2048, 32, 8, 128, 16), (4, 2048, 512, 32, 8, 128, 16, *fp8),
+                 (4, 4096, 1024, 32, 8, 128, 16, *fp8)]
         for c in cases[:1] if args.quick else cases:
             rows.append(paged_prefill_case(*c))
             show(rows[-1])

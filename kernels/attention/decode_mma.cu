@@ -27,6 +27,7 @@
 // whose block id is out of range is masked (its rows zero-filled, never read).
 #include "../common/numeric.h"
 #include "attention_params.h"
+#include "fp8_widen.h"
 #include "mma16.h"
 
 namespace {
@@ -35,12 +36,6 @@ constexpr int kWarps = 4, kThreads = 32 * kWarps;
 constexpr int kRows = 16;  // rows a block (one m16 tile)
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 constexpr float kNegInf = -__builtin_huge_valf();
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-constexpr bool kHwE4m3 = true;  // cvt.rn.f16x2.e4m3x2
-#else
-constexpr bool kHwE4m3 = false;
-#endif
 
 // Sizes of a cache row (one key of one kv head) and of a warp's ring.
 template <int D, int CK>
@@ -85,48 +80,6 @@ __device__ __forceinline__ uint32_t swz(int row, int chunk) {
   return uint32_t(row * Chunks * 16 + ((chunk ^ x) << 4));
 }
 
-// ---- fp8 widening ---------------------------------------------------------------
-
-// What the widened values must be multiplied by to be the cache's values.
-template <int CK>
-__device__ __forceinline__ constexpr float fp8_fold() {
-  return CK == kQuantE4m3fnuz ? 0x1p7f : CK == kQuantE4m3fn && !kHwE4m3 ? 0x1p8f : 1.0f;
-}
-
-// Bytes I0 and I1 of w as an fp16 pair (I0 in the low half), exactly, up to fp8_fold.
-template <int CK, int I0, int I1>
-__device__ __forceinline__ uint32_t fp8_pair(uint32_t w) {
-  if constexpr (CK == kQuantE5m2) {
-    return __byte_perm(w, 0u, 0x4 | (I0 << 4) | (0x4 << 8) | (I1 << 12));  // e5m2 is fp16's top byte
-  } else if constexpr (CK == kQuantE4m3fn && kHwE4m3) {
-    const uint16_t two = uint16_t(__byte_perm(w, 0u, I0 | (I1 << 4)));
-    uint32_t h;
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"(two));
-    return h;
-  } else {
-    // Sign to bit 15, exponent and mantissa to bits 13..7: fp16's bias 15 against
-    // e4m3's 7 (fn) or 8 (fnuz), subnormals included; then the NaN codes.
-    const uint32_t x = __byte_perm(w, 0u, I0 | (0x4 << 4) | (I1 << 8) | (0x4 << 12));
-    const uint32_t h = ((x << 8) & 0x80008000u) | ((x << 7) & 0x3f803f80u);
-    const uint32_t nan = CK == kQuantE4m3fnuz ? __vcmpeq2(h, 0x80008000u) : __vcmpeq2(h & 0x7fff7fffu, 0x3f803f80u);
-    return h | (nan & 0x7e007e00u);
-  }
-}
-
-__device__ __forceinline__ uint32_t f16x2_to_bf16x2(uint32_t h) {
-  float lo, hi;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(lo) : "h"(uint16_t(h & 0xffffu)));
-  asm("cvt.f32.f16 %0, %1;" : "=f"(hi) : "h"(uint16_t(h >> 16)));
-  return Mma<bf16_t>::pack(lo, hi);  // exact: every value widened from fp8 is a bf16
-}
-
-template <class T>
-__device__ __forceinline__ uint32_t as_mma_type(uint32_t f16x2) {
-  if constexpr (Mma<T>::kHalf)
-    return f16x2;
-  else
-    return f16x2_to_bf16x2(f16x2);
-}
 
 // P and V's type in O += P V: fp16 for fp8 caches (widened exactly, and P more
 // precise than in bf16), else the cache's.

@@ -1,5 +1,5 @@
 // Prefill over a paged cache on NVIDIA tensor cores (mma.sync m16n8k16, ldmatrix,
-// cp.async; sm_80 and up), for 16-bit q and caches of q's dtype.  The math is
+// cp.async; sm_80 and up), for 16-bit q and caches of q's dtype or fp8.  The math is
 // prefill_mma.cu's (FlashAttention-2 order: a block of 4 warps takes 64 new
 // tokens of one query head, each warp 16, and streams their keys through two
 // shared-memory buffers 64 keys at a time, the next tile's copy in flight during
@@ -12,24 +12,60 @@
 //   hidden behind it), checked, and turned into per-key cache offsets and a
 //   validity mask in shared memory, three tiles of them in rotation (the
 //   tile being computed, the one whose copy is in flight, the next);
-// - a key whose block id is out of range is zero-filled and masked.
+// - a key whose block id is out of range is zero-filled and masked;
+// - fp8 caches (e4m3fn, e4m3fnuz, e5m2): a tile's raw bytes are copied (half a
+//   16-bit tile's) into two buffers of their own, and once landed widened
+//   exactly to q's type (fp8_widen.h) into one 16-bit tile that the same math
+//   reads; the scales (and the widening's power of two) go into the logits'
+//   factor and the output's.  A barrier more a tile than the 16-bit path.
 //
-// fp8 caches, fp32 q and the AMD targets run paged_prefill.cu.
+// fp32 q and the AMD targets run paged_prefill.cu.
 #include "../common/numeric.h"
 #include "flash_warp.h"
+#include "fp8_widen.h"
 #include "paged_rows.h"
 
 namespace {
 
 constexpr int kThreads = 128, kRows = 64, kKeys = 64;
 
-template <class T, int D>
-struct Tiles {
+// fp8 caches' raw tiles: two buffers of [kKeys][D] codes each for K and V.
+template <bool Fp8, int D>
+struct RawTiles {
+  uint8_t raw_k[2 * kKeys * D], raw_v[2 * kKeys * D];
+};
+template <int D>
+struct RawTiles<false, D> {};
+
+// CK: the cache's QuantKind (kQuantNone: q's dtype).  16-bit caches: two
+// buffers of K and V; fp8: two buffers of raw codes and one widened tile.
+template <class T, int D, int CK>
+struct Tiles : RawTiles<CK != kQuantNone, D> {
+  static constexpr bool kFp8 = CK != kQuantNone;
+  static constexpr int kBufs = kFp8 ? 1 : 2;
   T q[kRows * D];
-  T k[2][kKeys * D];
-  T v[2][kKeys * D];
+  T k[kBufs][kKeys * D];
+  T v[kBufs][kKeys * D];
   long long key_off[3][kKeys];  // a tile's keys: element offset of their rows in the caches
   unsigned key_ok[3][2];        // bit k of word k / 32: key k is in range with a valid block id
+};
+
+// What a widened fp8 value is multiplied by (the cache's scale and the
+// widening's power of two); 1 for 16-bit caches.  Taken from the parameters
+// where used, not kept in a register across the key loop (D128 has none spare).
+template <int CK>
+__device__ __forceinline__ float cache_factor(float scale) {
+  return CK == kQuantNone ? 1.0f : scale * fp8_fold<CK>();
+}
+
+// The caches' element type: T, or fp8 codes as bytes.
+template <class T, int CK>
+struct CacheElem {
+  using type = uint8_t;
+};
+template <class T>
+struct CacheElem<T, kQuantNone> {
+  using type = T;
 };
 
 // What a block needs to find its keys' rows.
@@ -48,8 +84,8 @@ __device__ __forceinline__ int fetch_block_id(const KeyRows &kr, int start, int 
 }
 
 // Lane `i` of warps 0-1: key start + i's offset and validity into rotation slot `slot`.
-template <class T, int D>
-__device__ __forceinline__ void store_key_rows(Tiles<T, D> &s, const KeyRows &kr, int slot, int start, int i,
+template <class Tl>
+__device__ __forceinline__ void store_key_rows(Tl &s, const KeyRows &kr, int slot, int start, int i,
                                                int id) {
   const long long key = (long long)start + i;
   const bool ok = key < kr.end && id >= 0 && id < kr.num_blocks;
@@ -58,23 +94,59 @@ __device__ __forceinline__ void store_key_rows(Tiles<T, D> &s, const KeyRows &kr
   if ((i & 31) == 0) s.key_ok[slot][i >> 5] = mask;
 }
 
-// The K and V rows of the tile whose offsets are in rotation slot `slot`, into buffer `buf`.
-template <class T, int D>
-__device__ __forceinline__ void copy_keys(Tiles<T, D> &s, const T *k, const T *v, int slot, int buf) {
-  constexpr int kChunks = D / 8;
+// The K and V rows of the tile whose offsets are in rotation slot `slot`, into
+// buffer `buf`: 16-bit rows swizzled into the tiles, fp8 rows as they are into
+// the raw buffers.  C: the cache's element type.
+template <class T, int D, int CK, class C>
+__device__ __forceinline__ void copy_keys(Tiles<T, D, CK> &s, const C *k, const C *v, int slot, int buf) {
+  constexpr int kPerChunk = 16 / int(sizeof(C)), kChunks = D / kPerChunk;
   for (int c = int(thread_x()); c < kKeys * kChunks; c += kThreads) {
     const int r = c / kChunks, chunk = c % kChunks;
     const bool valid = (s.key_ok[slot][r >> 5] >> (r & 31)) & 1u;
-    const long long off = s.key_off[slot][r] + chunk * 8;
-    copy16(smem_addr(s.k[buf] + swizzled<D>(r, chunk)), k + off, valid);
-    copy16(smem_addr(s.v[buf] + swizzled<D>(r, chunk)), v + off, valid);
+    const long long off = s.key_off[slot][r] + chunk * kPerChunk;
+    if constexpr (Tiles<T, D, CK>::kFp8) {
+      const int at = (buf * kKeys + r) * D + chunk * 16;
+      copy16(smem_addr(s.raw_k + at), k + off, valid);
+      copy16(smem_addr(s.raw_v + at), v + off, valid);
+    } else {
+      copy16(smem_addr(s.k[buf] + swizzled<D>(r, chunk)), k + off, valid);
+      copy16(smem_addr(s.v[buf] + swizzled<D>(r, chunk)), v + off, valid);
+    }
   }
 }
 
-template <class T, int D>
+// 16 fp8 codes at `raw` widened to q's type into chunks 2 * chunk and
+// 2 * chunk + 1 of row r of a 16-bit tile.
+template <class T, int D, int CK>
+__device__ __forceinline__ void widen_chunk(const uint8_t *raw, T *tile, int r, int chunk) {
+  const uint4 w = *reinterpret_cast<const uint4 *>(raw);
+  const uint4 lo{as_mma_type<T>(fp8_pair<CK, 0, 1>(w.x)), as_mma_type<T>(fp8_pair<CK, 2, 3>(w.x)),
+                 as_mma_type<T>(fp8_pair<CK, 0, 1>(w.y)), as_mma_type<T>(fp8_pair<CK, 2, 3>(w.y))};
+  *reinterpret_cast<uint4 *>(tile + swizzled<D>(r, 2 * chunk)) = lo;
+  const uint4 hi{as_mma_type<T>(fp8_pair<CK, 0, 1>(w.z)), as_mma_type<T>(fp8_pair<CK, 2, 3>(w.z)),
+                 as_mma_type<T>(fp8_pair<CK, 0, 1>(w.w)), as_mma_type<T>(fp8_pair<CK, 2, 3>(w.w))};
+  *reinterpret_cast<uint4 *>(tile + swizzled<D>(r, 2 * chunk + 1)) = hi;
+}
+
+// fp8: raw buffer `buf` widened into the 16-bit tiles (swizzled as copy_keys
+// lays 16-bit rows), a 16-byte chunk of K and of V a thread a step.
+template <class T, int D, int CK>
+__device__ __forceinline__ void widen_keys(Tiles<T, D, CK> &s, int buf) {
+  constexpr int kChunks = D / 16;
+#pragma unroll 1  // one chunk's registers at a time: the key loop has few spare at D128
+  for (int c = int(thread_x()); c < kKeys * kChunks; c += kThreads) {
+    const int r = c / kChunks, chunk = c % kChunks, at = (buf * kKeys + r) * D + chunk * 16;
+    widen_chunk<T, D, CK>(s.raw_k + at, s.k[0], r, chunk);
+    widen_chunk<T, D, CK>(s.raw_v + at, s.v[0], r, chunk);
+  }
+}
+
+template <class T, int D, int CK>
 __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
+  using C = typename CacheElem<T, CK>::type;
+  constexpr bool kFp8 = CK != kQuantNone;
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  auto &s = *reinterpret_cast<Tiles<T, D> *>(smem_raw);
+  auto &s = *reinterpret_cast<Tiles<T, D, CK> *>(smem_raw);
   __shared__ paged::SeqTile st_shared;
   const int t = int(thread_x()), warp = t / 32, lane = t % 32, g = lane / 4, tq = lane % 4;
   if (t == 0) st_shared = paged::find_tile(p, 1, kRows, block_x());
@@ -106,7 +178,7 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
   }
   const KeyRows kr{p.block_table + (long long)st.seq * p.table_stride, p.num_blocks, (long long)p.kv_heads * D,
                    (long long)kvh * D, p.page_size, end};
-  const T *k_cache = static_cast<const T *>(p.k_cache), *v_cache = static_cast<const T *>(p.v_cache);
+  const C *k_cache = static_cast<const C *>(p.k_cache), *v_cache = static_cast<const C *>(p.v_cache);
 
   // Prologue: warps 0-1 map tile 0 (slot 0), warps 2-3 tile 1 (slot 1).
   if (first < end) {
@@ -133,16 +205,21 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
     const int next_slot = slot == 2 ? 0 : slot + 1, after_slot = next_slot == 2 ? 0 : next_slot + 1;
     if (end - tile > kKeys) copy_keys(s, k_cache, v_cache, next_slot, buf ^ 1);
     commit();
+    if constexpr (kFp8) {  // every warp is past the last tile's math (the barrier above)
+      widen_keys(s, buf);
+      sync_block();
+    }
+    const int kb = kFp8 ? 0 : buf;  // the 16-bit tiles read
     // Tile + 2's block ids: loaded now, stored after the math (the load in flight meanwhile).
     const bool map_after = t < 64 && end - tile > 2 * kKeys;
     const int after_id = map_after ? fetch_block_id(kr, tile + 2 * kKeys, t) : -1;
     const unsigned long long ok =
         (unsigned long long)s.key_ok[slot][0] | ((unsigned long long)s.key_ok[slot][1] << 32);
     float sc[kKeys / 8][4];
-    tile_scores<T, D, kKeys>(qf, s.k[buf], lane, sc);
+    tile_scores<T, D, kKeys>(qf, s.k[kb], lane, sc);
     // Logits; the mask only where the warp's rows do not all see the whole tile
     // (the diagonal, the window's edge, the context's end, invalid block ids).
-    log2_logits<kKeys>(sc, p.sm.scale, p.sm.softcap);
+    log2_logits<kKeys>(sc, p.sm.scale * cache_factor<CK>(p.sm.k_scale), p.sm.softcap);
     const int rlo[2] = {lo[0] - tile, lo[1] - tile}, rhi[2] = {hi[0] - tile, hi[1] - tile};  // no overflow: all >= 0
     const bool whole = ok == ~0ull && rlo[0] <= 0 && rlo[1] <= 0 && rhi[0] >= kKeys && rhi[1] >= kKeys;
     if (!__all_sync(0xffffffffu, whole)) {
@@ -154,7 +231,7 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
           if (!(((ok >> kl) & 1ull) && rlo[r] <= kl && kl < rhi[r])) sc[nt][e] = kNegInf;
         }
     }
-    rows.absorb<kKeys>(sc, s.v[buf], lane);
+    rows.absorb<kKeys>(sc, s.v[kb], lane);
     // Slot after_slot held tile - 1's rows, last read before this iteration's barrier.
     if (map_after) store_key_rows(s, kr, after_slot, tile + 2 * kKeys, t, after_id);
   }
@@ -165,20 +242,32 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
     const int token = row0 + warp * 16 + g + 8 * r;
     if (token >= row_end) continue;
     T *dst = static_cast<T *>(p.out) + (long long)token * p.out_token_stride + (long long)head * p.out_head_stride;
-    rows.store(r, dst, p.lse != nullptr ? p.lse + (long long)token * p.q_heads + head : nullptr, tq);
+    rows.store(r, dst, p.lse != nullptr ? p.lse + (long long)token * p.q_heads + head : nullptr, tq, cache_factor<CK>(p.sm.v_scale));
   }
 }
 
 }  // namespace
 
-#define AITER_PAGED_PREFILL_MMA_KERNEL(name, T, D) \
-  AITER_ENTRY(name, kThreads, PagedPrefillParams, paged_prefill_mma<T, D>)
+#define AITER_PAGED_PREFILL_MMA_KERNEL(name, T, D, CK) \
+  AITER_ENTRY(name, kThreads, PagedPrefillParams, (paged_prefill_mma<T, D, CK>))
 
-// smem = sizeof(Tiles<T, D>): (64 + 4 * 64) rows of D 16-bit elements, plus three
+// smem = sizeof(Tiles<T, D, CK>): 16-bit caches (64 + 4 * 64) rows of D 16-bit
+// elements, fp8 (64 + 2 * 64) of them and 4 * 64 rows of D bytes; plus three
 // tiles' key offsets and masks.
 // aiter-kernel-family: op=paged_prefill_attention variant=mma.{dt}.{shape} symbol=aiter_paged_prefill_mma_{dt}_{shape} block=128 smem={smem} dt=f16,bf16 shape=d64:42520,d128:83480
-AITER_PAGED_PREFILL_MMA_KERNEL(aiter_paged_prefill_mma_f16_d64, half_t, 64)
-AITER_PAGED_PREFILL_MMA_KERNEL(aiter_paged_prefill_mma_f16_d128, half_t, 128)
-AITER_PAGED_PREFILL_MMA_KERNEL(aiter_paged_prefill_mma_bf16_d64, bf16_t, 64)
-AITER_PAGED_PREFILL_MMA_KERNEL(aiter_paged_prefill_mma_bf16_d128, bf16_t, 128)
-static_assert(sizeof(Tiles<bf16_t, 64>) == 42520 && sizeof(Tiles<bf16_t, 128>) == 83480, "update smem above");
+// aiter-kernel-family: op=paged_prefill_attention variant=mma.{dt}.{cache}.{shape} symbol=aiter_paged_prefill_mma_{dt}_{cache}_{shape} block=128 smem={smem} dt=f16,bf16 cache=e4m3fn,e4m3fnuz,e5m2 shape=d64:42520,d128:83480
+#define PAGED_PREFILL_MMA_DTYPE(dt, T)                                                     \
+  AITER_PAGED_PREFILL_MMA_KERNEL(aiter_paged_prefill_mma_##dt##_d64, T, 64, kQuantNone)              \
+  AITER_PAGED_PREFILL_MMA_KERNEL(aiter_paged_prefill_mma_##dt##_d128, T, 128, kQuantNone)            \
+  AITER_PAGED_PREFILL_MMA_KERNEL(aiter_paged_prefill_mma_##dt##_e4m3fn_d64, T, 64, kQuantE4m3fn)     \
+  AITER_PAGED_PREFILL_MMA_KERNEL(aiter_paged_prefill_mma_##dt##_e4m3fn_d128, T, 128, kQuantE4m3fn)   \
+  AITER_PAGED_PREFILL_MMA_KERNEL(aiter_paged_prefill_mma_##dt##_e4m3fnuz_d64, T, 64, kQuantE4m3fnuz) \
+  AITER_PAGED_PREFILL_MMA_KERNEL(aiter_paged_prefill_mma_##dt##_e4m3fnuz_d128, T, 128, kQuantE4m3fnuz) \
+  AITER_PAGED_PREFILL_MMA_KERNEL(aiter_paged_prefill_mma_##dt##_e5m2_d64, T, 64, kQuantE5m2)         \
+  AITER_PAGED_PREFILL_MMA_KERNEL(aiter_paged_prefill_mma_##dt##_e5m2_d128, T, 128, kQuantE5m2)
+PAGED_PREFILL_MMA_DTYPE(f16, half_t)
+PAGED_PREFILL_MMA_DTYPE(bf16, bf16_t)
+static_assert(sizeof(Tiles<bf16_t, 64, kQuantNone>) == 42520 && sizeof(Tiles<bf16_t, 128, kQuantNone>) == 83480,
+              "update smem above");
+static_assert(sizeof(Tiles<bf16_t, 64, kQuantE4m3fn>) == 42520 && sizeof(Tiles<bf16_t, 128, kQuantE4m3fn>) == 83480,
+              "update smem above");

@@ -1,10 +1,11 @@
 // GPU launcher of prefill over a paged cache (aiter_paged_prefill_attention).
-// On NVIDIA, 16-bit q with a cache of q's dtype and head dim 64 or 128: the
-// tensor-core kernel (kernels/attention/paged_prefill_mma.cu: tiles of 64 new
-// tokens of one query head); on AMD, the Triton one where built
-// (attention_paged_prefill_triton.cpp: MFMA / WMMA; AITER_PAGED_PREFILL_KERNEL=triton
-// forces it on NVIDIA); otherwise (fp32 q, fp8 caches) the portable
-// one (paged_prefill.cu: tiles of 16 rows (token, query head) of one kv head).
+// On NVIDIA, 16-bit q with a cache of q's dtype or fp8 and head dim 64 or 128:
+// the tensor-core kernel (kernels/attention/paged_prefill_mma.cu: tiles of 64
+// new tokens of one query head; fp8 widened to q's type in shared memory); on
+// AMD, the Triton one where built (attention_paged_prefill_triton.cpp: MFMA /
+// WMMA; AITER_PAGED_PREFILL_KERNEL=triton forces it on NVIDIA); otherwise (fp32
+// q) the portable one (paged_prefill.cu: tiles of 16 rows (token, query head)
+// of one kv head).
 // Neither reads cu_seqlens_q, the block table or the lengths on the host: the
 // grid is sized from the shapes (paged_rows.h), so a call can be captured into a
 // CUDA/HIP graph and replayed with new contents.
@@ -31,13 +32,14 @@ constexpr int64_t kMaxGridY = 65535;
 // on NVIDIA too.  Read at every call, not once, so that a test can switch it.
 bool portable_forced() { return portable_requested("AITER_PAGED_PREFILL_KERNEL"); }
 
-// The tensor-core kernel: NVIDIA, 16-bit q and a cache of q's dtype, rows of q
+// The tensor-core kernel: NVIDIA, 16-bit q and a cache of q's dtype or fp8, rows of q
 // on 16-byte boundaries and of out on 4-byte ones (cp.async copies, paired
 // stores), caches on 16-byte boundaries (compact rows of 128 bytes or more).
 bool use_mma(const DecodeArgs &a, const GpuCall &call) {
   const AttentionShape &sh = a.shape;
   if (call.device.device_type != kDLCUDA || portable_forced()) return false;
-  if ((a.dtype != DType::bf16 && a.dtype != DType::f16) || a.cache.dtype != a.dtype) return false;
+  if ((a.dtype != DType::bf16 && a.dtype != DType::f16) || (a.cache.dtype != a.dtype && !is_fp8(a.cache.dtype)))
+    return false;
   if (sh.q_heads > kMaxGridY || !aligned16(a.cache.k) || !aligned16(a.cache.v)) return false;
   const bool out_pairs = reinterpret_cast<uintptr_t>(a.out) % 4 == 0 &&
                          (a.total_q <= 1 || a.out_strides.token % 2 == 0) &&
@@ -47,7 +49,7 @@ bool use_mma(const DecodeArgs &a, const GpuCall &call) {
 
 std::string kernel_variant(const DecodeArgs &a, bool mma) {
   const std::string dt = dtype_tag(a.dtype), d = ".d" + std::to_string(a.shape.head_dim);
-  if (mma) return "mma." + dt + d;
+  if (mma) return "mma." + dt + (is_fp8(a.cache.dtype) ? std::string(".") + dtype_tag(a.cache.dtype) : "") + d;
   return dt + (is_fp8(a.cache.dtype) ? ".fp8" : ".same") + d;
 }
 

@@ -48,6 +48,18 @@ def test_paged_prefill(rng, device, page_size, causal, dtype, cache_dtype):
              causal, window_left=25, softcap=8.0)
 
 
+@pytest.mark.parametrize("cache_dtype", ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2"])
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_paged_prefill_fp8_caches(rng, device, cache_dtype, d, dtype):
+    """Every fp8 cache kind under 16-bit q at both head dims (on NVIDIA the
+    tensor-core kernel, widening each tile in shared memory): sequences of
+    several 64-key tiles, a partial last one, pages of 16, GQA 4, window and
+    soft-cap on the longest."""
+    run_case(rng, device, [3, 70, 1, 130], [3, 133, 64, 200], 16, 8, 2, d, dtype, cache_dtype,
+             window_left=150, softcap=6.0)
+
+
 @pytest.mark.parametrize("ratio", [1, 4, 8])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -112,8 +124,9 @@ def test_paged_prefill_portable_kernel_on_nvidia(rng, monkeypatch, cache):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])  # the tensor-core and the portable kernel
-def test_paged_prefill_gpu_bad_indices(rng, dtype):
+@pytest.mark.parametrize("dtype,cache_dtype", [("bfloat16", "bfloat16"), ("float16", "float8_e4m3fn"),
+                                               ("float32", "float32")])  # tensor cores (16-bit, fp8), portable
+def test_paged_prefill_gpu_bad_indices(rng, dtype, cache_dtype):
     """Indices the host cannot read: a block id out of range masks its keys, a
     length past the table is cut to the table, a sequence with more new tokens
     than positions gives zeros for the tokens before its context; the other
@@ -122,7 +135,7 @@ def test_paged_prefill_gpu_bad_indices(rng, dtype):
     cuda_torch()
     hq, hkv, d, page = 4, 1, 64, 16
     lens_q = [10, 10, 10, 6]
-    _, k_cache, v_cache, table, lens = decode_case(rng, [40, 40, 40, 4], page, hq, hkv, d, dtype, dtype,
+    _, k_cache, v_cache, table, lens = decode_case(rng, [40, 40, 40, 4], page, hq, hkv, d, dtype, cache_dtype,
                                                    spare_columns=0)
     cu_q = cu_seqlens(lens_q)
     q = rand(rng, (cu_q[-1], hq, d), dtype)

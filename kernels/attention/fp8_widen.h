@@ -1,0 +1,62 @@
+// fp8 cache values widened to 16 bits on NVIDIA, exactly: e5m2 and e4m3 are
+// both exact in fp16 (e4m3fn by the hardware's cvt on sm_89 and up, else by
+// placing the bits; e4m3fnuz by placing the bits), up to a power of two that
+// the kernels fold into their scales (fp8_fold).  Every value widened from
+// fp8 is also a bf16.  Shared by the tensor-core kernels that read fp8 caches
+// (decode_mma.cu, paged_prefill_mma.cu).
+#pragma once
+
+#include "../common/quant_kind.h"
+#include "mma16.h"
+
+namespace {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+constexpr bool kHwE4m3 = true;  // cvt.rn.f16x2.e4m3x2
+#else
+constexpr bool kHwE4m3 = false;
+#endif
+
+// What the widened values must be multiplied by to be the cache's values.
+template <int CK>
+__device__ __forceinline__ constexpr float fp8_fold() {
+  return CK == kQuantE4m3fnuz ? 0x1p7f : CK == kQuantE4m3fn && !kHwE4m3 ? 0x1p8f : 1.0f;
+}
+
+// Bytes I0 and I1 of w as an fp16 pair (I0 in the low half), exactly, up to fp8_fold.
+template <int CK, int I0, int I1>
+__device__ __forceinline__ uint32_t fp8_pair(uint32_t w) {
+  if constexpr (CK == kQuantE5m2) {
+    return __byte_perm(w, 0u, 0x4 | (I0 << 4) | (0x4 << 8) | (I1 << 12));  // e5m2 is fp16's top byte
+  } else if constexpr (CK == kQuantE4m3fn && kHwE4m3) {
+    const uint16_t two = uint16_t(__byte_perm(w, 0u, I0 | (I1 << 4)));
+    uint32_t h;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"(two));
+    return h;
+  } else {
+    // Sign to bit 15, exponent and mantissa to bits 13..7: fp16's bias 15 against
+    // e4m3's 7 (fn) or 8 (fnuz), subnormals included; then the NaN codes.
+    const uint32_t x = __byte_perm(w, 0u, I0 | (0x4 << 4) | (I1 << 8) | (0x4 << 12));
+    const uint32_t h = ((x << 8) & 0x80008000u) | ((x << 7) & 0x3f803f80u);
+    const uint32_t nan = CK == kQuantE4m3fnuz ? __vcmpeq2(h, 0x80008000u) : __vcmpeq2(h & 0x7fff7fffu, 0x3f803f80u);
+    return h | (nan & 0x7e007e00u);
+  }
+}
+
+__device__ __forceinline__ uint32_t f16x2_to_bf16x2(uint32_t h) {
+  float lo, hi;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(lo) : "h"(uint16_t(h & 0xffffu)));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(hi) : "h"(uint16_t(h >> 16)));
+  return Mma<bf16_t>::pack(lo, hi);  // exact: every value widened from fp8 is a bf16
+}
+
+// An fp16 pair as T's pair (the mma's operand type).
+template <class T>
+__device__ __forceinline__ uint32_t as_mma_type(uint32_t f16x2) {
+  if constexpr (Mma<T>::kHalf)
+    return f16x2;
+  else
+    return f16x2_to_bf16x2(f16x2);
+}
+
+}  // namespace
