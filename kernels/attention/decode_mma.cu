@@ -468,10 +468,12 @@ __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
 
 // One row (sequence, new token, query head) of the output from its splits'
 // partial results, as decode.cu's merge: each weighted by exp(its lse - the
-// largest), a split that saw no key by 0.  The weights are computed once into
-// shared memory, and a thread reads 8 splits' partial rows at a time (loads in
-// flight together: a row's splits are few blocks' worth of work, so latency,
-// not bandwidth, bounds this kernel).
+// largest), a split that saw no key by 0.  Every load is issued at once,
+// before the weights are known: thread t reads dim t of every split's partial
+// row (head_dim <= kThreads: the tensor-core kernel's 64 and 128) and split
+// t's lse, so the row costs one round trip to L2, not one a group of 8 splits
+// (B1 at 32k context, 33 splits: 9.2 us for that merge on an H100, ncu,
+// docs/performance_attention.md).
 constexpr int kMaxSplits = 64;  // kDecodeMaxSplits (libaiter/ops/attention.hpp)
 
 __device__ __forceinline__ float block_reduce(float v, bool is_max, float *red) {
@@ -496,30 +498,26 @@ __device__ __forceinline__ void merge_splits(const DecodeMergeParams &p) {
   __shared__ float red[kWarps];
   const long long row = block_x();
   const int t = int(thread_x());
+  const bool has_dim = t < p.head_dim;
+  const float *part = p.partial_out + row * p.splits * p.head_dim + t;
+  float x[kMaxSplits];
+#pragma unroll
+  for (int s = 0; s < kMaxSplits; ++s) x[s] = has_dim && s < p.splits ? part[(long long)s * p.head_dim] : 0.0f;
   const float lse = t < p.splits ? p.partial_lse[row * p.splits + t] : kNegInf;
   const float top = block_reduce(lse, true, red);
   const float w = lse == kNegInf ? 0.0f : exp2f((lse - top) * kLog2e);
   if (t < kMaxSplits) weight[t] = w;  // 0 past the splits
   const float total = block_reduce(w, false, red);  // its barriers publish weight[] too
-  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+  if (!has_dim) return;
+  float acc[8] = {};
+#pragma unroll
+  for (int s = 0; s < kMaxSplits; ++s)
+    if (s < p.splits) acc[s % 8] += weight[s] == 0.0f ? 0.0f : weight[s] * x[s];
+  const float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
   const long long token = row / p.q_heads;  // (sequence, new token)
   T *dst = static_cast<T *>(p.out) + token / p.q_tokens * p.out_seq_stride +
            token % p.q_tokens * p.out_token_stride + row % p.q_heads * p.out_head_stride;
-  const float *part = p.partial_out + row * p.splits * p.head_dim;
-  for (int d = t; d < p.head_dim; d += kThreads) {
-    float acc[8] = {};
-    int s = 0;
-    for (; s + 8 <= p.splits; s += 8) {
-      float x[8];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) x[i] = part[(long long)(s + i) * p.head_dim + d];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) acc[i] += weight[s + i] == 0.0f ? 0.0f : weight[s + i] * x[i];
-    }
-    for (; s < p.splits; ++s) acc[0] += weight[s] == 0.0f ? 0.0f : weight[s] * part[(long long)s * p.head_dim + d];
-    const float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    dst[d] = from_f32<T>(sum * inv);
-  }
+  dst[t] = from_f32<T>(sum * (total > 0.0f ? 1.0f / total : 0.0f));
 }
 
 }  // namespace

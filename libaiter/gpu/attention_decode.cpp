@@ -78,6 +78,9 @@ aiter_status merge_splits(const DecodeArgs &a, const DecodeParams &p, bool mma, 
   m.q_heads = p.q_heads;
   m.splits = p.splits;
   m.head_dim = int(a.shape.v_head_dim);
+  if (mma && m.head_dim > int(kThreads))  // decode_mma.cu's merge: a thread a dim (the kernel takes D 64 and 128)
+    return fail(AITER_ERR_UNSUPPORTED_SHAPE, "aiter_paged_decode_attention: head dim %d is more than the "
+                "tensor-core merge's %d", m.head_dim, int(kThreads));
   return launch(call, "paged_decode_attention", std::string(mma ? "mma.merge." : "merge.") + dtype_tag(a.dtype),
                 Dim3{unsigned(m.rows), 1, 1}, kThreads, m);
 }
