@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""The fixed cost of libaiter's MoE layer at decode: the same chain of kernels
+(routing, sort, [quantization], stage 1, [quantization], stage 2, combine)
+with the experts, k and dtypes of a model preset but hidden = inter = 128, so
+that the weights stream in well under a microsecond and what is timed is the
+chain itself; set beside the device copy of the real layer's touched expert
+weights, it bounds the share of the copy bandwidth the real layer can reach:
+bytes / copy_rate / (floor + bytes / copy_rate).
+
+usage: python3 benchmarks/bench_moe_floor.py
+
+At T 1 (a token's k experts are distinct, so the touched bytes are exact).
+
+Same timing as bench_moe.py (CUDA-graph replays, median of 5).  Needs a
+CUDA GPU and torch."""
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_moe import SHAPES, copy_bandwidth, deepseek_weights, graphed, quantize_channels, timed  # noqa: E402
+
+import aiter  # noqa: E402
+
+TINY = 128  # hidden and inter of the floor's layer: one K step of every kernel
+
+
+def layer(experts, k, tokens, kind, hidden, inter):
+    """ours() of a routed layer of this shape (random weights), as bench_moe.py runs it."""
+    dev, dt = "cuda", torch.bfloat16
+    x = torch.randn(tokens, hidden, device=dev, dtype=dt)
+    gating = torch.randn(tokens, experts, device=dev, dtype=dt)
+    w_buf = torch.empty(tokens, k, device=dev)
+    id_buf = torch.empty(tokens, k, device=dev, dtype=torch.int32)
+    elem = 2 if kind == "bf16" else 1
+    ws = torch.empty(aiter.fused_moe_workspace_size(tokens, k, experts, hidden, inter, elem_bytes=elem),
+                     dtype=torch.uint8, device=dev)
+    out = torch.empty_like(x)
+    if kind == "blockscale":
+        w1, w2, s1, s2 = deepseek_weights(experts, hidden, inter)
+        bias = torch.randn(experts, device=dev) / 10
+        return lambda: (aiter.biased_grouped_topk(gating, bias, k, 8, 4, routed_scaling_factor=2.5, topk_weights=w_buf,
+                                                  topk_ids=id_buf),
+                        aiter.fused_moe_fp8(x, w1, w2, s1, s2, w_buf, id_buf, out=out, workspace=ws))
+    w1 = torch.randn(experts, 2 * inter, hidden, device=dev, dtype=dt) / hidden ** 0.5
+    w2 = torch.randn(experts, hidden, inter, device=dev, dtype=dt) / inter ** 0.5
+    if kind == "fp8":
+        (w1q, s1), (w2q, s2) = quantize_channels(w1), quantize_channels(w2)
+        return lambda: (aiter.topk_softmax(gating, k, topk_weights=w_buf, topk_ids=id_buf),
+                        aiter.fused_moe_fp8(x, w1q, w2q, s1, s2, w_buf, id_buf, out=out, workspace=ws))
+    return lambda: (aiter.topk_softmax(gating, k, topk_weights=w_buf, topk_ids=id_buf),
+                    aiter.fused_moe(x, w1, w2, w_buf, id_buf, out=out, workspace=ws))
+
+
+def main():
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    copy_tbs = copy_bandwidth()
+    print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  device copy {copy_tbs:.2f} TB/s")
+    presets = [("mixtral", "bf16"), ("mixtral", "fp8"), ("qwen3", "bf16"), ("qwen3", "fp8"),
+               ("deepseek-bf16", "blockscale")]
+    for name, kind in presets:
+        experts, k, hidden, inter = SHAPES[name]
+        torch.manual_seed(0)
+        floor = timed(graphed(layer(experts, k, 1, kind, TINY, TINY)), 200)
+        weight_bytes = k * 3 * hidden * inter * (2 if kind == "bf16" else 1)  # T 1: k distinct experts
+        stream_us = weight_bytes / copy_tbs / 1e6
+        print(f"{name:13s} {kind:10s} T1  floor {floor:6.1f} us (H = I = {TINY}) | the real layer's {k} experts "
+              f"{weight_bytes / 1e6:7.1f} MB: {stream_us:6.1f} us at the copy's rate | best share of copy "
+              f"{100 * stream_us / (floor + stream_us):4.0f}%", flush=True)
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
