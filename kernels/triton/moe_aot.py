@@ -34,7 +34,7 @@ NVIDIA_FP8_TILES = ((64, 128, 8, 4), (64, 256, 8, 4))
 # wide again, one warpgroup, 4 stages of 24 KB (175-232 registers a thread),
 # so that two blocks share an SM and one block's first loads and epilogue hide
 # under the other's stream (with one block an SM nothing does).  On an H100
-# (docs/performance_moe.md, run 33) 4 stages ran Qwen3-30B 2% and DeepSeek-V3
+# (docs/performance_moe.md, run 35) 4 stages ran Qwen3-30B 2% and DeepSeek-V3
 # T 8 3% faster than 3 stages, Mixtral-8x7B 1% slower.  gpu/moe_fused.cpp's
 # triton_tiles chooses them.
 NVIDIA_FP8_NARROW_TILES = ((64, 64, 4, 4), (64, 128, 4, 4))
