@@ -22,8 +22,9 @@ TYPES = [("bf16", "k16.f32.bf16.bf16", False), ("f16", "k16.f32.f16.f16", False)
          ("e4m3", "k32.f32.e4m3.e4m3", True), ("e5m2", "k32.f32.e5m2.e5m2", True)]
 ELEMENT = {"bf16": "bf16_t", "f16": "half_t", "e4m3": "e4m3fn_t", "e5m2": "e5m2_t"}
 # Tile widths: 32-128 and 256 divide the usual N; 160, 192 and 224 make a whole
-# number of waves of tiles on 132 SMs for other N (gemm.cpp's heuristic).
-WIDTHS = (32, 64, 128, 160, 192, 224, 256)
+# number of waves of tiles on 132 SMs for other N (gemm.cpp's heuristic); 80 is
+# the prefill's key tile at head dim 256 (prefill_wgmma.cu's Dims).
+WIDTHS = (32, 64, 80, 128, 160, 192, 224, 256)
 
 
 def wrapper(tag, n, kind, fp8):

@@ -1,7 +1,7 @@
 // Prefill attention on Hopper (sm_90a): wgmma products fed by TMA, warp-
 // specialized in FlashAttention-3's manner.  A block of 3 warpgroups takes 128
 // query tokens of one query head: warpgroup 0 copies (one thread issues TMA: Q
-// once, then K and V tiles of 128 keys, 64 where v's head dim is 256, into a
+// once, then K and V tiles of 128 keys (80 or 64 where v's head dim is 256) into a
 // ring of 3 stages, 2 where q/k and v dims sum above 256, with a full and an
 // empty barrier each), warpgroups 1 and 2 each own 64 of the rows.  Variants:
 // head dims 64, 128, 256, and 192 for q/k with 128 for v (Dims below).
@@ -37,13 +37,18 @@ namespace {
 
 constexpr int kRows = 128, kThreads = 384;
 
-// A variant's head dims (q and k: DK, v: DV) and what follows from them: keys
-// a tile (64 where 128 would not leave registers for O at DV 256) and stages
-// of the K/V ring (as many as fit beside Q in 227 KiB, at most 3).
-template <int DK_, int DV_>
+// A variant's head dims (q and k: DK, v: DV), whether logits are soft-capped,
+// and what follows from them: keys a tile and stages of the K/V ring (as many
+// as fit beside Q in 227 KiB, at most 3).  At DV 256, 128 keys would not leave
+// registers for O: 80 (S = Q K^T with both operands in shared memory reads 128
+// bytes a cycle at n64, the shared memory's whole rate, 115 at n80; two stages
+// fit beside Q), but 64 with a soft-cap, whose tanh spilled 20 registers at 80
+// (H200, 2026-11-28: 80 keys 4-5% faster without a cap, 2-4% slower with one).
+template <int DK_, int DV_, bool SOFTCAP_>
 struct Dims {
   static constexpr int DK = DK_, DV = DV_;
-  static constexpr int kKeys = DV > 128 ? 64 : 128;
+  static constexpr bool kSoftcap = SOFTCAP_;
+  static constexpr int kKeys = DV <= 128 ? 128 : SOFTCAP_ ? 64 : 80;
   static constexpr int kStages = DK + DV > 256 ? 2 : 3;
 };
 constexpr float kNegInf = -__builtin_huge_valf();
@@ -231,16 +236,33 @@ __device__ __forceinline__ void issue_scores(const Smem<S> &sm, int s, int wg, R
   fence_registers(st.s);
 }
 
-// O += P V over stage s's values, as one wgmma group.
+// V's four 64-column blocks read MN-major as one n256 operand (as MLA decode
+// reads its values): the blocks a key block apart (leading offset), 8-key
+// groups 1024 bytes apart.
+template <class S>
+__device__ __forceinline__ uint64_t wide_values_descriptor(uint32_t address) {
+  return uint64_t((address & 0x3FFFF) >> 4) | uint64_t(Smem<S>::kKeyBlock >> 4) << 16 | uint64_t(1024 >> 4) << 32 |
+         uint64_t(1) << 62;
+}
+
+// O += P V over stage s's values, as one wgmma group: at DV 256 one n256
+// product a k-step (its accumulators are O's four blocks in order; measured
+// 4% faster there, 1-3% slower at DV 128 than n64 products, H100 2026-11-27).
 template <class T, class S>
 __device__ __forceinline__ void issue_pv(const Smem<S> &sm, int s, RowState<S> &st) {
 #pragma unroll
   for (int b = 0; b < S::DV / 64; ++b) fence_registers(st.o[b]);
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-  for (int j = 0; j < S::kKeys / 16; ++j)
+  for (int j = 0; j < S::kKeys / 16; ++j) {
+    if constexpr (S::DV == 256)
+      WgmmaRs<T, 256>::run(reinterpret_cast<float (&)[128]>(st.o), st.p[j],
+                           wide_values_descriptor<S>(sm.v(s, 0) + j * 2048), 1);
+    else
 #pragma unroll
-    for (int b = 0; b < S::DV / 64; ++b) WgmmaRs<T, 64>::run(st.o[b], st.p[j], mn_major_descriptor(sm.v(s, b) + j * 2048), 1);
+      for (int b = 0; b < S::DV / 64; ++b)
+        WgmmaRs<T, 64>::run(st.o[b], st.p[j], mn_major_descriptor(sm.v(s, b) + j * 2048), 1);
+  }
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #pragma unroll
   for (int b = 0; b < S::DV / 64; ++b) fence_registers(st.o[b]);
@@ -267,11 +289,12 @@ __device__ __forceinline__ void pass_turn(int wg) {
   asm volatile("bar.arrive %0, 256;" ::"r"(2 - wg) : "memory");
 }
 
-template <class T, class S, bool SOFTCAP>
+template <class T, class S>
 __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRange &keys, int row0, int head,
                         const int (&lo)[2], const int (&hi)[2]) {
   const int wg = int(threadIdx.x) / 128 - 1;
   constexpr int kKeys = S::kKeys, kStages = S::kStages;
+  constexpr bool SOFTCAP = S::kSoftcap;
   RowState<S> st;
 #pragma unroll
   for (int b = 0; b < S::DV / 64; ++b)
@@ -378,23 +401,30 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
     if (threadIdx.x == 0) produce<S>(q, sm, keys, kvh);
   } else {
     registers_grow<240>();
-    if (p.sm.softcap > 0.0f)  // chosen once: a per-score test branched around every score
-      consume<T, S, true>(p, sm, keys, row0, head, lo, hi);
-    else
-      consume<T, S, false>(p, sm, keys, row0, head, lo, hi);
+    consume<T, S>(p, sm, keys, row0, head, lo, hi);
   }
+}
+
+// The soft-cap is chosen once (a per-score test branched around every score),
+// with the tiles that suit it (Dims).
+template <class T, int DK, int DV>
+__device__ void prefill_wgmma_capped_or_not(const PrefillTmaParams &q) {
+  if (q.p.sm.softcap > 0.0f)
+    prefill_wgmma<T, Dims<DK, DV, true>>(q);
+  else
+    prefill_wgmma<T, Dims<DK, DV, false>>(q);
 }
 
 }  // namespace
 
 #define AITER_PREFILL_WGMMA(name, T, DK, DV)                                                                    \
   extern "C" __global__ void __launch_bounds__(kThreads, 1) name(const __grid_constant__ PrefillTmaParams q) { \
-    prefill_wgmma<T, Dims<DK, DV>>(q);                                                                           \
+    prefill_wgmma_capped_or_not<T, DK, DV>(q);                                                                   \
   }
 
-// smem = Smem<Dims<DK, DV>>::kBytes: Q + the K/V stages + barriers + pins + 1 KiB of alignment
-// slack (with the 1 KiB of static shared memory ptxas reports, at most the 227 KiB a block may have).
-// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block=384 smem={smem} dt=f16@90,bf16@90 shape=d64:d64:116024,d128:d128:230712,d256:d256:197928,d192v128:d192v128:214312
+// smem = the larger Smem<Dims<DK, DV, cap>>::kBytes: Q + the K/V stages + barriers + pins + 1 KiB of
+// alignment slack (with the 1 KiB of static shared memory ptxas reports, at most the 227 KiB a block may have).
+// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block=384 smem={smem} dt=f16@90,bf16@90 shape=d64:d64:116024,d128:d128:230712,d256:d256:230696,d192v128:d192v128:214312
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d64, half_t, 64, 64)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d128, half_t, 128, 128)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d256, half_t, 256, 256)
@@ -403,8 +433,9 @@ AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d64, bf16_t, 64, 64)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d128, bf16_t, 128, 128)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d256, bf16_t, 256, 256)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d192v128, bf16_t, 192, 128)
-static_assert(Smem<Dims<64, 64>>::kBytes == 116024 && Smem<Dims<128, 128>>::kBytes == 230712 &&
-                  Smem<Dims<256, 256>>::kBytes == 197928 && Smem<Dims<192, 128>>::kBytes == 214312,
+static_assert(Smem<Dims<64, 64, false>>::kBytes == 116024 && Smem<Dims<128, 128, false>>::kBytes == 230712 &&
+                  Smem<Dims<256, 256, false>>::kBytes == 230696 && Smem<Dims<192, 128, false>>::kBytes == 214312 &&
+                  Smem<Dims<256, 256, true>>::kBytes < 230696,
               "update smem above");
 
 #endif

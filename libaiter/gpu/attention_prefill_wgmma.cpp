@@ -35,8 +35,11 @@ bool has_variant(const AttentionShape &sh) {
   return (d == dv && (d == 64 || d == 128 || d == 256)) || (d == 192 && dv == 128);
 }
 
-// Keys a tile of the variant (Dims::kKeys in the kernel): 64 where v's head dim is 256.
-int64_t tile_keys(const AttentionShape &sh) { return sh.v_head_dim > 128 ? 64 : 128; }
+// Keys a tile of the variant (Dims::kKeys in the kernel): at v's head dim 256,
+// 80, or 64 with a soft-cap.
+int64_t tile_keys(const AttentionShape &sh, bool softcap) {
+  return sh.v_head_dim <= 128 ? 128 : softcap ? 64 : 80;
+}
 
 bool fits(const PrefillArgs &a, const PrefillParams &p) {
   const AttentionShape &sh = a.shape;
@@ -86,7 +89,7 @@ aiter_status prefill_attention_wgmma(const PrefillArgs &a, const PrefillParams &
   *taken = true;
   PrefillTmaParams q{};
   q.p = p;
-  const int64_t keys = tile_keys(sh);
+  const int64_t keys = tile_keys(sh, p.sm.softcap > 0.0f);
   aiter_status s = encode(scope.driver(), a.q, a.total_q, sh.q_heads, a.q_strides, sh.head_dim, kRows, &q.q_map);
   if (s == AITER_OK)
     s = encode(scope.driver(), a.k, a.total_k, sh.kv_heads, a.k_strides, sh.head_dim, keys, &q.k_map);
