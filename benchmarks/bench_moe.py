@@ -245,6 +245,12 @@ def deepseek_weights(experts, hidden, inter):
     return w1, w2, s1, s2
 
 
+def read_bandwidth(*tensors):
+    """TB/s at which a torch reduction reads these tensors (each read once a call)."""
+    us = timed(lambda: [t.view(torch.int32).amax() for t in tensors], 3)
+    return sum(t.numel() * t.element_size() for t in tensors) / us / 1e6
+
+
 def bench_blockscale(tokens, copy_tbs, rows, show_kernels=False):
     """DeepSeek-V3 (E256 top-8 after biased grouped routing, H7168, I2048),
     block-scaled fp8: random e4m3fn codes with 128 x 128 block scales (made an
@@ -275,6 +281,7 @@ def bench_blockscale(tokens, copy_tbs, rows, show_kernels=False):
     flops = 2.0 * tokens * k * 3 * hidden * inter
     t_ours = timed(ours_g, max(3, min(200, int(2e12 / (flops + 1e9)))))
     weight_bytes = len(torch.unique(id_buf)) * 3 * hidden * inter
+    read_tbs = read_bandwidth(w1, w2)
     row = dict(shape="deepseek-v3", kind="fp8-bs", T=tokens, ours_us=t_ours, loop_us=float("nan"),
                gmm_us=float("nan"), gmm_route_us=float("nan"), tflops=flops / t_ours / 1e6,
                weight_tbs=weight_bytes / t_ours / 1e6, copy_tbs=copy_tbs, gmm_ratio=float("nan"),
@@ -282,6 +289,13 @@ def bench_blockscale(tokens, copy_tbs, rows, show_kernels=False):
     rows.append(row)
     print(f"deepseek fp8-bs T{tokens:<5d} ours {t_ours:9.1f} us {row['tflops']:6.1f} TF/s {row['weight_tbs']:5.2f} TB/s "
           f"({100 * row['weight_tbs'] / copy_tbs:4.0f}% of copy) | rel diff to portable {diff:.1e}", flush=True)
+    # Every touched expert's weights cross the memory bus at least once a call (11.3 GB
+    # at T4096, L2 holds 50 MB): the layer's time is at least their bytes over the best
+    # read rate, which bounds its TFLOP/s whatever the kernels.
+    for label, tbs in ((f"these tensors read by a reduction, {read_tbs:.2f} TB/s", read_tbs), ("HBM3 peak, 3.35 TB/s", 3.35)):
+        floor_us = weight_bytes / tbs / 1e6
+        print(f"  bound: {weight_bytes / 1e9:.2f} GB of touched weights at {label}: {floor_us:.1f} us, "
+              f"{flops / floor_us / 1e6:.0f} TFLOP/s at most", flush=True)
 
 
 def main():
