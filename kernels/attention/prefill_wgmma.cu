@@ -1,18 +1,19 @@
 // Prefill attention on Hopper (sm_90a): wgmma products fed by TMA, warp-
-// specialized in FlashAttention-3's manner.  A block of 3 warpgroups takes 128
-// query tokens of one query head: warpgroup 0 copies (one thread issues TMA: Q
-// once, then K and V tiles of 128 keys (80 or 64 where v's head dim is 256) into a
-// ring of 3 stages, 2 where q/k and v dims sum above 256, with a full and an
-// empty barrier each), warpgroups 1 and 2 each own 64 of the rows.  Variants:
-// head dims 64, 128, 256, and 192 for q/k with 128 for v (Dims below).
+// specialized in FlashAttention-3's manner.  A block takes 128 query tokens of
+// one query head (192 at head dim 64): warpgroup 0 copies (one thread issues
+// TMA: Q once, then K and V tiles of 128 keys (80 where v's head dim is 256)
+// into a ring of 3 stages, 2 where q/k and v dims sum above 256, with a full
+// and an empty barrier each), the next two (three) each own 64 of the rows.
+// Variants: head dims 64, 128, 256, and 192 for q/k with 128 for v, each with
+// and without a soft-cap (Dims below).
 //
 // A consumer's step for key tile i: issue S_i = Q K_i^T (both operands in
 // shared memory), issue O += P_{i-1} V_{i-1} (P in registers, V read MN-major
 // as TMA laid its rows down), wait for S_i only, run S_i's online softmax in
 // place while P V is still on the tensor cores, then wait for P V, pack S_i as
 // the next P and rescale O.  P is packed only after that wait: its registers are
-// what the P V in flight reads.  The two consumers take turns issuing their
-// products (two named barriers), so one's softmax runs under the other's
+// what the P V in flight reads.  The consumers take turns (a ring) issuing their
+// products (a named barrier each), so one's softmax runs under the other's
 // products.
 //
 // Rows are numbered over the packed batch (prefill_rows.h): each row's
@@ -22,7 +23,7 @@
 // past the tensors with zeros; rows of another sequence are masked like any key
 // a row does not see.  The launcher (libaiter/gpu/attention_prefill_wgmma.cpp)
 // builds the three tensor maps: [heads][tokens][D] boxes of 64 elements (128
-// bytes, the swizzle span) by 128 rows for Q and a tile's keys for K and V,
+// bytes, the swizzle span) by the block's rows for Q and a tile's keys for K and V,
 // and takes only softmax scales > 0 (the row maxima are taken over the raw scores).
 #include "../gemm/tma.h"
 #include "../gemm/wgmma_tile.h"
@@ -35,20 +36,31 @@
 
 namespace {
 
-constexpr int kRows = 128, kThreads = 384;
 
 // A variant's head dims (q and k: DK, v: DV), whether logits are soft-capped,
 // and what follows from them: keys a tile and stages of the K/V ring (as many
 // as fit beside Q in 227 KiB, at most 3).  At DV 256, 128 keys would not leave
 // registers for O: 80 (S = Q K^T with both operands in shared memory reads 128
 // bytes a cycle at n64, the shared memory's whole rate, 115 at n80; two stages
-// fit beside Q), but 64 with a soft-cap, whose tanh spilled 20 registers at 80
-// (H200, 2026-11-28: 80 keys 4-5% faster without a cap, 2-4% slower with one).
+// fit beside Q).
+//
+// Consumers: 64 query rows each, two (a block of 128 rows), or three at head
+// dim 64 without a cap (192 rows, FlashAttention-3's tile there: a D64 tile's
+// products are short beside its softmax, and a third warpgroup gives the
+// tensor cores another's products to run; 160 registers a consumer thread hold
+// O, S and P at D64, but not the cap's tanh as well: 13 spilled).
+//
+// A kernel per (dims, cap), so that neither path's registers constrain the
+// other's: both in one kernel, chosen at run time, spilled 4 registers at D256
+// where neither alone did (and 20 with the cap's 80-key tiles).
 template <int DK_, int DV_, bool SOFTCAP_>
 struct Dims {
   static constexpr int DK = DK_, DV = DV_;
   static constexpr bool kSoftcap = SOFTCAP_;
-  static constexpr int kKeys = DV <= 128 ? 128 : SOFTCAP_ ? 64 : 80;
+  static constexpr int kConsumers = DK == 64 && !SOFTCAP_ ? 3 : 2;
+  static constexpr int kRows = 64 * kConsumers, kThreads = 128 * (1 + kConsumers);
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;  // with the copier's 24: at most 64K a block
+  static constexpr int kKeys = DV <= 128 ? 128 : 80;
   static constexpr int kStages = DK + DV > 256 ? 2 : 3;
 };
 constexpr float kNegInf = -__builtin_huge_valf();
@@ -67,20 +79,21 @@ __device__ __forceinline__ float tanh_exp2(float x) {
   return 1.0f - __fdividef(2.0f, exp2_approx(2.0f * kLog2e * x) + 1.0f);
 }
 
-// Shared memory from a 1024-byte aligned base: Q (DK / 64 blocks of [128 rows][128 B]),
+// Shared memory from a 1024-byte aligned base: Q (DK / 64 blocks of [kRows rows][128 B]),
 // then per stage K (DK / 64 blocks of [kKeys rows][128 B]) and V (DV / 64 such
 // blocks), then the barriers.
 template <class S>
 struct Smem {
   static constexpr int kStages = S::kStages;
   static constexpr int kKeyBlock = S::kKeys * 128;  // one 64-column block of a tile's keys
-  static constexpr int kQ = S::DK / 64 * 128 * 128;
+  static constexpr int kQBlock = S::kRows * 128;  // one 64-column block of Q
+  static constexpr int kQ = S::DK / 64 * kQBlock;
   static constexpr int kStage = (S::DK + S::DV) / 64 * kKeyBlock;
   static constexpr int kBarriers = kQ + kStages * kStage;
   static constexpr int kPins = kBarriers + 8 * (1 + 2 * kStages);  // a byte per consumer thread (pin_before_wait)
-  static constexpr int kBytes = kPins + 256 + 1024;                // + the alignment slack
+  static constexpr int kBytes = kPins + 128 * S::kConsumers + 1024;  // + the alignment slack
   uint32_t base;
-  __device__ uint32_t q(int block) const { return base + block * 128 * 128; }
+  __device__ uint32_t q(int block) const { return base + block * kQBlock; }
   __device__ uint32_t k(int s, int block) const { return base + kQ + s * kStage + block * kKeyBlock; }
   __device__ uint32_t v(int s, int block) const { return k(s, S::DK / 64 + block); }
   __device__ uint32_t q_full() const { return base + kBarriers; }
@@ -280,13 +293,15 @@ __device__ __forceinline__ void pin_before_wait(const Smem<S> &sm, const float (
   asm volatile("st.shared.b8 [%0], %1;" ::"r"(sm.pin()), "r"(__float_as_uint(l[0] + l[1])) : "memory");
 }
 
-// The two consumers' turns at the tensor cores: named barriers 1 and 2, each
-// completed by one warpgroup waiting (128 threads) and the other arriving (128).
+// The consumers' turns at the tensor cores, in a ring: consumer wg waits on
+// named barrier 1 + wg and passes the turn to the next one's; each barrier is
+// completed by one warpgroup waiting (128 threads) and the one before arriving (128).
 __device__ __forceinline__ void wait_turn(int wg) {
   asm volatile("bar.sync %0, 256;" ::"r"(1 + wg) : "memory");
 }
+template <class S>
 __device__ __forceinline__ void pass_turn(int wg) {
-  asm volatile("bar.arrive %0, 256;" ::"r"(2 - wg) : "memory");
+  asm volatile("bar.arrive %0, 256;" ::"r"(1 + (wg + 1) % S::kConsumers) : "memory");
 }
 
 template <class T, class S>
@@ -320,14 +335,15 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRang
       softmax<false, SOFTCAP, S>(st, lg, first_key(0), lo, hi, corr);
     pack_p<T, S>(st);
   }
-  if (wg == 1 && tiles > 1) pass_turn(wg);  // the second consumer lets the first issue first
+  constexpr int kLast = S::kConsumers - 1;
+  if (wg == kLast && tiles > 1) pass_turn<S>(wg);  // the last consumer lets the first issue first
   auto step = [&](int i, auto masked_tag) {
     constexpr bool kMasked = decltype(masked_tag)::value;
     barrier_wait(sm.full(stage(i)), phase(i));
     wait_turn(wg);
     issue_scores<T, S>(sm, stage(i), wg, st);
     issue_pv<T, S>(sm, stage(i - 1), st);
-    if (wg == 0 || i + 1 < tiles) pass_turn(wg);  // (the last turn is not passed: the barriers end balanced)
+    if (wg < kLast || i + 1 < tiles) pass_turn<S>(wg);  // (the last turn is not passed: the barriers end balanced)
     wgmma_wait<1>();  // the scores (the older group) are done; P V may run on
     fence_registers(st.s);
     softmax<kMasked, SOFTCAP, S>(st, lg, first_key(i), lo, hi, corr);
@@ -385,11 +401,11 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
   extern __shared__ __align__(1024) unsigned char smem[];
   const Smem<S> sm{(smem_address(smem) + 1023u) & ~1023u};  // the manifest asks 1 KiB extra
   const PrefillParams &p = q.p;
-  const int head = int(blockIdx.x), row0 = int(gridDim.y - 1 - blockIdx.y) * kRows;
+  const int head = int(blockIdx.x), row0 = int(gridDim.y - 1 - blockIdx.y) * S::kRows;
   const int kvh = head / (p.q_heads / p.kv_heads);
   if (threadIdx.x == 0) {
     barrier_init(sm.q_full(), 1);
-    for (int s = 0; s < S::kStages; ++s) barrier_init(sm.full(s), 1), barrier_init(sm.empty(s), 2);
+    for (int s = 0; s < S::kStages; ++s) barrier_init(sm.full(s), 1), barrier_init(sm.empty(s), S::kConsumers);
     barrier_init_fence();
     tma_prefetch_map(&q.k_map), tma_prefetch_map(&q.v_map);
     copy_q<S>(q, sm, row0, head);  // under block_keys' reads of the sequence bounds
@@ -400,31 +416,27 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
     registers_shrink<24>();
     if (threadIdx.x == 0) produce<S>(q, sm, keys, kvh);
   } else {
-    registers_grow<240>();
+    registers_grow<S::kConsumerRegs>();
     consume<T, S>(p, sm, keys, row0, head, lo, hi);
   }
 }
 
-// The soft-cap is chosen once (a per-score test branched around every score),
-// with the tiles that suit it (Dims).
-template <class T, int DK, int DV>
-__device__ void prefill_wgmma_capped_or_not(const PrefillTmaParams &q) {
-  if (q.p.sm.softcap > 0.0f)
-    prefill_wgmma<T, Dims<DK, DV, true>>(q);
-  else
-    prefill_wgmma<T, Dims<DK, DV, false>>(q);
-}
-
 }  // namespace
 
-#define AITER_PREFILL_WGMMA(name, T, DK, DV)                                                                    \
-  extern "C" __global__ void __launch_bounds__(kThreads, 1) name(const __grid_constant__ PrefillTmaParams q) { \
-    prefill_wgmma_capped_or_not<T, DK, DV>(q);                                                                   \
+// One kernel per head dims and cap (name_cap with a soft-cap).
+#define AITER_PREFILL_WGMMA(name, T, DK, DV)                                                                      \
+  extern "C" __global__ void __launch_bounds__(Dims<DK, DV, false>::kThreads, 1)                                 \
+      name(const __grid_constant__ PrefillTmaParams q) {                                                          \
+    prefill_wgmma<T, Dims<DK, DV, false>>(q);                                                                     \
+  }                                                                                                               \
+  extern "C" __global__ void __launch_bounds__(Dims<DK, DV, true>::kThreads, 1)                                  \
+      name##_cap(const __grid_constant__ PrefillTmaParams q) {                                                    \
+    prefill_wgmma<T, Dims<DK, DV, true>>(q);                                                                      \
   }
 
-// smem = the larger Smem<Dims<DK, DV, cap>>::kBytes: Q + the K/V stages + barriers + pins + 1 KiB of
-// alignment slack (with the 1 KiB of static shared memory ptxas reports, at most the 227 KiB a block may have).
-// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block=384 smem={smem} dt=f16@90,bf16@90 shape=d64:d64:116024,d128:d128:230712,d256:d256:230696,d192v128:d192v128:214312
+// block = Dims::kThreads; smem = Smem<Dims>::kBytes: Q + the K/V stages + barriers + pins + 1 KiB of alignment
+// slack (with the 1 KiB of static shared memory ptxas reports, at most the 227 KiB a block may have).
+// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124344,d128:d128:384:230712,d256:d256:384:230696,d192v128:d192v128:384:214312,d64.cap:d64_cap:384:116024,d128.cap:d128_cap:384:230712,d256.cap:d256_cap:384:230696,d192v128.cap:d192v128_cap:384:214312
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d64, half_t, 64, 64)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d128, half_t, 128, 128)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d256, half_t, 256, 256)
@@ -433,13 +445,14 @@ AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d64, bf16_t, 64, 64)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d128, bf16_t, 128, 128)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d256, bf16_t, 256, 256)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d192v128, bf16_t, 192, 128)
-// A variant's launch size: the larger of its two tilings'.
-template <int DK, int DV>
-constexpr int kSmemBytes = Smem<Dims<DK, DV, false>>::kBytes > Smem<Dims<DK, DV, true>>::kBytes
-                               ? Smem<Dims<DK, DV, false>>::kBytes
-                               : Smem<Dims<DK, DV, true>>::kBytes;
-static_assert(kSmemBytes<64, 64> == 116024 && kSmemBytes<128, 128> == 230712 && kSmemBytes<256, 256> == 230696 &&
-                  kSmemBytes<192, 128> == 214312,
-              "update smem above");
+template <int DK, int DV, bool CAP>
+constexpr bool kLaunch(int threads, int smem) {
+  return Dims<DK, DV, CAP>::kThreads == threads && Smem<Dims<DK, DV, CAP>>::kBytes == smem;
+}
+static_assert(kLaunch<64, 64, false>(512, 124344) && kLaunch<128, 128, false>(384, 230712) &&
+                  kLaunch<256, 256, false>(384, 230696) && kLaunch<192, 128, false>(384, 214312) &&
+                  kLaunch<64, 64, true>(384, 116024) && kLaunch<128, 128, true>(384, 230712) &&
+                  kLaunch<256, 256, true>(384, 230696) && kLaunch<192, 128, true>(384, 214312),
+              "update block and smem above");
 
 #endif

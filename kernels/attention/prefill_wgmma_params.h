@@ -1,7 +1,7 @@
 // The argument of the Hopper prefill kernel (prefill_wgmma.cu): the prefill
 // arguments and the TMA tensor maps of q, k and v that the launcher
 // (libaiter/gpu/attention_prefill_wgmma.cpp) encodes: [heads][tokens][D] in boxes
-// of 64 elements (128 bytes, the swizzle span) by 128 rows.
+// of 64 elements (128 bytes, the swizzle span) by a block's query rows (Q) or a tile's keys.
 #pragma once
 
 #include "../gemm/gemm_params.h"  // TensorMap

@@ -16,8 +16,11 @@ namespace aiter {
 namespace gpu {
 namespace {
 
-constexpr int64_t kRows = 128;  // query tokens a block
-constexpr unsigned kThreads = 384;  // a TMA warpgroup and two consumer warpgroups
+// Consumer warpgroups a block (Dims::kConsumers in the kernel), each taking 64
+// query tokens, beside the TMA warpgroup: three at head dim 64 without a
+// soft-cap, else two.
+int64_t consumers(const AttentionShape &sh, bool softcap) { return sh.head_dim == 64 && !softcap ? 3 : 2; }
+int64_t block_rows(const AttentionShape &sh, bool softcap) { return 64 * consumers(sh, softcap); }
 constexpr int64_t kMaxGridY = 65535;
 constexpr int64_t kMaxStrideBytes = int64_t(1) << 40;
 
@@ -35,11 +38,8 @@ bool has_variant(const AttentionShape &sh) {
   return (d == dv && (d == 64 || d == 128 || d == 256)) || (d == 192 && dv == 128);
 }
 
-// Keys a tile of the variant (Dims::kKeys in the kernel): at v's head dim 256,
-// 80, or 64 with a soft-cap.
-int64_t tile_keys(const AttentionShape &sh, bool softcap) {
-  return sh.v_head_dim <= 128 ? 128 : softcap ? 64 : 80;
-}
+// Keys a tile of the variant (Dims::kKeys in the kernel): 80 where v's head dim is 256.
+int64_t tile_keys(const AttentionShape &sh) { return sh.v_head_dim > 128 ? 80 : 128; }
 
 bool fits(const PrefillArgs &a, const PrefillParams &p) {
   const AttentionShape &sh = a.shape;
@@ -48,7 +48,7 @@ bool fits(const PrefillArgs &a, const PrefillParams &p) {
                          (sh.q_heads <= 1 || a.out_strides.head % 2 == 0);
   return (a.dtype == DType::bf16 || a.dtype == DType::f16) && has_variant(sh) && p.sm.scale > 0.0f && a.total_k > 0 &&
          a.total_q < INT_MAX && a.total_k < INT_MAX - 256 && sh.q_heads < INT_MAX &&
-         (a.total_q + kRows - 1) / kRows <= kMaxGridY && aligned16(a.q) && aligned16(a.k) && aligned16(a.v) &&
+         (a.total_q + 127) / 128 <= kMaxGridY && aligned16(a.q) && aligned16(a.k) && aligned16(a.v) &&
          out_pairs && strides_fit(a.q_strides, a.total_q, sh.q_heads) &&
          strides_fit(a.k_strides, a.total_k, sh.kv_heads) && strides_fit(a.v_strides, a.total_k, sh.kv_heads);
 }
@@ -80,7 +80,8 @@ aiter_status prefill_attention_wgmma(const PrefillArgs &a, const PrefillParams &
   const AttentionShape &sh = a.shape;
   std::string dims = "d" + std::to_string(sh.head_dim);
   if (sh.v_head_dim != sh.head_dim) dims += "v" + std::to_string(sh.v_head_dim);
-  const std::string variant = std::string("wgmma.") + dtype_tag(a.dtype) + "." + dims;
+  const bool softcap = p.sm.softcap > 0.0f;
+  const std::string variant = std::string("wgmma.") + dtype_tag(a.dtype) + "." + dims + (softcap ? ".cap" : "");
   DeviceScope scope(call.device);
   if (scope.status() != AITER_OK || !has_kernel(scope.driver(), call.device.device_id, "prefill_attention", variant)) {
     clear_error();  // no sm_90a code object here (another GPU, or a build without it)
@@ -89,15 +90,15 @@ aiter_status prefill_attention_wgmma(const PrefillArgs &a, const PrefillParams &
   *taken = true;
   PrefillTmaParams q{};
   q.p = p;
-  const int64_t keys = tile_keys(sh, p.sm.softcap > 0.0f);
-  aiter_status s = encode(scope.driver(), a.q, a.total_q, sh.q_heads, a.q_strides, sh.head_dim, kRows, &q.q_map);
+  const int64_t keys = tile_keys(sh), rows = block_rows(sh, softcap);
+  aiter_status s = encode(scope.driver(), a.q, a.total_q, sh.q_heads, a.q_strides, sh.head_dim, rows, &q.q_map);
   if (s == AITER_OK)
     s = encode(scope.driver(), a.k, a.total_k, sh.kv_heads, a.k_strides, sh.head_dim, keys, &q.k_map);
   if (s == AITER_OK)
     s = encode(scope.driver(), a.v, a.total_k, sh.kv_heads, a.v_strides, sh.v_head_dim, keys, &q.v_map);
   if (s != AITER_OK) return s;
-  const Dim3 grid{unsigned(sh.q_heads), unsigned((a.total_q + kRows - 1) / kRows), 1};
-  return launch(call, "prefill_attention", variant, grid, kThreads, q);
+  const Dim3 grid{unsigned(sh.q_heads), unsigned((a.total_q + rows - 1) / rows), 1};
+  return launch(call, "prefill_attention", variant, grid, unsigned(128 * (1 + consumers(sh, softcap))), q);
 }
 
 }  // namespace gpu
