@@ -292,7 +292,8 @@ def bench_blockscale(tokens, copy_tbs, rows, show_kernels=False):
     # Every touched expert's weights cross the memory bus at least once a call (11.3 GB
     # at T4096, L2 holds 50 MB): the layer's time is at least their bytes over the best
     # read rate, which bounds its TFLOP/s whatever the kernels.
-    for label, tbs in ((f"these tensors read by a reduction, {read_tbs:.2f} TB/s", read_tbs), ("HBM3 peak, 3.35 TB/s", 3.35)):
+    for label, tbs in ((f"these tensors read by a reduction, {read_tbs:.2f} TB/s", read_tbs),
+                       ("an H100 SXM's HBM3 peak, 3.35 TB/s (issue 33's GPU)", 3.35)):
         floor_us = weight_bytes / tbs / 1e6
         print(f"  bound: {weight_bytes / 1e9:.2f} GB of touched weights at {label}: {floor_us:.1f} us, "
               f"{flops / floor_us / 1e6:.0f} TFLOP/s at most", flush=True)
