@@ -61,7 +61,13 @@ constexpr int kStageBytes = (kMoeWgmmaRows + kMoeWgmmaWRows) * kRowBytes;
 constexpr int kScaleBytes = kMoeWgmmaRows * 4 + 16;
 constexpr int kHalfBytes = kMoeWgmmaUnit * kRowBytes;  // a warpgroup's rows of A in a stage
 constexpr int kGroupM = 16;
-constexpr int kCopierRegs = 40, kMultiplierRegs = 232;
+// Registers a thread: the copying warpgroup's (its second warp copies the
+// block-scaled stages' scales, which spilled 7 registers at 40) and the
+// multiplying ones' (the rest of the SM's 64 K, a multiple of 8).
+template <bool BLOCK_SCALED>
+constexpr int kCopierRegs = BLOCK_SCALED ? 56 : 40;
+template <bool BLOCK_SCALED>
+constexpr int kMultiplierRegs = BLOCK_SCALED ? 224 : 232;
 
 // The ring: kStages slots, then a full and an empty barrier per slot, then
 // the slots' scales (block-scaled; room kept in both kernels), then the tile
@@ -382,11 +388,11 @@ struct MoeStage {
     const int tiles = tile_count, tiles_n = (p.n + kColumns - 1) / kColumns;
     const int k_stages = (p.k + kRowBytes - 1) / kRowBytes;
     if (threadIdx.x < 128) {
-      registers_shrink<kCopierRegs>();
+      registers_shrink<kCopierRegs<BLOCK_SCALED>>();
       if (threadIdx.x == 0) produce(p, ring, list, tiles, tiles_n, k_stages);
       if (BLOCK_SCALED && threadIdx.x / 32 == 1) produce_scales(p, ring, list, tiles, tiles_n, k_stages);
     } else {
-      registers_grow<kMultiplierRegs>();
+      registers_grow<kMultiplierRegs<BLOCK_SCALED>>();
       consume<O>(p, ring, list, tiles, tiles_n, k_stages, threadIdx.x / 128 - 1);
     }
   }
