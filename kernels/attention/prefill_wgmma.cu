@@ -36,7 +36,6 @@
 
 namespace {
 
-
 // A variant's head dims (q and k: DK, v: DV), whether logits are soft-capped,
 // and what follows from them: keys a tile and stages of the K/V ring.  Tiles
 // of 128 keys, or 80 where q/k and v dims sum above 256: at DV 256 128 keys

@@ -21,6 +21,7 @@ namespace {
 // soft-cap, else two.
 int64_t consumers(const AttentionShape &sh, bool softcap) { return sh.head_dim == 64 && !softcap ? 3 : 2; }
 int64_t block_rows(const AttentionShape &sh, bool softcap) { return 64 * consumers(sh, softcap); }
+constexpr int64_t kMinBlockRows = 128;  // the grid's rows of blocks are at most total_q / this
 constexpr int64_t kMaxGridY = 65535;
 constexpr int64_t kMaxStrideBytes = int64_t(1) << 40;
 
@@ -49,7 +50,7 @@ bool fits(const PrefillArgs &a, const PrefillParams &p) {
                          (sh.q_heads <= 1 || a.out_strides.head % 2 == 0);
   return (a.dtype == DType::bf16 || a.dtype == DType::f16) && has_variant(sh) && p.sm.scale > 0.0f && a.total_k > 0 &&
          a.total_q < INT_MAX && a.total_k < INT_MAX - 256 && sh.q_heads < INT_MAX &&
-         (a.total_q + 127) / 128 <= kMaxGridY && aligned16(a.q) && aligned16(a.k) && aligned16(a.v) &&
+         (a.total_q + kMinBlockRows - 1) / kMinBlockRows <= kMaxGridY && aligned16(a.q) && aligned16(a.k) && aligned16(a.v) &&
          out_pairs && strides_fit(a.q_strides, a.total_q, sh.q_heads) &&
          strides_fit(a.k_strides, a.total_k, sh.kv_heads) && strides_fit(a.v_strides, a.total_k, sh.kv_heads);
 }
