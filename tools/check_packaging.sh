@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The packaging checks, run at the end of `tools/bootstrap.sh test` (and so by CI):
-#   deb    dpkg-buildpackage on a copy of the tree, lintian (no errors allowed),
+# The packaging checks, run by `tools/bootstrap.sh test` (and so by CI), last, beside the sanitized checks:
+#   deb    dpkg-buildpackage on a copy of the tree (build profile pkg.libaiter.onegpu:
+#          one AMD target's code objects, see debian/rules), lintian (no errors allowed),
 #          apt install of libaiter0, libaiter-dev and python3-aiter, then their
 #          autopkgtests (debian/tests) run by autopkgtest against them
 #   wheel  the wheel given, installed into a fresh venv: tag, contents, `info`, `demo`
 #   conda  tools/check_conda.py on a `meson install` of the library into a prefix
+#          (built in the background while the deb is checked by lintian and autopkgtest)
 # What this machine cannot do is reported as skipped, with the reason.  The
 # packages, venvs and environments it installs are removed at the end; the build
 # dependencies it installs with apt (as bootstrap does with compilers) stay.
@@ -18,8 +20,11 @@ sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
 apt_get() { DEBIAN_FRONTEND=noninteractive $sudo apt-get -y -qq "$@"; }
 debs_installed=0
 passed=0 skipped=0
+conda_pid="" conda_started=0
 
 cleanup() {
+  # The conda build, when still running (a failure before its check): its process group.
+  if [ -n "$conda_pid" ]; then kill -TERM -- "-$conda_pid" 2>/dev/null || true; wait "$conda_pid" 2>/dev/null || true; fi
   if ((debs_installed)); then apt_get purge libaiter0 libaiter-dev python3-aiter >/dev/null; fi
   rm -rf "$work"
 }
@@ -58,7 +63,10 @@ check_deb() {
   tar -C "$top" --exclude="libaiter-$version/debian" -cJf "$top/libaiter_$version.orig.tar.xz" "libaiter-$version"
 
   apt_get update
-  profile=""
+  # One AMD target (gfx942) is enough to check the packaging of code objects; the
+  # wheel, built by the same compiler with the same flags, carries every target
+  # and the test suite checks them.  Without the profile the package has them all.
+  profile=pkg.libaiter.onegpu
   if ! apt-cache show clang-19 lld-19 >/dev/null 2>&1; then
     profile=pkg.libaiter.nogpu
     echo "clang-19 is not in this distribution's archive: building with the $profile profile (no code objects)"
@@ -77,7 +85,8 @@ check_deb() {
   local start=$SECONDS
   (cd "$src" && debian_env dpkg-buildpackage -us -uc >"$top/build.log" 2>&1) || {
     tail -40 "$top/build.log"; echo "dpkg-buildpackage failed (log above)"; return 1; }
-  echo "dpkg-buildpackage -us -uc: $((SECONDS - start))s"
+  echo "dpkg-buildpackage -us -uc (DEB_BUILD_PROFILES=$profile): $((SECONDS - start))s"
+  start_conda_build
   sed -n '/^  GPU targets/,/^$/p' "$top/build.log"
   ls "$top"/*.deb "$top"/*.dsc | xargs -n1 basename
 
@@ -129,8 +138,15 @@ import ctypes; ctypes.CDLL(os.path.join(os.path.dirname(info["library_path"]), "
   pass "wheel: installs into a fresh venv and runs the demo from its own library"
 }
 
-check_conda() {
-  step "conda"
+# The conda check's tools and its `meson install`, which need neither root nor the
+# deb: in the background (its own process group, output to a log) from the end of
+# dpkg-buildpackage, they take the core lintian and autopkgtest leave idle.
+start_conda_build() {
+  ((conda_started)) && return
+  conda_started=1
+  set -m; conda_build >"$work/conda-build.log" 2>&1 & conda_pid=$!; set +m
+}
+conda_build() {
   local prefix="$work/conda/build_prefix"
   python3 -m venv "$work/conda-tools"
   "$work/conda-tools/bin/python" -m pip install -q --disable-pip-version-check \
@@ -141,7 +157,17 @@ check_conda() {
     -Dgpu_targets=gfx942 -Djax=disabled >/dev/null
   ninja -C "$work/conda-build" -j"$(nproc)" >/dev/null
   meson install -C "$work/conda-build" --no-rebuild >/dev/null
-  "$work/conda-tools/bin/python" tools/check_conda.py "$prefix" "$work/conda"
+}
+
+check_conda() {
+  step "conda"
+  start_conda_build  # when the deb check did not
+  local rc=0
+  wait "$conda_pid" || rc=$?
+  conda_pid=""
+  cat "$work/conda-build.log"
+  if ((rc)); then echo "the conda build failed (log above)"; return 1; fi
+  "$work/conda-tools/bin/python" tools/check_conda.py "$work/conda/build_prefix" "$work/conda"
   pass "conda: recipe consistent; the library's .conda installs from a local channel and the C example uses it"
 }
 

@@ -6,11 +6,18 @@
 #      the op suites named in $SANITIZED_SUITES, against that build;
 #   3. a bounded run of the ABI fuzzer (tests/fuzz/fuzz_abi.py), $FUZZ_SECONDS long.
 # usage: tools/sanitized_checks.sh PYTHON   (a Python with numpy, ml_dtypes, cffi, pytest)
+#        tools/sanitized_checks.sh --build-only          configure and build build-sanitized, nothing else
+#        tools/sanitized_checks.sh --prebuilt PYTHON     1-3 on the build that --build-only made
+# (bootstrap builds in the background, while other tests run, then runs the checks.)
 # A fuzzer finding prints the case; `python tests/fuzz/fuzz_abi.py --replay SEED:INDEX`
 # reruns it, and each crash becomes an entry of tests/fuzz/regressions.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # absolute, and still the venv's (no realpath)
+stage=all
+case "${1:-}" in --build-only|--prebuilt) stage=${1#--}; shift ;; esac
+if [ "$stage" != build-only ]; then
+  python=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")  # absolute, and still the venv's (no realpath)
+fi
 build=build-sanitized
 fuzz_seconds=${FUZZ_SECONDS:-90}
 suites=${SANITIZED_SUITES:-test_norm.py test_activation.py test_quant.py test_rope.py test_moe.py test_attention.py test_gemm.py test_gemm_batched.py test_gemm_blockscale.py}
@@ -20,10 +27,13 @@ asan=$(gcc -print-file-name=libasan.so)
 ubsan=$(gcc -print-file-name=libubsan.so)
 [ -f "$asan" ] && [ -f "$ubsan" ] || { echo "sanitized checks: gcc's libasan/libubsan not found" >&2; exit 1; }
 
-rm -rf "$build"
-meson setup "$build" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized \
-  -Dpython=disabled -Dgpu_targets=none -Djax=disabled >/dev/null
-ninja -C "$build" >/dev/null
+if [ "$stage" != prebuilt ]; then
+  rm -rf "$build"
+  meson setup "$build" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized \
+    -Dpython=disabled -Dgpu_targets=none -Djax=disabled >/dev/null
+  ninja -C "$build" >/dev/null
+  [ "$stage" = all ] || exit 0
+fi
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 echo "== sanitized: C API tests"
