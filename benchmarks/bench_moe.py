@@ -251,17 +251,21 @@ def read_bandwidth(*tensors):
     return sum(t.numel() * t.element_size() for t in tensors) / us / 1e6
 
 
-def bench_blockscale(tokens, copy_tbs, rows, show_kernels=False):
+def bench_blockscale(tokens, copy_tbs, rows, show_kernels=False, expert_bias=0.1):
     """DeepSeek-V3 (E256 top-8 after biased grouped routing, H7168, I2048),
     block-scaled fp8: random e4m3fn codes with 128 x 128 block scales (made an
     expert at a time: the bf16 weights would take 22 GB).  No torch peer;
-    checked against libaiter's portable stages (fp32 FMA)."""
+    checked against libaiter's portable stages (fp32 FMA).  expert_bias: the
+    spread (std) of the per-expert correction bias.  A trained model's bias
+    evens the experts' loads out; a random one of 0.1 makes them uneven (at
+    T4096 some experts get no rows, others ten times the mean), 0 gives the
+    even loads of random gating."""
     experts, k, hidden, inter = 256, 8, 7168, 2048
     torch.manual_seed(0)
     dev, dt = "cuda", torch.bfloat16
     x = torch.randn(tokens, hidden, device=dev, dtype=dt)
     w1, w2, s1, s2 = deepseek_weights(experts, hidden, inter)
-    gating, bias = torch.randn(tokens, experts, device=dev, dtype=dt), torch.randn(experts, device=dev) / 10
+    gating, bias = torch.randn(tokens, experts, device=dev, dtype=dt), torch.randn(experts, device=dev) * expert_bias
     w_buf = torch.empty(tokens, k, device=dev)
     id_buf = torch.empty(tokens, k, device=dev, dtype=torch.int32)
     ws = torch.empty(aiter.fused_moe_workspace_size(tokens, k, experts, hidden, inter, elem_bytes=1),
@@ -281,6 +285,9 @@ def bench_blockscale(tokens, copy_tbs, rows, show_kernels=False):
     flops = 2.0 * tokens * k * 3 * hidden * inter
     t_ours = timed(ours_g, max(3, min(200, int(2e12 / (flops + 1e9)))))
     weight_bytes = len(torch.unique(id_buf)) * 3 * hidden * inter
+    load = torch.bincount(id_buf.flatten().long(), minlength=experts)
+    print(f"  routing (expert bias std {expert_bias}): {int((load > 0).sum())} of {experts} experts touched, "
+          f"rows an expert {int(load.min())}-{int(load.max())} (mean {tokens * k / experts:.0f})", flush=True)
     read_tbs = read_bandwidth(w1, w2)
     row = dict(shape="deepseek-v3", kind="fp8-bs", T=tokens, ours_us=t_ours, loop_us=float("nan"),
                gmm_us=float("nan"), gmm_route_us=float("nan"), tflops=flops / t_ours / 1e6,
@@ -306,6 +313,8 @@ def main():
     ap.add_argument("--kinds", default="bf16,fp8,blockscale")
     ap.add_argument("--markdown")
     ap.add_argument("--show-kernels", action="store_true")
+    ap.add_argument("--expert-bias", type=float, default=0.1,
+                    help="DeepSeek-V3's correction bias spread: 0.1 uneven loads (default), 0 even loads")
     ap.add_argument("--variant", help="force this tuned variant of the three fused MoE ops (aiter.tuning.variants: "
                     "mma, mma_n128, mma_n64, triton, triton_wide, triton_narrow, portable)")
     args = ap.parse_args()
@@ -324,7 +333,7 @@ def main():
         if kind == "blockscale":
             for tokens in map(int, args.tokens.split(",")):
                 try:
-                    bench_blockscale(tokens, copy_tbs, rows, args.show_kernels)
+                    bench_blockscale(tokens, copy_tbs, rows, args.show_kernels, args.expert_bias)
                 except Exception as e:  # noqa: BLE001
                     print(f"deepseek blockscale T{tokens}: failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}")
                 torch.cuda.empty_cache()

@@ -40,6 +40,11 @@ __device__ __forceinline__ float shfl_xor(float v, int mask) {
   const int lane = __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
   return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute((lane ^ mask) << 2, __builtin_bit_cast(int, v)));
 }
+// Lane `src` (0-31) of the caller's 32 lanes: its v (half a 64-wide wave).
+__device__ __forceinline__ int shfl_from(int v, int src) {
+  const int lane = __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+  return __builtin_amdgcn_ds_bpermute(((lane & ~31) + src) << 2, v);
+}
 __device__ __forceinline__ float fabsf(float x) { return __builtin_fabsf(x); }
 __device__ __forceinline__ float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
 __device__ __forceinline__ float fminf(float a, float b) { return __builtin_fminf(a, b); }
@@ -68,6 +73,8 @@ __device__ __forceinline__ unsigned block_dim_x() { return blockDim.x; }
 __device__ __forceinline__ int warp_size() { return 32; }
 __device__ __forceinline__ void sync_block() { __syncthreads(); }
 __device__ __forceinline__ float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+// Lane `src` (0-31) of the caller's warp: its v.
+__device__ __forceinline__ int shfl_from(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 __device__ __forceinline__ float fast_exp(float x) { return __expf(x); }
 __device__ __forceinline__ float fast_rsqrt(float x) { return rsqrtf(x); }
 __device__ __forceinline__ float fast_rint(float x) { return rintf(x); }

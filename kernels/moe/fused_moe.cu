@@ -232,48 +232,81 @@ __device__ __forceinline__ void quant_row_packed(const T *src, float w, int n, u
   if (lane == 0) *scale = s;
 }
 
-// Block-scaled (1 x 128 groups), a row a block: 16 lanes a group, a 16-byte
-// pack (8 values) a lane, kGroupPacks groups a lane's loads in flight
-// together; the group's amax over its 16 lanes, 8 codes a lane.  The same
-// operations as quant_row_block's group loop, so the same codes.  That loop
-// (4 values a lane, 2-byte loads, 1-byte stores, one load's latency waited out
-// per value) took 2.5 of the 8.6 ms of a DeepSeek-V3 layer at T 4096 on an
-// H100 (2026-11-27, docs/performance_moe.md).
-constexpr int kGroupPacks = 4;
+// Where row r of the stage's input comes from: src null where r has no pair
+// (past the valid rows, or padding).
+template <class T>
+struct QuantRow {
+  const T *src;
+  float w;  // the pair's routing weight, with weights_on_input (else 1)
+  long long q;
+  unsigned char *codes;
+};
+
+// Row r's source, given its pair q (the sorted entry: padding rows hold none).
+template <class T>
+__device__ __forceinline__ QuantRow<T> quant_row_at(const FusedMoeParams &p, long long r, long long q) {
+  QuantRow<T> row{nullptr, 1.0f, -1, nullptr};
+  if (q < 0 || q >= p.tokens * p.topk) return row;
+  const int n = p.quant_source == 1 ? p.inter : p.hidden;
+  const long long t = q / p.topk;
+  row.src = p.quant_source == 1 ? static_cast<const T *>(p.inter_buf) + r * p.inter
+                                : static_cast<const T *>(p.x) + t * p.x_stride;
+  if (p.quant_source != 1 && p.weights_on_input) row.w = p.weights[t * p.weights_stride + q % p.topk];
+  row.q = q;
+  row.codes = static_cast<unsigned char *>(p.quant_source == 1 ? p.hq : p.xq) + r * n;
+  return row;
+}
+
+template <class T>
+__device__ __forceinline__ QuantRow<T> quant_row_of(const FusedMoeParams &p, long long r) {
+  return r < p.num_valid[0] ? quant_row_at<T>(p, r, p.sorted[r]) : QuantRow<T>{nullptr, 1.0f, -1, nullptr};
+}
+
+// Block-scaled (1 x 128 groups): a warp quantizes a row in chunks of
+// 2 kChunkPacks groups, a 16-byte pack (8 values) a lane, the chunk's packs
+// loaded together; a group is 16 lanes' packs, its amax reduced over them, 8
+// codes a lane.  The same operations as quant_groups_elementwise, so the same
+// codes.  Before (H200, ncu, DeepSeek-V3 T 4096): a block a row with 128
+// registers (the kernel shared with the per-channel path), two blocks an SM,
+// 24% of the DRAM bandwidth: 414 us (x) + 279 us (h); now 290 + 94 us.  8 packs
+// a lane took 118 registers and 353 + 114 us (docs/performance_moe.md run 40).
+constexpr int kChunkPacks = 4;
 constexpr int kGroupLanes = 128 / kCombineCols;  // 16
 
 __device__ __forceinline__ bool quant_groups_fit(const void *src, const unsigned char *codes, int n) {
   return n % 128 == 0 && aligned16(src) && aligned8(codes);
 }
 
+// Groups [g0, g0 + 2 kChunkPacks) of a row (those below `groups`).  Every lane
+// runs every shuffle: a chunk's last pack may hold one group, not two.
 template <class T, int KIND>
-__device__ __forceinline__ void quant_groups_packed(const T *src, float w, int n, unsigned char *codes, float *scales) {
-  constexpr int kTeams = kCombineThreads / kGroupLanes;
-  const int team = thread_x() / kGroupLanes, lane = thread_x() % kGroupLanes, groups = n / 128;
-  for (int first = team; first < groups; first += kTeams * kGroupPacks) {
-    Pack8<T> pack[kGroupPacks];
+__device__ __forceinline__ void quant_groups_chunk(const T *src, float w, int groups, int g0, unsigned char *codes,
+                                                   float *scales, int lane) {
+  const int half = lane / kGroupLanes, offset = (lane % kGroupLanes) * kCombineCols;
+  Pack8<T> pack[kChunkPacks];
 #pragma unroll
-    for (int c = 0; c < kGroupPacks; ++c) {
-      const int g = first + c * kTeams;
-      if (g < groups) pack[c] = *reinterpret_cast<const Pack8<T> *>(src + g * 128 + lane * kCombineCols);
-    }
+  for (int c = 0; c < kChunkPacks; ++c) {
+    const int g = g0 + 2 * c + half;
+    if (g < groups) pack[c] = *reinterpret_cast<const Pack8<T> *>(src + g * 128 + offset);
+  }
 #pragma unroll
-    for (int c = 0; c < kGroupPacks; ++c) {
-      const int g = first + c * kTeams;
-      if (g >= groups) break;  // the same for the whole team: its shuffles stay within it
-      float amax = 0.0f;
+  for (int c = 0; c < kChunkPacks; ++c) {
+    const int g = g0 + 2 * c + half;
+    if (g0 + 2 * c >= groups) break;  // the same for the whole warp
+    float amax = 0.0f;
+    if (g < groups)
 #pragma unroll
       for (int j = 0; j < kCombineCols; ++j) amax = fmaxf(amax, fabsf(to_f32(pack[c].v[j]) * w));
 #pragma unroll
-      for (int m = kGroupLanes / 2; m > 0; m >>= 1) amax = fmaxf(amax, shfl_xor(amax, m));  // within 16 lanes
-      const float scale = dynamic_scale(amax, KIND), inv = 1.0f / scale;
-      uint32_t word[2] = {0u, 0u};
+    for (int m = kGroupLanes / 2; m > 0; m >>= 1) amax = fmaxf(amax, shfl_xor(amax, m));  // within 16 lanes
+    if (g >= groups) continue;
+    const float scale = dynamic_scale(amax, KIND), inv = 1.0f / scale;
+    uint32_t word[2] = {0u, 0u};
 #pragma unroll
-      for (int j = 0; j < kCombineCols; ++j)
-        word[j / 4] |= uint32_t(quantize(to_f32(pack[c].v[j]) * w * inv, KIND)) << (8 * (j % 4));
-      *reinterpret_cast<Codes8 *>(codes + g * 128 + lane * kCombineCols) = Codes8{word[0], word[1]};
-      if (lane == 0) scales[g] = scale;
-    }
+    for (int j = 0; j < kCombineCols; ++j)
+      word[j / 4] |= uint32_t(quantize(to_f32(pack[c].v[j]) * w * inv, KIND)) << (8 * (j % 4));
+    *reinterpret_cast<Codes8 *>(codes + g * 128 + offset) = Codes8{word[0], word[1]};
+    if (offset == 0) scales[g] = scale;
   }
 }
 
@@ -289,26 +322,29 @@ __device__ __forceinline__ void quant_row_team(const FusedMoeParams &p, long lon
   if (lane == 0) *scale = s;
 }
 
-// A row a block, element by element: 1 x 128 groups (a team of 32 lanes a
-// group), or per channel where the packs do not fit.
+// Block-scaled, element by element (rows whose packs do not fit): a warp a
+// row, 32 lanes a group, 4 values a lane.
+template <class T>
+__device__ __forceinline__ void quant_groups_elementwise(const FusedMoeParams &p, long long r, long long q, int n,
+                                                         unsigned char *codes, float *scales) {
+  const int lane = thread_x() % 32;
+  for (int grp = 0; grp < n / 128; ++grp) {
+    float v[4], amax = 0.0f;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) amax = fmaxf(amax, fabsf(v[c] = quant_source<T>(p, r, q, grp * 128 + c * 32 + lane)));
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1) amax = fmaxf(amax, shfl_xor(amax, m));
+    const float scale = dynamic_scale(amax, p.quant), inv = 1.0f / scale;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) codes[grp * 128 + c * 32 + lane] = quantize(v[c] * inv, p.quant);
+    if (lane == 0) scales[grp] = scale;
+  }
+}
+
+// A row a block, element by element, per channel (rows whose packs do not fit).
 template <class T>
 __device__ __forceinline__ void quant_row_block(const FusedMoeParams &p, long long r, long long q, int n,
                                                 unsigned char *codes, float *scales, float *scratch) {
-  if (p.group > 0) {  // a team of 32 lanes per 128-wide group, 4 values a lane
-    const int team = thread_x() / 32, lane = thread_x() % 32, groups = n / 128;
-    for (int grp = team; grp < groups; grp += kCombineThreads / 32) {
-      float v[4], amax = 0.0f;
-#pragma unroll
-      for (int c = 0; c < 4; ++c) amax = fmaxf(amax, fabsf(v[c] = quant_source<T>(p, r, q, grp * 128 + c * 32 + lane)));
-#pragma unroll
-      for (int m = 16; m > 0; m >>= 1) amax = fmaxf(amax, shfl_xor(amax, m));
-      const float scale = dynamic_scale(amax, p.quant), inv = 1.0f / scale;
-#pragma unroll
-      for (int c = 0; c < 4; ++c) codes[grp * 128 + c * 32 + lane] = quantize(v[c] * inv, p.quant);
-      if (lane == 0) scales[r * groups + grp] = scale;
-    }
-    return;
-  }
   float amax = 0.0f;
   for (int i = thread_x(); i < n; i += kCombineThreads) amax = fmaxf(amax, fabsf(quant_source<T>(p, r, q, i)));
   amax = block_max(amax, scratch);
@@ -317,52 +353,67 @@ __device__ __forceinline__ void quant_row_block(const FusedMoeParams &p, long lo
   if (thread_x() == 0) scales[r] = scale;
 }
 
-// Row r of the stage's input, quantized by LANES lanes (lane: this thread's).
+// Row r of the stage's input, per channel, quantized by LANES lanes (lane: this thread's).
 template <class T, int LANES>
 __device__ __forceinline__ void quant_row(const FusedMoeParams &p, long long r, int lane, float *scratch) {
-  const long long pairs = p.tokens * p.topk;
-  if (r >= p.num_valid[0]) return;
-  const long long q = p.sorted[r];
-  if (q < 0 || q >= pairs) return;
+  const QuantRow<T> row = quant_row_of<T>(p, r);
+  if (row.src == nullptr) return;
   const int n = p.quant_source == 1 ? p.inter : p.hidden;
-  unsigned char *codes = static_cast<unsigned char *>(p.quant_source == 1 ? p.hq : p.xq) + r * n;
-  float *scales = p.quant_source == 1 ? p.h_scale : p.x_scale;
-  const long long t = q / p.topk;
-  const T *src = p.quant_source == 1 ? static_cast<const T *>(p.inter_buf) + r * p.inter
-                                     : static_cast<const T *>(p.x) + t * p.x_stride;
-  const bool weighted = p.quant_source != 1 && p.weights_on_input;
-  const float w = weighted ? p.weights[t * p.weights_stride + q % p.topk] : 1.0f;
-  if (p.group > 0 && LANES == kCombineThreads && quant_groups_fit(src, codes, n)) {
-    float *row_scales = scales + r * (n / 128);
+  float *scale = (p.quant_source == 1 ? p.h_scale : p.x_scale) + r;
+  if (quant_packs_fit<LANES>(row.src, row.codes, n)) {
     if (p.quant == kQuantE4m3fn)
-      quant_groups_packed<T, kQuantE4m3fn>(src, w, n, codes, row_scales);
+      quant_row_packed<T, kQuantE4m3fn, LANES>(row.src, row.w, n, row.codes, scale, lane, scratch);
     else
-      quant_groups_packed<T, kQuantE4m3fnuz>(src, w, n, codes, row_scales);
-    return;
-  }
-  if (p.group == 0 && quant_packs_fit<LANES>(src, codes, n)) {
-    if (p.quant == kQuantE4m3fn)
-      quant_row_packed<T, kQuantE4m3fn, LANES>(src, w, n, codes, scales + r, lane, scratch);
-    else
-      quant_row_packed<T, kQuantE4m3fnuz, LANES>(src, w, n, codes, scales + r, lane, scratch);
+      quant_row_packed<T, kQuantE4m3fnuz, LANES>(row.src, row.w, n, row.codes, scale, lane, scratch);
     return;
   }
   if (LANES == 32)
-    quant_row_team<T>(p, r, q, n, codes, scales + r, lane);
+    quant_row_team<T>(p, r, row.q, n, row.codes, scale, lane);
   else
-    quant_row_block<T>(p, r, q, n, codes, scales, scratch);
+    quant_row_block<T>(p, r, row.q, n, row.codes, p.quant_source == 1 ? p.h_scale : p.x_scale, scratch);
 }
 
-// The grid: kMoeQuantTeams rows a block where they are short (moe_quant_short_rows), else a row a block.
+// moe_quant, per channel: kMoeQuantTeams rows a block where they are short
+// (moe_quant_short_rows), else a row a block.
 template <class T>
 __device__ __forceinline__ void quant_rows(const FusedMoeParams &p) {
   __shared__ float scratch[32];
   const int n = p.quant_source == 1 ? p.inter : p.hidden;
-  if (p.group == 0 && n <= kMoeQuantShortRow)
+  if (n <= kMoeQuantShortRow)
     quant_row<T, 32>(p, (long long)block_x() * kMoeQuantTeams + thread_x() / 32, thread_x() % 32, scratch);
   else
     quant_row<T, kCombineThreads>(p, block_x(), thread_x(), scratch);
 }
+
+// moe_quant_groups, 1 x 128 groups: kMoeQuantWarpRows rows a warp, one after
+// another, their pairs loaded together first.  (A kernel of its own: in one
+// function with the per-channel path, ptxas gave both that path's 128
+// registers.)
+template <class T>
+__device__ __forceinline__ void quant_groups(const FusedMoeParams &p) {
+  const int lane = thread_x() % 32, n = p.quant_source == 1 ? p.inter : p.hidden;
+  const long long r0 = ((long long)block_x() * (kCombineThreads / 32) + thread_x() / 32) * kMoeQuantWarpRows;
+  const long long valid = p.num_valid[0];
+  if (r0 >= valid) return;
+  // Lane j holds row r0 + j's pair (a sorted entry is an int).
+  const int mine = lane < kMoeQuantWarpRows && r0 + lane < valid ? p.sorted[r0 + lane] : -1;
+#pragma unroll 1
+  for (int j = 0; j < kMoeQuantWarpRows; ++j) {
+    const QuantRow<T> row = quant_row_at<T>(p, r0 + j, shfl_from(mine, j));
+    if (row.src == nullptr) continue;
+    float *scales = (p.quant_source == 1 ? p.h_scale : p.x_scale) + (r0 + j) * (n / 128);
+    if (!quant_groups_fit(row.src, row.codes, n)) {
+      quant_groups_elementwise<T>(p, r0 + j, row.q, n, row.codes, scales);
+      continue;
+    }
+    for (int g0 = 0; g0 < n / 128; g0 += 2 * kChunkPacks)
+      if (p.quant == kQuantE4m3fn)
+        quant_groups_chunk<T, kQuantE4m3fn>(row.src, row.w, n / 128, g0, row.codes, scales, lane);
+      else
+        quant_groups_chunk<T, kQuantE4m3fnuz>(row.src, row.w, n / 128, g0, row.codes, scales, lane);
+  }
+}
+
 // weights_on_input: x_sorted[r] = x[t] * w[t, j], rounded, for the valid rows.
 template <class T>
 __device__ __forceinline__ void gather_scaled(const FusedMoeParams &p) {
@@ -467,7 +518,8 @@ __device__ __forceinline__ void finish(const FusedMoeParams &p) {
   AITER_ENTRY(aiter_moe_gather_##dt, kCombineThreads, FusedMoeParams, gather_scaled<T>)            \
   AITER_ENTRY(aiter_moe_combine_##dt, kCombineThreads, FusedMoeParams, combine<T>)                 \
   AITER_ENTRY(aiter_moe_finish_##dt, kCombineThreads, FusedMoeParams, finish<T>)                   \
-  AITER_ENTRY(aiter_moe_quant_##dt, kCombineThreads, FusedMoeParams, quant_rows<T>)
+  AITER_ENTRY(aiter_moe_quant_##dt, kCombineThreads, FusedMoeParams, quant_rows<T>)                \
+  AITER_ENTRY(aiter_moe_quant_groups_##dt, kCombineThreads, FusedMoeParams, quant_groups<T>)
 PORTABLE(bf16, bf16_t)
 PORTABLE(f16, half_t)
 #define PORTABLE_FP8(wdt, W, dt, T)                                                                 \
@@ -487,5 +539,6 @@ PORTABLE_FP8(e4m3fnuz, e4m3fnuz_t, f16, half_t)
 // aiter-kernel-family: op=moe_finish variant={dt} symbol=aiter_moe_finish_{dt} block=256 smem=0 dt=bf16,f16
 // fp8 weights: stages <weights>.<dtype>.portable; moe_quant <dtype> (the format a runtime parameter).
 // aiter-kernel-family: op=moe_quant variant={dt} symbol=aiter_moe_quant_{dt} block=256 smem=0 dt=bf16,f16
+// aiter-kernel-family: op=moe_quant_groups variant={dt} symbol=aiter_moe_quant_groups_{dt} block=256 smem=0 dt=bf16,f16
 // aiter-kernel-family: op=moe_stage1 variant={wdt}.{dt}.portable symbol=aiter_moe_stage1_{wdt}_{dt} block=256 smem=0 wdt=e4m3fn,e4m3fnuz dt=bf16,f16
 // aiter-kernel-family: op=moe_stage2 variant={wdt}.{dt}.portable symbol=aiter_moe_stage2_{wdt}_{dt} block=256 smem=0 wdt=e4m3fn,e4m3fnuz dt=bf16,f16

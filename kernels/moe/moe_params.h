@@ -87,6 +87,7 @@ struct FusedMoeParams {
 
 // moe_quant's grid: per channel, rows of up to kMoeQuantShortRow values take a
 // team of 32 lanes each, kMoeQuantTeams rows a block of 256 threads; longer
-// rows (and 1 x 128 groups) a block each.
-constexpr int kMoeQuantShortRow = 2048, kMoeQuantTeams = 8;
+// rows a block each.  moe_quant_groups (1 x 128 groups): kMoeQuantWarpRows
+// rows a warp, 8 warps a block.
+constexpr int kMoeQuantShortRow = 2048, kMoeQuantTeams = 8, kMoeQuantWarpRows = 4;
 inline bool moe_quant_short_rows(int values, int group) { return group == 0 && values <= kMoeQuantShortRow; }

@@ -250,21 +250,26 @@ aiter_status launch_stage(const GpuCall &call, int stage, const Plan &plan, unsi
   return launch(call, stage == 1 ? "moe_stage1" : "moe_stage2", plan.stage, dims, plan.threads, p);
 }
 
-// moe_quant over rows of `values` (kernels/moe/fused_moe.cu): short rows a team
-// of 32 lanes each, kMoeQuantTeams a block; else a block a row.
-Dim3 quant_grid(const FusedMoeArgs &a, int64_t values) {
-  const int64_t rows_a_block = moe_quant_short_rows(int(values), int(a.group)) ? kMoeQuantTeams : 1;
-  return Dim3{unsigned(ceil_div(a.sort.rows, rows_a_block)), 1, 1};
+// The fp8 quantization of a stage's input rows, source 0 (x) or 1 (inter)
+// (kernels/moe/fused_moe.cu): per channel moe_quant, short rows a team of 32
+// lanes each, kMoeQuantTeams a block, else a block a row; 1 x 128 groups
+// moe_quant_groups, kMoeQuantWarpRows rows a warp.
+aiter_status launch_quant(const FusedMoeArgs &a, FusedMoeParams p, int source, const GpuCall &call) {
+  const int values = int(source == 1 ? a.inter : a.hidden);
+  p.quant_source = source;
+  const int64_t rows_a_block = a.group > 0                                   ? kMoeQuantWarpRows * kRowThreads / 32
+                               : moe_quant_short_rows(values, int(a.group)) ? kMoeQuantTeams
+                                                                            : 1;
+  const Dim3 grid{unsigned(ceil_div(a.sort.rows, rows_a_block)), 1, 1};
+  return launch(call, a.group > 0 ? "moe_quant_groups" : "moe_quant", dtype_tag(a.dtype), grid, unsigned(kRowThreads),
+                p);
 }
 
 // Stage 1, [fp8: quantize its rows], stage 2.
 aiter_status run_stages(const FusedMoeArgs &a, FusedMoeParams p, const Plan &plan, const GpuCall &call) {
   const unsigned row_tiles = unsigned(a.sort.rows / kTile);
   aiter_status s = launch_stage(call, 1, plan, row_tiles, a, p);
-  if (s == AITER_OK && is_fp8(a)) {
-    p.quant_source = 1;
-    s = launch(call, "moe_quant", dtype_tag(a.dtype), quant_grid(a, a.inter), unsigned(kRowThreads), p);
-  }
+  if (s == AITER_OK && is_fp8(a)) s = launch_quant(a, p, 1, call);
   if (s == AITER_OK) s = launch_stage(call, 2, plan, row_tiles, a, p);
   return s;
 }
@@ -273,8 +278,7 @@ aiter_status run_stages(const FusedMoeArgs &a, FusedMoeParams p, const Plan &pla
 // weights_on_input gather.
 aiter_status prepare_inputs(const FusedMoeArgs &a, const FusedMoeParams &p, const GpuCall &call) {
   const Dim3 rows{unsigned(a.sort.rows), 1, 1};
-  if (is_fp8(a))
-    return launch(call, "moe_quant", dtype_tag(a.dtype), quant_grid(a, a.hidden), unsigned(kRowThreads), p);
+  if (is_fp8(a)) return launch_quant(a, p, 0, call);
   if (a.weights_on_input) return launch(call, "moe_gather", dtype_tag(a.dtype), rows, unsigned(kRowThreads), p);
   return AITER_OK;
 }

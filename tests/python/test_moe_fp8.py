@@ -119,12 +119,30 @@ def test_fused_moe_blockscale(rng, device, qdtype, case):
 
 @pytest.mark.parametrize("variant", ["auto", "portable", "mma"])
 @pytest.mark.parametrize("case", [(200, 32, 8, 1024, 512), (1, 256, 8, 7168, 256),
-                                  (200, 4, 3, 640, 384)])  # 150 rows an expert: sm_90a's wgmma stages by default
+                                  (200, 4, 3, 640, 384),  # 150 rows an expert: sm_90a's wgmma stages by default
+                                  (5, 4, 2, 16512, 128)])  # 129 groups a row: the quantization's items in two rounds
 def test_fused_moe_blockscale_gpu_shapes(rng, device, variant, case):
     if device == "cpu":
         pytest.skip("large shapes: GPU only")
     layer = routed_fp8_layer(rng, case, "bfloat16", "float8_e4m3fn", block=True)
     check(run_fp8(device, *layer, variant=variant), moe_fp8_reference(*layer, "float8_e4m3fn"))
+
+
+def test_fused_moe_blockscale_strided_rows_gpu(rng, device):
+    """x as the first columns of a wider array, rows 8 bytes off 16-byte
+    alignment every other token: the block-scaled quantization takes those rows
+    element by element, the others in 16-byte packs."""
+    if device == "cpu":
+        pytest.skip("the GPU quantization's two paths")
+    layer = routed_fp8_layer(rng, (9, 8, 2, 256, 128), "bfloat16", "float8_e4m3fn", block=True)
+    x = layer[0]
+    wide = np.zeros((x.shape[0], x.shape[1] + 4), x.dtype)
+    wide[:, : x.shape[1]] = x
+    dev = [to_device(wide, device)[:, : x.shape[1]]] + [to_device(a, device) for a in layer[1:]]
+    out = poisoned_on(x.shape, x.dtype.name, device)
+    size = aiter.fused_moe_workspace_size(x.shape[0], 2, 8, x.shape[1], 128, elem_bytes=1)
+    aiter.fused_moe_fp8(*dev, workspace=to_device(np.full(size, 0xFF, np.uint8), device), out=out)
+    check(f64(on_host(out)), moe_fp8_reference(*layer, "float8_e4m3fn"))
 
 
 CASES = [(1, 8, 2, 64, 32), (3, 7, 3, 48, 32), (17, 8, 2, 128, 64), (5, 4, 4, 20, 10)]
