@@ -38,6 +38,7 @@ import argparse
 import functools
 import os
 import statistics
+import time
 
 import torch
 import torch.nn.functional as F
@@ -51,7 +52,19 @@ SHAPES = {  # name: (experts, k, hidden, inter)
 }
 
 
+# --warm-seconds: each timing first replays its call this long.  Held at it,
+# a large fp8 layer runs at the GPU's power limit and lower clocks than a
+# short burst gets (an H200 at DeepSeek-V3 T4096: 6.2 ms sustained against
+# 5.4-5.9 ms in bursts; docs/performance_moe.md run 41).
+WARM_SECONDS = 0.0
+
+
 def timed(fn, iters):
+    until = time.perf_counter() + WARM_SECONDS
+    while time.perf_counter() < until:
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(5):
@@ -313,11 +326,15 @@ def main():
     ap.add_argument("--kinds", default="bf16,fp8,blockscale")
     ap.add_argument("--markdown")
     ap.add_argument("--show-kernels", action="store_true")
+    ap.add_argument("--warm-seconds", type=float, default=0.0,
+                    help="replay each call this long before timing it (the clocks of sustained load)")
     ap.add_argument("--expert-bias", type=float, default=0.1,
                     help="DeepSeek-V3's correction bias spread: 0.1 uneven loads (default), 0 even loads")
     ap.add_argument("--variant", help="force this tuned variant of the three fused MoE ops (aiter.tuning.variants: "
                     "mma, mma_n128, mma_n64, triton, triton_wide, triton_narrow, portable)")
     args = ap.parse_args()
+    global WARM_SECONDS
+    WARM_SECONDS = args.warm_seconds
     if args.variant:
         for op in ("fused_moe", "fused_moe_fp8", "fused_moe_fp8_blockscale"):
             aiter.tuning.force_variant(op, args.variant)
