@@ -87,7 +87,7 @@ void gated_tile(const T *x, const T *x_up, int64_t n, Act act, T *out, float *ga
 template <class T, class Act>
 void gated_tiles(const ActivationArgs &a, Act act) {
   const int64_t d = a.out_rows.cols;
-  const int64_t blocks = (d + kBlock - 1) / kBlock;
+  const int64_t blocks = d / kBlock + (d % kBlock != 0);  // (no d + kBlock - 1: d may be near INT64_MAX when empty)
   const int64_t grain = Act::vectorized && isa_at_least(Isa::avx512) ? kVectorGrain : kGrain;
   parallel_for(a.out_rows.rows * blocks, grain, [&](int64_t begin, int64_t end) {
     float gate[kBlock], up[kBlock];

@@ -48,11 +48,12 @@ T *row_of(void *base, const RowView &v, int64_t r) {
 }
 
 // The rows of a RowView cut into tiles of up to kBlock columns; tile t covers
-// columns [first, first + count) of row `row`.
+// columns [first, first + count) of row `row`.  (An empty tensor may have any
+// column count: cols + kBlock - 1 overflowed at INT64_MAX, fuzzer seed 500041086.)
 struct Tiles {
   int64_t cols, per_row, count;
   explicit Tiles(const RowView &v)
-      : cols(v.cols), per_row((v.cols + kBlock - 1) / kBlock), count(v.rows * per_row) {}
+      : cols(v.cols), per_row(v.cols / kBlock + (v.cols % kBlock != 0)), count(v.rows * per_row) {}
   int64_t row(int64_t t) const { return t / per_row; }
   int64_t first(int64_t t) const { return (t % per_row) * kBlock; }
   int64_t size(int64_t t) const { return std::min(kBlock, cols - first(t)); }
