@@ -344,13 +344,13 @@ __device__ __forceinline__ void quant_groups_elementwise(const FusedMoeParams &p
 // A row a block, element by element, per channel (rows whose packs do not fit).
 template <class T>
 __device__ __forceinline__ void quant_row_block(const FusedMoeParams &p, long long r, long long q, int n,
-                                                unsigned char *codes, float *scales, float *scratch) {
+                                                unsigned char *codes, float *scale, float *scratch) {
   float amax = 0.0f;
   for (int i = thread_x(); i < n; i += kCombineThreads) amax = fmaxf(amax, fabsf(quant_source<T>(p, r, q, i)));
   amax = block_max(amax, scratch);
-  const float scale = dynamic_scale(amax, p.quant), inv = 1.0f / scale;
+  const float s = dynamic_scale(amax, p.quant), inv = 1.0f / s;
   for (int i = thread_x(); i < n; i += kCombineThreads) codes[i] = quantize(quant_source<T>(p, r, q, i) * inv, p.quant);
-  if (thread_x() == 0) scales[r] = scale;
+  if (thread_x() == 0) *scale = s;
 }
 
 // Row r of the stage's input, per channel, quantized by LANES lanes (lane: this thread's).
@@ -370,7 +370,7 @@ __device__ __forceinline__ void quant_row(const FusedMoeParams &p, long long r, 
   if (LANES == 32)
     quant_row_team<T>(p, r, row.q, n, row.codes, scale, lane);
   else
-    quant_row_block<T>(p, r, row.q, n, row.codes, p.quant_source == 1 ? p.h_scale : p.x_scale, scratch);
+    quant_row_block<T>(p, r, row.q, n, row.codes, scale, scratch);
 }
 
 // moe_quant, per channel: kMoeQuantTeams rows a block where they are short
