@@ -89,10 +89,9 @@ def test_prefill_one_long_sequence(rng, cuda):
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("d", [64, 128])
 def test_prefill_many_heads_many_waves(rng, cuda, causal, d):
-    """96 query heads over 4-5 blocks of 128 or 192 tokens: 384-480 blocks of
-    rows, more than two waves on an H100 (a persistent block takes several, of
-    different lengths), GQA 12, blocks straddling sequences, and the LSE output
-    of every row."""
+    """96 query heads over 4-5 row tiles of 128 or 192 tokens: 384-480 blocks,
+    more than two waves on an H100 (blocks of different lengths), GQA 12, tiles
+    straddling sequences, and the LSE output of every row."""
     hq, hkv = 96, 8
     cu = cu_seqlens([1, 250, 0, 300, 47])  # 598 tokens; blocks of rows straddle sequences
     q = rand(rng, (cu[-1], hq, d), "bfloat16", scale=2.0)
