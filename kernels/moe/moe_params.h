@@ -90,4 +90,4 @@ struct FusedMoeParams {
 // rows a block each.  moe_quant_groups (1 x 128 groups): kMoeQuantWarpRows
 // rows a warp, 8 warps a block.
 constexpr int kMoeQuantShortRow = 2048, kMoeQuantTeams = 8, kMoeQuantWarpRows = 4;
-inline bool moe_quant_short_rows(int values, int group) { return group == 0 && values <= kMoeQuantShortRow; }
+inline bool moe_quant_short_rows(int values) { return values <= kMoeQuantShortRow; }  // (per channel)

@@ -257,9 +257,9 @@ aiter_status launch_stage(const GpuCall &call, int stage, const Plan &plan, unsi
 aiter_status launch_quant(const FusedMoeArgs &a, FusedMoeParams p, int source, const GpuCall &call) {
   const int values = int(source == 1 ? a.inter : a.hidden);
   p.quant_source = source;
-  const int64_t rows_a_block = a.group > 0                                   ? kMoeQuantWarpRows * kRowThreads / 32
-                               : moe_quant_short_rows(values, int(a.group)) ? kMoeQuantTeams
-                                                                            : 1;
+  const int64_t rows_a_block = a.group > 0                    ? kMoeQuantWarpRows * kRowThreads / 32
+                               : moe_quant_short_rows(values) ? kMoeQuantTeams
+                                                              : 1;
   const Dim3 grid{unsigned(ceil_div(a.sort.rows, rows_a_block)), 1, 1};
   return launch(call, a.group > 0 ? "moe_quant_groups" : "moe_quant", dtype_tag(a.dtype), grid, unsigned(kRowThreads),
                 p);
