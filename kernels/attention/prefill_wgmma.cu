@@ -2,8 +2,9 @@
 // specialized in FlashAttention-3's manner.  A block takes 128 query tokens of
 // one query head (192 at head dim 64): warpgroup 0 copies (one thread issues
 // TMA: Q once, then K and V tiles of 128 keys (80 where q/k and v dims sum
-// above 256) into a ring of 3 stages (2 where v's head dim is 256), with a full
-// and an empty barrier each), the next two (three) each own 64 of the rows.
+// above 256) into a ring of 3 stages (2 where v's head dim is 256); K and V of
+// a stage have a full and an empty barrier each), the next two (three) each own
+// 64 of the rows.
 // Variants: head dims 64, 128, 256, and 192 for q/k with 128 for v, each with
 // and without a soft-cap (Dims below).
 //
@@ -14,7 +15,10 @@
 // the next P and rescale O.  P is packed only after that wait: its registers are
 // what the P V in flight reads.  The consumers take turns (a ring) issuing their
 // products (a named barrier each), so one's softmax runs under the other's
-// products.
+// products.  K_i's half of a stage is freed once S_i is done and V_i's once
+// P V_i is, and the copier issues K_{i+1} before V_i, so the next scores' keys
+// arrive while this tile's values are still in use (with one barrier a stage,
+// K_{i+1} waited for P V_{i-1}: a copy's latency before each S at 2 stages).
 //
 // Rows are numbered over the packed batch (prefill_rows.h): each row's
 // visible keys are a range of global key rows, the block walks the union of its
@@ -82,7 +86,7 @@ __device__ __forceinline__ float tanh_exp2(float x) {
 
 // Shared memory from a 1024-byte aligned base: Q (DK / 64 blocks of [kRows rows][128 B]),
 // then per stage K (DK / 64 blocks of [kKeys rows][128 B]) and V (DV / 64 such
-// blocks), then the barriers.
+// blocks), then the barriers: Q's, then K's and V's full and empty ones a stage.
 template <class S>
 struct Smem {
   static constexpr int kStages = S::kStages;
@@ -91,15 +95,18 @@ struct Smem {
   static constexpr int kQ = S::DK / 64 * kQBlock;
   static constexpr int kStage = (S::DK + S::DV) / 64 * kKeyBlock;
   static constexpr int kBarriers = kQ + kStages * kStage;
-  static constexpr int kPins = kBarriers + 8 * (1 + 2 * kStages);  // a byte per consumer thread (pin_before_wait)
+  static constexpr int kKBytes = S::DK / 64 * kKeyBlock, kVBytes = S::DV / 64 * kKeyBlock;
+  static constexpr int kPins = kBarriers + 8 * (1 + 4 * kStages);  // a byte per consumer thread (pin_before_wait)
   static constexpr int kBytes = kPins + 128 * S::kConsumers + 1024;  // + the alignment slack
   uint32_t base;
   __device__ uint32_t q(int block) const { return base + block * kQBlock; }
   __device__ uint32_t k(int s, int block) const { return base + kQ + s * kStage + block * kKeyBlock; }
   __device__ uint32_t v(int s, int block) const { return k(s, S::DK / 64 + block); }
   __device__ uint32_t q_full() const { return base + kBarriers; }
-  __device__ uint32_t full(int s) const { return base + kBarriers + 8 * (1 + s); }
-  __device__ uint32_t empty(int s) const { return base + kBarriers + 8 * (1 + kStages + s); }
+  __device__ uint32_t k_full(int s) const { return base + kBarriers + 8 * (1 + s); }
+  __device__ uint32_t v_full(int s) const { return k_full(kStages + s); }
+  __device__ uint32_t k_empty(int s) const { return k_full(2 * kStages + s); }
+  __device__ uint32_t v_empty(int s) const { return k_full(3 * kStages + s); }
   __device__ uint32_t pin() const { return base + kPins + threadIdx.x - 128; }
 };
 
@@ -151,16 +158,27 @@ __device__ void copy_q(const PrefillTmaParams &q, const Smem<S> &sm, int row0, i
   for (int b = 0; b < S::DK / 64; ++b) tma_copy_3d(sm.q(b), &q.q_map, sm.q_full(), b * 64, row0, head);
 }
 
+// K_0, then K_{i+1} before V_i, each copy waiting for its own half of the stage.
 template <class S>
 __device__ void produce(const PrefillTmaParams &q, const Smem<S> &sm, const KeyRange &keys, int kvh) {
   constexpr int kStages = S::kStages;
-  int i = 0;
-  for (int k0 = keys.start; k0 < keys.stop; k0 += S::kKeys, ++i) {
-    const int s = i % kStages;
-    barrier_wait(sm.empty(s), ((i / kStages) & 1) ^ 1);
-    barrier_arrive_expect(sm.full(s), Smem<S>::kStage);
-    for (int b = 0; b < S::DK / 64; ++b) tma_copy_3d(sm.k(s, b), &q.k_map, sm.full(s), b * 64, k0, kvh);
-    for (int b = 0; b < S::DV / 64; ++b) tma_copy_3d(sm.v(s, b), &q.v_map, sm.full(s), b * 64, k0, kvh);
+  const int tiles = keys.stop > keys.start ? (keys.stop - keys.start + S::kKeys - 1) / S::kKeys : 0;
+  auto copy_k = [&](int i) {
+    const int s = i % kStages, k0 = keys.start + i * S::kKeys;
+    barrier_wait(sm.k_empty(s), ((i / kStages) & 1) ^ 1);
+    barrier_arrive_expect(sm.k_full(s), Smem<S>::kKBytes);
+    for (int b = 0; b < S::DK / 64; ++b) tma_copy_3d(sm.k(s, b), &q.k_map, sm.k_full(s), b * 64, k0, kvh);
+  };
+  auto copy_v = [&](int i) {
+    const int s = i % kStages, k0 = keys.start + i * S::kKeys;
+    barrier_wait(sm.v_empty(s), ((i / kStages) & 1) ^ 1);
+    barrier_arrive_expect(sm.v_full(s), Smem<S>::kVBytes);
+    for (int b = 0; b < S::DV / 64; ++b) tma_copy_3d(sm.v(s, b), &q.v_map, sm.v_full(s), b * 64, k0, kvh);
+  };
+  if (tiles > 0) copy_k(0);
+  for (int i = 0; i < tiles; ++i) {
+    if (i + 1 < tiles) copy_k(i + 1);
+    copy_v(i);
   }
 }
 
@@ -325,11 +343,13 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRang
   auto masked = [&](int i) { return first_key(i) < keys.inner_lo || first_key(i) + kKeys > keys.inner_hi; };
   float corr[2];
   barrier_wait(sm.q_full(), 0);
+  const bool signals = threadIdx.x % 128 == 0;  // one arrival a warpgroup on the empty barriers
   if (tiles > 0) {
-    barrier_wait(sm.full(stage(0)), phase(0));
+    barrier_wait(sm.k_full(stage(0)), phase(0));
     issue_scores<T, S>(sm, stage(0), wg, st);
     wgmma_wait<0>();
     fence_registers(st.s);
+    if (signals) barrier_arrive(sm.k_empty(stage(0)));
     if (masked(0))
       softmax<true, SOFTCAP, S>(st, lg, first_key(0), lo, hi, corr);
     else
@@ -340,19 +360,21 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRang
   if (wg == kLast && tiles > 1) pass_turn<S>(wg);  // the last consumer lets the first issue first
   auto step = [&](int i, auto masked_tag) {
     constexpr bool kMasked = decltype(masked_tag)::value;
-    barrier_wait(sm.full(stage(i)), phase(i));
+    barrier_wait(sm.k_full(stage(i)), phase(i));
+    barrier_wait(sm.v_full(stage(i - 1)), phase(i - 1));
     wait_turn(wg);
     issue_scores<T, S>(sm, stage(i), wg, st);
     issue_pv<T, S>(sm, stage(i - 1), st);
     if (wg < kLast || i + 1 < tiles) pass_turn<S>(wg);  // (the last turn is not passed: the barriers end balanced)
     wgmma_wait<1>();  // the scores (the older group) are done; P V may run on
     fence_registers(st.s);
+    if (signals) barrier_arrive(sm.k_empty(stage(i)));
     softmax<kMasked, SOFTCAP, S>(st, lg, first_key(i), lo, hi, corr);
     pin_before_wait(sm, st.l);
     wgmma_wait<0>();  // P V of tile i - 1 is done: P may be rewritten, O rescaled
 #pragma unroll
     for (int b = 0; b < S::DV / 64; ++b) fence_registers(st.o[b]);
-    if (threadIdx.x % 128 == 0) barrier_arrive(sm.empty(stage(i - 1)));
+    if (signals) barrier_arrive(sm.v_empty(stage(i - 1)));
     pack_p<T, S>(st);
     rescale<S>(st, corr);
   };
@@ -364,11 +386,12 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRang
       step(i, BoolTag<false>{});
   }
   if (tiles > 0) {
+    barrier_wait(sm.v_full(stage(tiles - 1)), phase(tiles - 1));
     issue_pv<T, S>(sm, stage(tiles - 1), st);
     wgmma_wait<0>();
 #pragma unroll
     for (int b = 0; b < S::DV / 64; ++b) fence_registers(st.o[b]);
-    if (threadIdx.x % 128 == 0) barrier_arrive(sm.empty(stage(tiles - 1)));
+    if (signals) barrier_arrive(sm.v_empty(stage(tiles - 1)));
   }
   const int warp = int(threadIdx.x) % 128 / 32, g = int(threadIdx.x) % 32 / 4, tq = int(threadIdx.x) % 4;
   // Rows' sums over the quad, then out (and lse) for the rows that exist.
@@ -406,7 +429,10 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
   const int kvh = head / (p.q_heads / p.kv_heads);
   if (threadIdx.x == 0) {
     barrier_init(sm.q_full(), 1);
-    for (int s = 0; s < S::kStages; ++s) barrier_init(sm.full(s), 1), barrier_init(sm.empty(s), S::kConsumers);
+    for (int s = 0; s < S::kStages; ++s) {
+      barrier_init(sm.k_full(s), 1), barrier_init(sm.v_full(s), 1);
+      barrier_init(sm.k_empty(s), S::kConsumers), barrier_init(sm.v_empty(s), S::kConsumers);
+    }
     barrier_init_fence();
     tma_prefetch_map(&q.k_map), tma_prefetch_map(&q.v_map);
     copy_q<S>(q, sm, row0, head);  // under block_keys' reads of the sequence bounds
@@ -437,7 +463,7 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
 
 // block = Dims::kThreads; smem = Smem<Dims>::kBytes: Q + the K/V stages + barriers + pins + 1 KiB of alignment
 // slack (with the 1 KiB of static shared memory ptxas reports, at most the 227 KiB a block may have).
-// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124344,d128:d128:384:230712,d256:d256:384:230696,d192v128:d192v128:384:204088,d64.cap:d64_cap:384:116024,d128.cap:d128_cap:384:230712,d256.cap:d256_cap:384:230696,d192v128.cap:d192v128_cap:384:204088
+// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124392,d128:d128:384:230760,d256:d256:384:230728,d192v128:d192v128:384:204136,d64.cap:d64_cap:384:116072,d128.cap:d128_cap:384:230760,d256.cap:d256_cap:384:230728,d192v128.cap:d192v128_cap:384:204136
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d64, half_t, 64, 64)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d128, half_t, 128, 128)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d256, half_t, 256, 256)
@@ -450,10 +476,10 @@ template <int DK, int DV, bool CAP>
 constexpr bool kLaunch(int threads, int smem) {
   return Dims<DK, DV, CAP>::kThreads == threads && Smem<Dims<DK, DV, CAP>>::kBytes == smem;
 }
-static_assert(kLaunch<64, 64, false>(512, 124344) && kLaunch<128, 128, false>(384, 230712) &&
-                  kLaunch<256, 256, false>(384, 230696) && kLaunch<192, 128, false>(384, 204088) &&
-                  kLaunch<64, 64, true>(384, 116024) && kLaunch<128, 128, true>(384, 230712) &&
-                  kLaunch<256, 256, true>(384, 230696) && kLaunch<192, 128, true>(384, 204088),
+static_assert(kLaunch<64, 64, false>(512, 124392) && kLaunch<128, 128, false>(384, 230760) &&
+                  kLaunch<256, 256, false>(384, 230728) && kLaunch<192, 128, false>(384, 204136) &&
+                  kLaunch<64, 64, true>(384, 116072) && kLaunch<128, 128, true>(384, 230760) &&
+                  kLaunch<256, 256, true>(384, 230728) && kLaunch<192, 128, true>(384, 204136),
               "update block and smem above");
 
 #endif
