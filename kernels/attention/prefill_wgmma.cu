@@ -2,9 +2,9 @@
 // specialized in FlashAttention-3's manner.  A block takes 128 query tokens of
 // one query head (192 at head dim 64): warpgroup 0 copies (one thread issues
 // TMA: Q once, then K and V tiles of 128 keys (80 where q/k and v dims sum
-// above 256) into a ring of 3 stages (2 where v's head dim is 256); K and V of
-// a stage have a full and an empty barrier each), the next two (three) each own
-// 64 of the rows.
+// above 256) into a ring of 3 stages (2 where v's head dim is 256), with a full
+// and an empty barrier each (K's and V's each at 2 stages)), the next two
+// (three) each own 64 of the rows.
 // Variants: head dims 64, 128, 256, and 192 for q/k with 128 for v, each with
 // and without a soft-cap (Dims below).
 //
@@ -15,10 +15,12 @@
 // the next P and rescale O.  P is packed only after that wait: its registers are
 // what the P V in flight reads.  The consumers take turns (a ring) issuing their
 // products (a named barrier each), so one's softmax runs under the other's
-// products.  K_i's half of a stage is freed once S_i is done and V_i's once
-// P V_i is, and the copier issues K_{i+1} before V_i, so the next scores' keys
-// arrive while this tile's values are still in use (with one barrier a stage,
-// K_{i+1} waited for P V_{i-1}: a copy's latency before each S at 2 stages).
+// products.  At 2 stages K_i's half of a stage is freed once S_i is done and
+// V_i's once P V_i is, and the copier issues K_{i+1} before V_i, so the next
+// scores' keys arrive while this tile's values are still in use: with one
+// barrier a stage, K_{i+1} waited for P V_{i-1}, a copy's latency before each
+// S (D256 1.27-1.43x faster split, H200 2026-11-28; at 3 stages split was
+// 2-5% slower at D128, so those keep one barrier a stage).
 //
 // Rows are numbered over the packed batch (prefill_rows.h): each row's
 // visible keys are a range of global key rows, the block walks the union of its
@@ -67,6 +69,7 @@ struct Dims {
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;  // with the copier's 24: at most 64K a block
   static constexpr int kKeys = DK + DV > 256 ? 80 : 128;
   static constexpr int kStages = DV > 128 ? 2 : 3;
+  static constexpr bool kSplitStages = kStages == 2;  // K and V halves with their own barriers (see the top)
 };
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
@@ -86,7 +89,8 @@ __device__ __forceinline__ float tanh_exp2(float x) {
 
 // Shared memory from a 1024-byte aligned base: Q (DK / 64 blocks of [kRows rows][128 B]),
 // then per stage K (DK / 64 blocks of [kKeys rows][128 B]) and V (DV / 64 such
-// blocks), then the barriers: Q's, then K's and V's full and empty ones a stage.
+// blocks), then the barriers: Q's, then a stage's full and empty ones (K's and
+// V's where the stages are split; otherwise the V names alias the K ones).
 template <class S>
 struct Smem {
   static constexpr int kStages = S::kStages;
@@ -96,7 +100,8 @@ struct Smem {
   static constexpr int kStage = (S::DK + S::DV) / 64 * kKeyBlock;
   static constexpr int kBarriers = kQ + kStages * kStage;
   static constexpr int kKBytes = S::DK / 64 * kKeyBlock, kVBytes = S::DV / 64 * kKeyBlock;
-  static constexpr int kPins = kBarriers + 8 * (1 + 4 * kStages);  // a byte per consumer thread (pin_before_wait)
+  static constexpr int kRing = (S::kSplitStages ? 4 : 2) * kStages;  // the stages' barriers
+  static constexpr int kPins = kBarriers + 8 * (1 + kRing);  // a byte per consumer thread (pin_before_wait)
   static constexpr int kBytes = kPins + 128 * S::kConsumers + 1024;  // + the alignment slack
   uint32_t base;
   __device__ uint32_t q(int block) const { return base + block * kQBlock; }
@@ -104,9 +109,9 @@ struct Smem {
   __device__ uint32_t v(int s, int block) const { return k(s, S::DK / 64 + block); }
   __device__ uint32_t q_full() const { return base + kBarriers; }
   __device__ uint32_t k_full(int s) const { return base + kBarriers + 8 * (1 + s); }
-  __device__ uint32_t v_full(int s) const { return k_full(kStages + s); }
-  __device__ uint32_t k_empty(int s) const { return k_full(2 * kStages + s); }
-  __device__ uint32_t v_empty(int s) const { return k_full(3 * kStages + s); }
+  __device__ uint32_t k_empty(int s) const { return k_full(kStages + s); }
+  __device__ uint32_t v_full(int s) const { return S::kSplitStages ? k_full(2 * kStages + s) : k_full(s); }
+  __device__ uint32_t v_empty(int s) const { return S::kSplitStages ? k_full(3 * kStages + s) : k_empty(s); }
   __device__ uint32_t pin() const { return base + kPins + threadIdx.x - 128; }
 };
 
@@ -158,27 +163,28 @@ __device__ void copy_q(const PrefillTmaParams &q, const Smem<S> &sm, int row0, i
   for (int b = 0; b < S::DK / 64; ++b) tma_copy_3d(sm.q(b), &q.q_map, sm.q_full(), b * 64, row0, head);
 }
 
-// K_0, then K_{i+1} before V_i, each copy waiting for its own half of the stage.
+// Tile i's K and V in one copy, or (split stages) K_0, then K_{i+1} before V_i,
+// each waiting for its own half of the stage.
 template <class S>
 __device__ void produce(const PrefillTmaParams &q, const Smem<S> &sm, const KeyRange &keys, int kvh) {
   constexpr int kStages = S::kStages;
   const int tiles = keys.stop > keys.start ? (keys.stop - keys.start + S::kKeys - 1) / S::kKeys : 0;
-  auto copy_k = [&](int i) {
+  auto copy = [&](int i, bool with_k, bool with_v) {
     const int s = i % kStages, k0 = keys.start + i * S::kKeys;
-    barrier_wait(sm.k_empty(s), ((i / kStages) & 1) ^ 1);
-    barrier_arrive_expect(sm.k_full(s), Smem<S>::kKBytes);
-    for (int b = 0; b < S::DK / 64; ++b) tma_copy_3d(sm.k(s, b), &q.k_map, sm.k_full(s), b * 64, k0, kvh);
+    const uint32_t full = with_k ? sm.k_full(s) : sm.v_full(s);
+    barrier_wait(with_k ? sm.k_empty(s) : sm.v_empty(s), ((i / kStages) & 1) ^ 1);
+    barrier_arrive_expect(full, (with_k ? Smem<S>::kKBytes : 0) + (with_v ? Smem<S>::kVBytes : 0));
+    for (int b = 0; with_k && b < S::DK / 64; ++b) tma_copy_3d(sm.k(s, b), &q.k_map, full, b * 64, k0, kvh);
+    for (int b = 0; with_v && b < S::DV / 64; ++b) tma_copy_3d(sm.v(s, b), &q.v_map, full, b * 64, k0, kvh);
   };
-  auto copy_v = [&](int i) {
-    const int s = i % kStages, k0 = keys.start + i * S::kKeys;
-    barrier_wait(sm.v_empty(s), ((i / kStages) & 1) ^ 1);
-    barrier_arrive_expect(sm.v_full(s), Smem<S>::kVBytes);
-    for (int b = 0; b < S::DV / 64; ++b) tma_copy_3d(sm.v(s, b), &q.v_map, sm.v_full(s), b * 64, k0, kvh);
-  };
-  if (tiles > 0) copy_k(0);
-  for (int i = 0; i < tiles; ++i) {
-    if (i + 1 < tiles) copy_k(i + 1);
-    copy_v(i);
+  if constexpr (S::kSplitStages) {
+    if (tiles > 0) copy(0, true, false);
+    for (int i = 0; i < tiles; ++i) {
+      if (i + 1 < tiles) copy(i + 1, true, false);
+      copy(i, false, true);
+    }
+  } else {
+    for (int i = 0; i < tiles; ++i) copy(i, true, true);
   }
 }
 
@@ -344,12 +350,13 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRang
   float corr[2];
   barrier_wait(sm.q_full(), 0);
   const bool signals = threadIdx.x % 128 == 0;  // one arrival a warpgroup on the empty barriers
+  const bool frees_keys = signals && S::kSplitStages;  // K's half freed on its own
   if (tiles > 0) {
     barrier_wait(sm.k_full(stage(0)), phase(0));
     issue_scores<T, S>(sm, stage(0), wg, st);
     wgmma_wait<0>();
     fence_registers(st.s);
-    if (signals) barrier_arrive(sm.k_empty(stage(0)));
+    if (frees_keys) barrier_arrive(sm.k_empty(stage(0)));
     if (masked(0))
       softmax<true, SOFTCAP, S>(st, lg, first_key(0), lo, hi, corr);
     else
@@ -361,14 +368,14 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRang
   auto step = [&](int i, auto masked_tag) {
     constexpr bool kMasked = decltype(masked_tag)::value;
     barrier_wait(sm.k_full(stage(i)), phase(i));
-    barrier_wait(sm.v_full(stage(i - 1)), phase(i - 1));
+    if constexpr (S::kSplitStages) barrier_wait(sm.v_full(stage(i - 1)), phase(i - 1));
     wait_turn(wg);
     issue_scores<T, S>(sm, stage(i), wg, st);
     issue_pv<T, S>(sm, stage(i - 1), st);
     if (wg < kLast || i + 1 < tiles) pass_turn<S>(wg);  // (the last turn is not passed: the barriers end balanced)
     wgmma_wait<1>();  // the scores (the older group) are done; P V may run on
     fence_registers(st.s);
-    if (signals) barrier_arrive(sm.k_empty(stage(i)));
+    if (frees_keys) barrier_arrive(sm.k_empty(stage(i)));
     softmax<kMasked, SOFTCAP, S>(st, lg, first_key(i), lo, hi, corr);
     pin_before_wait(sm, st.l);
     wgmma_wait<0>();  // P V of tile i - 1 is done: P may be rewritten, O rescaled
@@ -386,7 +393,7 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRang
       step(i, BoolTag<false>{});
   }
   if (tiles > 0) {
-    barrier_wait(sm.v_full(stage(tiles - 1)), phase(tiles - 1));
+    if constexpr (S::kSplitStages) barrier_wait(sm.v_full(stage(tiles - 1)), phase(tiles - 1));
     issue_pv<T, S>(sm, stage(tiles - 1), st);
     wgmma_wait<0>();
 #pragma unroll
@@ -430,8 +437,8 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
   if (threadIdx.x == 0) {
     barrier_init(sm.q_full(), 1);
     for (int s = 0; s < S::kStages; ++s) {
-      barrier_init(sm.k_full(s), 1), barrier_init(sm.v_full(s), 1);
-      barrier_init(sm.k_empty(s), S::kConsumers), barrier_init(sm.v_empty(s), S::kConsumers);
+      barrier_init(sm.k_full(s), 1), barrier_init(sm.k_empty(s), S::kConsumers);
+      if (S::kSplitStages) barrier_init(sm.v_full(s), 1), barrier_init(sm.v_empty(s), S::kConsumers);
     }
     barrier_init_fence();
     tma_prefetch_map(&q.k_map), tma_prefetch_map(&q.v_map);
@@ -463,7 +470,7 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
 
 // block = Dims::kThreads; smem = Smem<Dims>::kBytes: Q + the K/V stages + barriers + pins + 1 KiB of alignment
 // slack (with the 1 KiB of static shared memory ptxas reports, at most the 227 KiB a block may have).
-// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124392,d128:d128:384:230760,d256:d256:384:230728,d192v128:d192v128:384:204136,d64.cap:d64_cap:384:116072,d128.cap:d128_cap:384:230760,d256.cap:d256_cap:384:230728,d192v128.cap:d192v128_cap:384:204136
+// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124344,d128:d128:384:230712,d256:d256:384:230728,d192v128:d192v128:384:204088,d64.cap:d64_cap:384:116024,d128.cap:d128_cap:384:230712,d256.cap:d256_cap:384:230728,d192v128.cap:d192v128_cap:384:204088
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d64, half_t, 64, 64)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d128, half_t, 128, 128)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d256, half_t, 256, 256)
@@ -476,10 +483,10 @@ template <int DK, int DV, bool CAP>
 constexpr bool kLaunch(int threads, int smem) {
   return Dims<DK, DV, CAP>::kThreads == threads && Smem<Dims<DK, DV, CAP>>::kBytes == smem;
 }
-static_assert(kLaunch<64, 64, false>(512, 124392) && kLaunch<128, 128, false>(384, 230760) &&
-                  kLaunch<256, 256, false>(384, 230728) && kLaunch<192, 128, false>(384, 204136) &&
-                  kLaunch<64, 64, true>(384, 116072) && kLaunch<128, 128, true>(384, 230760) &&
-                  kLaunch<256, 256, true>(384, 230728) && kLaunch<192, 128, true>(384, 204136),
+static_assert(kLaunch<64, 64, false>(512, 124344) && kLaunch<128, 128, false>(384, 230712) &&
+                  kLaunch<256, 256, false>(384, 230728) && kLaunch<192, 128, false>(384, 204088) &&
+                  kLaunch<64, 64, true>(384, 116024) && kLaunch<128, 128, true>(384, 230712) &&
+                  kLaunch<256, 256, true>(384, 230728) && kLaunch<192, 128, true>(384, 204088),
               "update block and smem above");
 
 #endif
