@@ -1,7 +1,9 @@
 // Prefill attention on Hopper (sm_90a): wgmma products fed by TMA, warp-
-// specialized in FlashAttention-3's manner.  A block takes 128 query tokens of
-// one query head (192 at head dim 64): warpgroup 0 copies (one thread issues
-// TMA: Q once, then K and V tiles of 128 keys (80 where q/k and v dims sum
+// specialized in FlashAttention-3's manner.  An item is 128 query tokens of
+// one query head (192 at head dim 64); a block takes two items, one after the
+// other (Items below), so that the second one's first copies overlap the first
+// one's last products and stores.  Warpgroup 0 copies (one thread issues TMA:
+// an item's Q, then K and V tiles of 128 keys (80 where q/k and v dims sum
 // above 256) into a ring of 3 stages (2 where v's head dim is 256), with a full
 // and an empty barrier each), the next two (three) each own 64 of the rows.
 // Variants: head dims 64, 128, 256, and 192 for q/k with 128 for v, each with
@@ -82,7 +84,7 @@ __device__ __forceinline__ float tanh_exp2(float x) {
 
 // Shared memory from a 1024-byte aligned base: Q (DK / 64 blocks of [kRows rows][128 B]),
 // then per stage K (DK / 64 blocks of [kKeys rows][128 B]) and V (DV / 64 such
-// blocks), then the barriers.
+// blocks), then the barriers (Q full, each stage's full and empty, Q empty).
 template <class S>
 struct Smem {
   static constexpr int kStages = S::kStages;
@@ -91,7 +93,7 @@ struct Smem {
   static constexpr int kQ = S::DK / 64 * kQBlock;
   static constexpr int kStage = (S::DK + S::DV) / 64 * kKeyBlock;
   static constexpr int kBarriers = kQ + kStages * kStage;
-  static constexpr int kPins = kBarriers + 8 * (1 + 2 * kStages);  // a byte per consumer thread (pin_before_wait)
+  static constexpr int kPins = kBarriers + 8 * (2 + 2 * kStages);  // a byte per consumer thread (pin_before_wait)
   static constexpr int kBytes = kPins + 128 * S::kConsumers + 1024;  // + the alignment slack
   uint32_t base;
   __device__ uint32_t q(int block) const { return base + block * kQBlock; }
@@ -100,6 +102,7 @@ struct Smem {
   __device__ uint32_t q_full() const { return base + kBarriers; }
   __device__ uint32_t full(int s) const { return base + kBarriers + 8 * (1 + s); }
   __device__ uint32_t empty(int s) const { return base + kBarriers + 8 * (1 + kStages + s); }
+  __device__ uint32_t q_empty() const { return base + kBarriers + 8 * (1 + 2 * kStages); }
   __device__ uint32_t pin() const { return base + kPins + threadIdx.x - 128; }
 };
 
@@ -115,36 +118,69 @@ struct BoolTag {
   static constexpr bool value = B;
 };
 
-// The block's key range: the union of its rows' ranges [start, stop), and the
+// An item's key range: the union of its rows' ranges [start, stop), and the
 // part every row sees whole [inner_lo, inner_hi) (empty where a row sees nothing).
 struct KeyRange {
   int start, stop, inner_lo, inner_hi;
 };
 
-__device__ __forceinline__ KeyRange block_keys(const PrefillParams &p, int row0, int (&lo)[2], int (&hi)[2]) {
-  __shared__ int range[5];  // min lo, max hi, max lo, min hi, a row of the tensor seeing nothing
-  if (threadIdx.x == 0) range[0] = 0x7fffffff, range[1] = 0, range[2] = 0, range[3] = 0x7fffffff, range[4] = 0;
+// A block's items: block y of the grid takes row tiles R - 1 - y and y of the
+// R over the packed batch (one where they meet), the last first.  In a batch
+// of equal causal sequences the two tiles' key ranges sum to the same length
+// in every block, and the hardware hands blocks to multiprocessors as they
+// free (measured slower, H200 2026-11-28: a persistent grid taking items in
+// turn, whose shares of the work differ by up to 16%).
+struct Items {
+  int count, row0[2];
+};
+template <class S>
+__device__ __forceinline__ Items block_items(const PrefillParams &p) {
+  const int row_tiles = int((p.total_q + (long long)S::kRows - 1) / S::kRows), y = int(blockIdx.y);
+  return {y < row_tiles - 1 - y ? 2 : 1, {(row_tiles - 1 - y) * S::kRows, y * S::kRows}};
+}
+
+// Each item's key range, and this consumer thread's two rows' ranges in each
+// (lo[item][r], hi[item][r]); the four rows' searches go together.
+__device__ __forceinline__ void block_keys(const PrefillParams &p, const Items &items, KeyRange (&keys)[2],
+                                           int (&lo)[2][2], int (&hi)[2][2]) {
+  __shared__ int range[2][5];  // min lo, max hi, max lo, min hi, a row of the tensor seeing nothing
+  if (threadIdx.x < 2) {
+    int *r = range[threadIdx.x];
+    r[0] = 0x7fffffff, r[1] = 0, r[2] = 0, r[3] = 0x7fffffff, r[4] = 0;
+  }
   __syncthreads();
   if (threadIdx.x >= 128) {
     const int wg = int(threadIdx.x) / 128 - 1, warp = int(threadIdx.x) % 128 / 32, g = int(threadIdx.x) % 32 / 4;
-    for (int r = 0; r < 2; ++r) {
-      const int t = row0 + wg * 64 + warp * 16 + g + 8 * r;
-      prefill_row_range(p, t, &lo[r], &hi[r]);
-      if (lo[r] < hi[r]) {
-        atomicMin(&range[0], lo[r]), atomicMax(&range[1], hi[r]);
-        atomicMax(&range[2], lo[r]), atomicMin(&range[3], hi[r]);
-      } else if (t < p.total_q) {
-        range[4] = 1;
+    int t[4], l[4], h[4];
+    for (int n = 0; n < 4; ++n)
+      t[n] = n / 2 < items.count ? items.row0[n / 2] + wg * 64 + warp * 16 + g + 8 * (n % 2) : p.total_q;
+    prefill_row_ranges<4>(p, t, l, h);
+    for (int n = 0; n < 4; ++n) {
+      int *r = range[n / 2];
+      lo[n / 2][n % 2] = l[n], hi[n / 2][n % 2] = h[n];
+      if (l[n] < h[n]) {
+        atomicMin(&r[0], l[n]), atomicMax(&r[1], h[n]);
+        atomicMax(&r[2], l[n]), atomicMin(&r[3], h[n]);
+      } else if (t[n] < p.total_q) {
+        r[4] = 1;
       }
     }
   }
   __syncthreads();
-  KeyRange k{range[0], range[1] > range[0] ? range[1] : range[0], range[2], range[3]};
-  if (range[4] || k.start >= k.stop) k.inner_lo = k.inner_hi = k.start;
-  return k;
+  for (int j = 0; j < 2; ++j) {
+    const int *r = range[j];
+    keys[j] = {r[0], r[1] > r[0] ? r[1] : r[0], r[2], r[3]};
+    if (r[4] || keys[j].start >= keys[j].stop) keys[j].inner_lo = keys[j].inner_hi = keys[j].start;
+  }
 }
 
-// Q's copy, issued before the block's key range is known (it needs only row0).
+template <class S>
+__device__ __forceinline__ int key_tiles(const KeyRange &keys) {
+  return keys.stop > keys.start ? (keys.stop - keys.start + S::kKeys - 1) / S::kKeys : 0;
+}
+
+// An item's Q: the first item's issued before the key ranges are known (it
+// needs only row0), the second's once the consumers are done with the first's.
 template <class S>
 __device__ void copy_q(const PrefillTmaParams &q, const Smem<S> &sm, int row0, int head) {
   barrier_arrive_expect(sm.q_full(), Smem<S>::kQ);
@@ -152,15 +188,20 @@ __device__ void copy_q(const PrefillTmaParams &q, const Smem<S> &sm, int row0, i
 }
 
 template <class S>
-__device__ void produce(const PrefillTmaParams &q, const Smem<S> &sm, const KeyRange &keys, int kvh) {
+__device__ void produce(const PrefillTmaParams &q, const Smem<S> &sm, const Items &items, const KeyRange (&keys)[2],
+                        int head, int kvh) {
   constexpr int kStages = S::kStages;
-  int i = 0;
-  for (int k0 = keys.start; k0 < keys.stop; k0 += S::kKeys, ++i) {
-    const int s = i % kStages;
-    barrier_wait(sm.empty(s), ((i / kStages) & 1) ^ 1);
-    barrier_arrive_expect(sm.full(s), Smem<S>::kStage);
-    for (int b = 0; b < S::DK / 64; ++b) tma_copy_3d(sm.k(s, b), &q.k_map, sm.full(s), b * 64, k0, kvh);
-    for (int b = 0; b < S::DV / 64; ++b) tma_copy_3d(sm.v(s, b), &q.v_map, sm.full(s), b * 64, k0, kvh);
+  int i = 0;  // key tiles through the ring so far
+  for (int j = 0; j < items.count; ++j) {
+    if (j > 0) barrier_wait(sm.q_empty(), 0), copy_q<S>(q, sm, items.row0[1], head);
+    const KeyRange k = j ? keys[1] : keys[0];  // (a select: an array indexed by j would go to local memory)
+    for (int k0 = k.start; k0 < k.stop; k0 += S::kKeys, ++i) {
+      const int s = i % kStages;
+      barrier_wait(sm.empty(s), ((i / kStages) & 1) ^ 1);
+      barrier_arrive_expect(sm.full(s), Smem<S>::kStage);
+      for (int b = 0; b < S::DK / 64; ++b) tma_copy_3d(sm.k(s, b), &q.k_map, sm.full(s), b * 64, k0, kvh);
+      for (int b = 0; b < S::DV / 64; ++b) tma_copy_3d(sm.v(s, b), &q.v_map, sm.full(s), b * 64, k0, kvh);
+    }
   }
 }
 
@@ -305,9 +346,11 @@ __device__ __forceinline__ void pass_turn(int wg) {
   asm volatile("bar.arrive %0, 256;" ::"r"(1 + (wg + 1) % S::kConsumers) : "memory");
 }
 
+// Item j of the block for this consumer: `base` key tiles went through the ring before it.
 template <class T, class S>
-__device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRange &keys, int row0, int head,
-                        const int (&lo)[2], const int (&hi)[2]) {
+__device__ void consume_item(const PrefillParams &p, const Smem<S> &sm, const Items &items, int j,
+                             const KeyRange &keys, int row0, int head, const int (&lo)[2], const int (&hi)[2],
+                             int base) {
   const int wg = int(threadIdx.x) / 128 - 1;
   constexpr int kKeys = S::kKeys, kStages = S::kStages;
   constexpr bool SOFTCAP = S::kSoftcap;
@@ -317,14 +360,14 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRang
 #pragma unroll
     for (int i = 0; i < 32; ++i) st.o[b][i] = 0.0f;
   const Logits lg{SOFTCAP ? kLog2e : p.sm.scale * kLog2e, SOFTCAP ? p.sm.scale / p.sm.softcap : 0.0f, p.sm.softcap};
-  const int tiles = keys.stop > keys.start ? (keys.stop - keys.start + kKeys - 1) / kKeys : 0;
+  const int tiles = key_tiles<S>(keys);
   // Tile i: its stage, its full barrier's phase, its first key, whether masked.
-  auto stage = [](int i) { return i % kStages; };
-  auto phase = [](int i) { return unsigned(i / kStages) & 1u; };
+  auto stage = [&](int i) { return (base + i) % kStages; };
+  auto phase = [&](int i) { return unsigned((base + i) / kStages) & 1u; };
   auto first_key = [&](int i) { return keys.start + i * kKeys; };
   auto masked = [&](int i) { return first_key(i) < keys.inner_lo || first_key(i) + kKeys > keys.inner_hi; };
   float corr[2];
-  barrier_wait(sm.q_full(), 0);
+  barrier_wait(sm.q_full(), unsigned(j) & 1u);
   if (tiles > 0) {
     barrier_wait(sm.full(stage(0)), phase(0));
     issue_scores<T, S>(sm, stage(0), wg, st);
@@ -363,6 +406,10 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRang
     else
       step(i, BoolTag<false>{});
   }
+  if (j + 1 < items.count) {  // every score product was waited for: the next item's Q may come
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) barrier_arrive(sm.q_empty());
+  }
   if (tiles > 0) {
     issue_pv<T, S>(sm, stage(tiles - 1), st);
     wgmma_wait<0>();
@@ -394,31 +441,46 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRang
   }
 }
 
-// Grid: x = query heads, y = tiles of 128 query tokens, the last first (the
-// longest causal ranges start first).
+// A consumer warpgroup's items in turn.
+template <class T, class S>
+__device__ void consume(const PrefillParams &p, const Smem<S> &sm, const Items &items, const KeyRange (&keys)[2],
+                        int head, const int (&lo)[2][2], const int (&hi)[2][2]) {
+  for (int j = 0, base = 0; j < items.count; ++j) {
+    // Selects, not arrays indexed by j (which would go to local memory).
+    const KeyRange k = j ? keys[1] : keys[0];
+    const int l[2] = {j ? lo[1][0] : lo[0][0], j ? lo[1][1] : lo[0][1]};
+    const int h[2] = {j ? hi[1][0] : hi[0][0], j ? hi[1][1] : hi[0][1]};
+    consume_item<T, S>(p, sm, items, j, k, j ? items.row0[1] : items.row0[0], head, l, h, base);
+    base += key_tiles<S>(k);
+  }
+}
+
+// Grid: x = query heads, y = pairs of row tiles (block_items).
 template <class T, class S>
 __device__ void prefill_wgmma(const PrefillTmaParams &q) {
   enter_stream_order();
   extern __shared__ __align__(1024) unsigned char smem[];
   const Smem<S> sm{(smem_address(smem) + 1023u) & ~1023u};  // the manifest asks 1 KiB extra
   const PrefillParams &p = q.p;
-  const int head = int(blockIdx.x), row0 = int(gridDim.y - 1 - blockIdx.y) * S::kRows;
+  const int head = int(blockIdx.x);
   const int kvh = head / (p.q_heads / p.kv_heads);
+  const Items items = block_items<S>(p);
   if (threadIdx.x == 0) {
-    barrier_init(sm.q_full(), 1);
+    barrier_init(sm.q_full(), 1), barrier_init(sm.q_empty(), 4 * S::kConsumers);
     for (int s = 0; s < S::kStages; ++s) barrier_init(sm.full(s), 1), barrier_init(sm.empty(s), S::kConsumers);
     barrier_init_fence();
     tma_prefetch_map(&q.k_map), tma_prefetch_map(&q.v_map);
-    copy_q<S>(q, sm, row0, head);  // under block_keys' reads of the sequence bounds
+    copy_q<S>(q, sm, items.row0[0], head);  // under block_keys' reads of the sequence bounds
   }
-  int lo[2] = {0, 0}, hi[2] = {0, 0};
-  const KeyRange keys = block_keys(p, row0, lo, hi);  // (its barriers also publish the initialized ones)
+  KeyRange keys[2];
+  int lo[2][2] = {}, hi[2][2] = {};
+  block_keys(p, items, keys, lo, hi);  // (its barriers also publish the initialized ones)
   if (threadIdx.x < 128) {
     registers_shrink<24>();
-    if (threadIdx.x == 0) produce<S>(q, sm, keys, kvh);
+    if (threadIdx.x == 0) produce<S>(q, sm, items, keys, head, kvh);
   } else {
     registers_grow<S::kConsumerRegs>();
-    consume<T, S>(p, sm, keys, row0, head, lo, hi);
+    consume<T, S>(p, sm, items, keys, head, lo, hi);
   }
 }
 
@@ -437,7 +499,7 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
 
 // block = Dims::kThreads; smem = Smem<Dims>::kBytes: Q + the K/V stages + barriers + pins + 1 KiB of alignment
 // slack (with the 1 KiB of static shared memory ptxas reports, at most the 227 KiB a block may have).
-// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124344,d128:d128:384:230712,d256:d256:384:230696,d192v128:d192v128:384:204088,d64.cap:d64_cap:384:116024,d128.cap:d128_cap:384:230712,d256.cap:d256_cap:384:230696,d192v128.cap:d192v128_cap:384:204088
+// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124352,d128:d128:384:230720,d256:d256:384:230704,d192v128:d192v128:384:204096,d64.cap:d64_cap:384:116032,d128.cap:d128_cap:384:230720,d256.cap:d256_cap:384:230704,d192v128.cap:d192v128_cap:384:204096
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d64, half_t, 64, 64)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d128, half_t, 128, 128)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d256, half_t, 256, 256)
@@ -450,10 +512,10 @@ template <int DK, int DV, bool CAP>
 constexpr bool kLaunch(int threads, int smem) {
   return Dims<DK, DV, CAP>::kThreads == threads && Smem<Dims<DK, DV, CAP>>::kBytes == smem;
 }
-static_assert(kLaunch<64, 64, false>(512, 124344) && kLaunch<128, 128, false>(384, 230712) &&
-                  kLaunch<256, 256, false>(384, 230696) && kLaunch<192, 128, false>(384, 204088) &&
-                  kLaunch<64, 64, true>(384, 116024) && kLaunch<128, 128, true>(384, 230712) &&
-                  kLaunch<256, 256, true>(384, 230696) && kLaunch<192, 128, true>(384, 204088),
+static_assert(kLaunch<64, 64, false>(512, 124352) && kLaunch<128, 128, false>(384, 230720) &&
+                  kLaunch<256, 256, false>(384, 230704) && kLaunch<192, 128, false>(384, 204096) &&
+                  kLaunch<64, 64, true>(384, 116032) && kLaunch<128, 128, true>(384, 230720) &&
+                  kLaunch<256, 256, true>(384, 230704) && kLaunch<192, 128, true>(384, 204096),
               "update block and smem above");
 
 #endif
