@@ -65,6 +65,9 @@ struct Dims {
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;  // with the copier's 24: at most 64K a block
   static constexpr int kKeys = DK + DV > 256 ? 80 : 128;
   static constexpr int kStages = DV > 128 ? 2 : 3;
+  // Row tiles a block takes (Items below): one where three consumers' 160 registers cannot also hold
+  // the second tile's row ranges (spilled 52 bytes).
+  static constexpr int kItems = kConsumers == 3 ? 1 : 2;
 };
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
@@ -124,19 +127,22 @@ struct KeyRange {
   int start, stop, inner_lo, inner_hi;
 };
 
-// A block's items: block y of the grid takes row tiles R - 1 - y and y of the
-// R over the packed batch (one where they meet), the last first.  In a batch
-// of equal causal sequences the two tiles' key ranges sum to the same length
-// in every block, and the hardware hands blocks to multiprocessors as they
-// free (measured slower, H200 2026-11-28: a persistent grid taking items in
-// turn, whose shares of the work differ by up to 16%).
+// A block's items: block y of the grid takes row tiles R - 1 - 2y and
+// R - 2 - 2y of the R over the packed batch (kItems 2; R - 1 - y at 1), the last
+// first: the longest causal key ranges start first, and the second tile's keys
+// are mostly the first's, still in L2.  Measured slower (H200, 2026-11-28):
+// tiles R - 1 - y and y, equal work in every block (blocks ending in step, and
+// the last wave's half idle: S 4096-8192 5-8% slower), and a persistent grid
+// taking items in turn (its blocks' shares of the work differing by up to 16%).
 struct Items {
   int count, row0[2];
 };
 template <class S>
 __device__ __forceinline__ Items block_items(const PrefillParams &p) {
   const int row_tiles = int((p.total_q + (long long)S::kRows - 1) / S::kRows), y = int(blockIdx.y);
-  return {y < row_tiles - 1 - y ? 2 : 1, {(row_tiles - 1 - y) * S::kRows, y * S::kRows}};
+  if constexpr (S::kItems == 1) return {1, {(row_tiles - 1 - y) * S::kRows, 0}};
+  const int first = row_tiles - 1 - 2 * y;
+  return {first > 0 ? 2 : 1, {first * S::kRows, (first - 1) * S::kRows}};
 }
 
 // Each item's key range, and this consumer thread's two rows' ranges in each

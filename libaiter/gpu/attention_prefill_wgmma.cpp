@@ -99,8 +99,9 @@ aiter_status prefill_attention_wgmma(const PrefillArgs &a, const PrefillParams &
   if (s == AITER_OK)
     s = encode(scope.driver(), a.v, a.total_k, sh.kv_heads, a.v_strides, sh.v_head_dim, keys, &q.v_map);
   if (s != AITER_OK) return s;
-  const int64_t row_tiles = (a.total_q + rows - 1) / rows;
-  const Dim3 grid{unsigned(sh.q_heads), unsigned((row_tiles + 1) / 2), 1};  // a block takes two row tiles
+  // A block takes two row tiles, one where three consumers have no registers for a second's rows (kItems).
+  const int64_t row_tiles = (a.total_q + rows - 1) / rows, items = consumers(sh, softcap) == 3 ? 1 : 2;
+  const Dim3 grid{unsigned(sh.q_heads), unsigned((row_tiles + items - 1) / items), 1};
   return launch(call, "prefill_attention", variant, grid, unsigned(128 * (1 + consumers(sh, softcap))), q);
 }
 
