@@ -56,7 +56,13 @@ namespace {
 // A kernel per (dims, cap), so that neither path's registers constrain the
 // other's: both in one kernel, chosen at run time, spilled 4 registers at D256
 // where neither alone did (and 20 with the cap's 80-key tiles).
-template <int DK_, int DV_, bool SOFTCAP_>
+//
+// Row tiles a block takes (ITEMS, Items below): 1, or 2 in the `_pairs`
+// kernels (D128 only) that the launcher picks for short sequences.  A kernel
+// each, not one taking either at run time: that one was 5-13% slower at S
+// 2048-8192 taking one (H200, 2026-11-28; the second tile's state live in the
+// consumers' loop).
+template <int DK_, int DV_, bool SOFTCAP_, int ITEMS_ = 1>
 struct Dims {
   static constexpr int DK = DK_, DV = DV_;
   static constexpr bool kSoftcap = SOFTCAP_;
@@ -65,9 +71,9 @@ struct Dims {
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;  // with the copier's 24: at most 64K a block
   static constexpr int kKeys = DK + DV > 256 ? 80 : 128;
   static constexpr int kStages = DV > 128 ? 2 : 3;
-  // Row tiles a block takes (Items below): one where three consumers' 160 registers cannot also hold
-  // the second tile's row ranges (spilled 52 bytes).
-  static constexpr int kItems = kConsumers == 3 ? 1 : 2;
+  static constexpr int kItems = ITEMS_;
+  // (three consumers' 160 registers cannot also hold a second tile's row ranges: 52 bytes spilled)
+  static_assert(kItems == 1 || kConsumers == 2, "two tiles a block at two consumers only");
 };
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
@@ -127,13 +133,16 @@ struct KeyRange {
   int start, stop, inner_lo, inner_hi;
 };
 
-// A block's items: block y of the grid takes row tiles R - 1 - 2y and
-// R - 2 - 2y of the R over the packed batch (kItems 2; R - 1 - y at 1), the last
-// first: the longest causal key ranges start first, and the second tile's keys
-// are mostly the first's, still in L2.  Measured slower (H200, 2026-11-28):
-// tiles R - 1 - y and y, equal work in every block (blocks ending in step, and
-// the last wave's half idle: S 4096-8192 5-8% slower), and a persistent grid
-// taking items in turn (its blocks' shares of the work differing by up to 16%).
+// A block's items: block y takes row tile R - 1 - y of the R over the packed
+// batch, or with two a block tiles R - 1 - 2y and R - 2 - 2y, the second's
+// first copies overlapping the first's last products and stores.  The last
+// tiles first: the longest causal key ranges start first, and a second tile's
+// keys are mostly its first's, still in L2.
+// Two tiles a block, measured on an H200 (2026-11-28, causal D128 H32, B x S
+// = 8192 / 16384): 10-15% faster at S 128-512, 2-3% at S 1024.  Tiles R - 1 -
+// y and y instead (equal work in every block) were no better; a persistent
+// grid taking tiles in turn was 10-15% slower everywhere (its blocks' shares
+// of the work differ by up to 16%).
 struct Items {
   int count, row0[2];
 };
@@ -146,22 +155,26 @@ __device__ __forceinline__ Items block_items(const PrefillParams &p) {
 }
 
 // Each item's key range, and this consumer thread's two rows' ranges in each
-// (lo[item][r], hi[item][r]); the four rows' searches go together.
+// (lo[item][r], hi[item][r]); the rows' searches go together.
+template <class S>
 __device__ __forceinline__ void block_keys(const PrefillParams &p, const Items &items, KeyRange (&keys)[2],
                                            int (&lo)[2][2], int (&hi)[2][2]) {
-  __shared__ int range[2][5];  // min lo, max hi, max lo, min hi, a row of the tensor seeing nothing
-  if (threadIdx.x < 2) {
+  constexpr int kRowsSearched = 2 * S::kItems;
+  __shared__ int range[S::kItems][5];  // min lo, max hi, max lo, min hi, a row of the tensor seeing nothing
+  if (threadIdx.x < S::kItems) {
     int *r = range[threadIdx.x];
     r[0] = 0x7fffffff, r[1] = 0, r[2] = 0, r[3] = 0x7fffffff, r[4] = 0;
   }
   __syncthreads();
   if (threadIdx.x >= 128) {
     const int wg = int(threadIdx.x) / 128 - 1, warp = int(threadIdx.x) % 128 / 32, g = int(threadIdx.x) % 32 / 4;
-    int t[4], l[4], h[4];
-    for (int n = 0; n < 4; ++n)
+    int t[kRowsSearched], l[kRowsSearched], h[kRowsSearched];
+#pragma unroll
+    for (int n = 0; n < kRowsSearched; ++n)
       t[n] = n / 2 < items.count ? items.row0[n / 2] + wg * 64 + warp * 16 + g + 8 * (n % 2) : p.total_q;
-    prefill_row_ranges<4>(p, t, l, h);
-    for (int n = 0; n < 4; ++n) {
+    prefill_row_ranges<kRowsSearched>(p, t, l, h);
+#pragma unroll
+    for (int n = 0; n < kRowsSearched; ++n) {
       int *r = range[n / 2];
       lo[n / 2][n % 2] = l[n], hi[n / 2][n % 2] = h[n];
       if (l[n] < h[n]) {
@@ -173,7 +186,8 @@ __device__ __forceinline__ void block_keys(const PrefillParams &p, const Items &
     }
   }
   __syncthreads();
-  for (int j = 0; j < 2; ++j) {
+#pragma unroll
+  for (int j = 0; j < S::kItems; ++j) {
     const int *r = range[j];
     keys[j] = {r[0], r[1] > r[0] ? r[1] : r[0], r[2], r[3]};
     if (r[4] || keys[j].start >= keys[j].stop) keys[j].inner_lo = keys[j].inner_hi = keys[j].start;
@@ -461,7 +475,7 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const Items &
   }
 }
 
-// Grid: x = query heads, y = pairs of row tiles (block_items).
+// Grid: x = query heads, y = row tiles or pairs of them (block_items).
 template <class T, class S>
 __device__ void prefill_wgmma(const PrefillTmaParams &q) {
   enter_stream_order();
@@ -480,7 +494,7 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
   }
   KeyRange keys[2];
   int lo[2][2] = {}, hi[2][2] = {};
-  block_keys(p, items, keys, lo, hi);  // (its barriers also publish the initialized ones)
+  block_keys<S>(p, items, keys, lo, hi);  // (its barriers also publish the initialized ones)
   if (threadIdx.x < 128) {
     registers_shrink<24>();
     if (threadIdx.x == 0) produce<S>(q, sm, items, keys, head, kvh);
@@ -492,7 +506,8 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
 
 }  // namespace
 
-// One kernel per head dims and cap (name_cap with a soft-cap).
+// One kernel per head dims and cap (name_cap with a soft-cap); name_pairs and
+// name_cap_pairs take two row tiles a block.
 #define AITER_PREFILL_WGMMA(name, T, DK, DV)                                                                      \
   extern "C" __global__ void __launch_bounds__(Dims<DK, DV, false>::kThreads, 1)                                 \
       name(const __grid_constant__ PrefillTmaParams q) {                                                          \
@@ -502,10 +517,19 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
       name##_cap(const __grid_constant__ PrefillTmaParams q) {                                                    \
     prefill_wgmma<T, Dims<DK, DV, true>>(q);                                                                      \
   }
+#define AITER_PREFILL_WGMMA_PAIRS(name, T, DK, DV)                                                                \
+  extern "C" __global__ void __launch_bounds__(Dims<DK, DV, false, 2>::kThreads, 1)                              \
+      name##_pairs(const __grid_constant__ PrefillTmaParams q) {                                                  \
+    prefill_wgmma<T, Dims<DK, DV, false, 2>>(q);                                                                  \
+  }                                                                                                               \
+  extern "C" __global__ void __launch_bounds__(Dims<DK, DV, true, 2>::kThreads, 1)                               \
+      name##_cap_pairs(const __grid_constant__ PrefillTmaParams q) {                                              \
+    prefill_wgmma<T, Dims<DK, DV, true, 2>>(q);                                                                   \
+  }
 
 // block = Dims::kThreads; smem = Smem<Dims>::kBytes: Q + the K/V stages + barriers + pins + 1 KiB of alignment
 // slack (with the 1 KiB of static shared memory ptxas reports, at most the 227 KiB a block may have).
-// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124352,d128:d128:384:230720,d256:d256:384:230704,d192v128:d192v128:384:204096,d64.cap:d64_cap:384:116032,d128.cap:d128_cap:384:230720,d256.cap:d256_cap:384:230704,d192v128.cap:d192v128_cap:384:204096
+// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124352,d128:d128:384:230720,d256:d256:384:230704,d192v128:d192v128:384:204096,d64.cap:d64_cap:384:116032,d128.cap:d128_cap:384:230720,d256.cap:d256_cap:384:230704,d192v128.cap:d192v128_cap:384:204096,d128.pairs:d128_pairs:384:230720,d128.cap.pairs:d128_cap_pairs:384:230720
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d64, half_t, 64, 64)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d128, half_t, 128, 128)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d256, half_t, 256, 256)
@@ -514,14 +538,17 @@ AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d64, bf16_t, 64, 64)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d128, bf16_t, 128, 128)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d256, bf16_t, 256, 256)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d192v128, bf16_t, 192, 128)
-template <int DK, int DV, bool CAP>
+AITER_PREFILL_WGMMA_PAIRS(aiter_prefill_wgmma_f16_d128, half_t, 128, 128)
+AITER_PREFILL_WGMMA_PAIRS(aiter_prefill_wgmma_bf16_d128, bf16_t, 128, 128)
+template <int DK, int DV, bool CAP, int ITEMS = 1>
 constexpr bool kLaunch(int threads, int smem) {
-  return Dims<DK, DV, CAP>::kThreads == threads && Smem<Dims<DK, DV, CAP>>::kBytes == smem;
+  return Dims<DK, DV, CAP, ITEMS>::kThreads == threads && Smem<Dims<DK, DV, CAP, ITEMS>>::kBytes == smem;
 }
 static_assert(kLaunch<64, 64, false>(512, 124352) && kLaunch<128, 128, false>(384, 230720) &&
                   kLaunch<256, 256, false>(384, 230704) && kLaunch<192, 128, false>(384, 204096) &&
                   kLaunch<64, 64, true>(384, 116032) && kLaunch<128, 128, true>(384, 230720) &&
-                  kLaunch<256, 256, true>(384, 230704) && kLaunch<192, 128, true>(384, 204096),
+                  kLaunch<256, 256, true>(384, 230704) && kLaunch<192, 128, true>(384, 204096) &&
+                  kLaunch<128, 128, false, 2>(384, 230720) && kLaunch<128, 128, true, 2>(384, 230720),
               "update block and smem above");
 
 #endif

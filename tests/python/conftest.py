@@ -48,8 +48,9 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture
 def rng(request):
-    """A fresh generator per test; its seed is printed when the test fails."""
-    seed = int.from_bytes(os.urandom(4), "little")
+    """A fresh generator per test; its seed is printed when the test fails, and
+    AITER_TEST_SEED=<seed> replays it."""
+    seed = int(os.environ.get("AITER_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
     print(f"random seed: {seed}")
     return np.random.default_rng(seed)
 
