@@ -60,8 +60,8 @@ namespace {
 // Row tiles a block takes (ITEMS, Items below): 1, or 2 in the `_pairs`
 // kernels (D128 only) that the launcher picks for short sequences.  A kernel
 // each, not one taking either at run time: that one was 5-13% slower at S
-// 2048-8192 taking one (H200, 2026-11-28; the second tile's state live in the
-// consumers' loop).
+// 2048-8192 taking one (H200, 2026-11-28; likely, not profiled: the second
+// tile's state live in the consumers' loop).
 template <int DK_, int DV_, bool SOFTCAP_, int ITEMS_ = 1>
 struct Dims {
   static constexpr int DK = DK_, DV = DV_;
