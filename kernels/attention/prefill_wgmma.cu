@@ -1,7 +1,9 @@
 // Prefill attention on Hopper (sm_90a): wgmma products fed by TMA, warp-
-// specialized in FlashAttention-3's manner.  A block takes 128 query tokens of
-// one query head (192 at head dim 64): warpgroup 0 copies (one thread issues
-// TMA: Q once, then K and V tiles of 128 keys (80 where q/k and v dims sum
+// specialized in FlashAttention-3's manner.  An item is 128 query tokens of
+// one query head (192 at head dim 64); a block takes one item, or in the
+// `_pairs` kernels two, one after the other (Items below), so that the second
+// one's first copies overlap the first one's last products and stores.  Warpgroup 0 copies (one thread issues TMA:
+// an item's Q, then K and V tiles of 128 keys (80 where q/k and v dims sum
 // above 256) into a ring of 3 stages (2 where v's head dim is 256), with a full
 // and an empty barrier each (K's and V's each at 2 stages)), the next two
 // (three) each own 64 of the rows.
@@ -60,7 +62,13 @@ namespace {
 // A kernel per (dims, cap), so that neither path's registers constrain the
 // other's: both in one kernel, chosen at run time, spilled 4 registers at D256
 // where neither alone did (and 20 with the cap's 80-key tiles).
-template <int DK_, int DV_, bool SOFTCAP_>
+//
+// Row tiles a block takes (ITEMS, Items below): 1, or 2 in the `_pairs`
+// kernels (D128 only) that the launcher picks for short sequences.  A kernel
+// each, not one taking either at run time: that one was 5-13% slower at S
+// 2048-8192 taking one (H200, 2026-11-28; likely, not profiled: the second
+// tile's state live in the consumers' loop).
+template <int DK_, int DV_, bool SOFTCAP_, int ITEMS_ = 1>
 struct Dims {
   static constexpr int DK = DK_, DV = DV_;
   static constexpr bool kSoftcap = SOFTCAP_;
@@ -70,6 +78,9 @@ struct Dims {
   static constexpr int kKeys = DK + DV > 256 ? 80 : 128;
   static constexpr int kStages = DV > 128 ? 2 : 3;
   static constexpr bool kSplitStages = kStages == 2;  // K and V halves with their own barriers (see the top)
+  static constexpr int kItems = ITEMS_;
+  // (three consumers' 160 registers cannot also hold a second tile's row ranges: 52 bytes spilled)
+  static_assert(kItems == 1 || (kConsumers == 2 && !kSplitStages), "two tiles a block at two consumers, 3 stages");
 };
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
@@ -89,8 +100,8 @@ __device__ __forceinline__ float tanh_exp2(float x) {
 
 // Shared memory from a 1024-byte aligned base: Q (DK / 64 blocks of [kRows rows][128 B]),
 // then per stage K (DK / 64 blocks of [kKeys rows][128 B]) and V (DV / 64 such
-// blocks), then the barriers: Q's, then a stage's full and empty ones (K's and
-// V's where the stages are split; otherwise the V names alias the K ones).
+// blocks), then the barriers: Q's full and empty, then a stage's full and empty
+// ones (K's and V's where the stages are split; otherwise the V names alias the K ones).
 template <class S>
 struct Smem {
   static constexpr int kStages = S::kStages;
@@ -101,14 +112,15 @@ struct Smem {
   static constexpr int kBarriers = kQ + kStages * kStage;
   static constexpr int kKBytes = S::DK / 64 * kKeyBlock, kVBytes = S::DV / 64 * kKeyBlock;
   static constexpr int kRing = (S::kSplitStages ? 4 : 2) * kStages;  // the stages' barriers
-  static constexpr int kPins = kBarriers + 8 * (1 + kRing);  // a byte per consumer thread (pin_before_wait)
+  static constexpr int kPins = kBarriers + 8 * (2 + kRing);  // a byte per consumer thread (pin_before_wait)
   static constexpr int kBytes = kPins + 128 * S::kConsumers + 1024;  // + the alignment slack
   uint32_t base;
   __device__ uint32_t q(int block) const { return base + block * kQBlock; }
   __device__ uint32_t k(int s, int block) const { return base + kQ + s * kStage + block * kKeyBlock; }
   __device__ uint32_t v(int s, int block) const { return k(s, S::DK / 64 + block); }
   __device__ uint32_t q_full() const { return base + kBarriers; }
-  __device__ uint32_t k_full(int s) const { return base + kBarriers + 8 * (1 + s); }
+  __device__ uint32_t q_empty() const { return base + kBarriers + 8; }
+  __device__ uint32_t k_full(int s) const { return base + kBarriers + 8 * (2 + s); }
   __device__ uint32_t k_empty(int s) const { return k_full(kStages + s); }
   __device__ uint32_t v_full(int s) const { return S::kSplitStages ? k_full(2 * kStages + s) : k_full(s); }
   __device__ uint32_t v_empty(int s) const { return S::kSplitStages ? k_full(3 * kStages + s) : k_empty(s); }
@@ -127,36 +139,80 @@ struct BoolTag {
   static constexpr bool value = B;
 };
 
-// The block's key range: the union of its rows' ranges [start, stop), and the
+// An item's key range: the union of its rows' ranges [start, stop), and the
 // part every row sees whole [inner_lo, inner_hi) (empty where a row sees nothing).
 struct KeyRange {
   int start, stop, inner_lo, inner_hi;
 };
 
-__device__ __forceinline__ KeyRange block_keys(const PrefillParams &p, int row0, int (&lo)[2], int (&hi)[2]) {
-  __shared__ int range[5];  // min lo, max hi, max lo, min hi, a row of the tensor seeing nothing
-  if (threadIdx.x == 0) range[0] = 0x7fffffff, range[1] = 0, range[2] = 0, range[3] = 0x7fffffff, range[4] = 0;
+// A block's items: block y takes row tile R - 1 - y of the R over the packed
+// batch, or with two a block tiles R - 1 - 2y and R - 2 - 2y, the second's
+// first copies overlapping the first's last products and stores.  The last
+// tiles first: the longest causal key ranges start first, and a second tile's
+// keys are mostly its first's, still in L2.
+// Two tiles a block, measured on an H200 (2026-11-28, causal D128 H32, B x S
+// = 8192 / 16384): 10-15% faster at S 128-512, 2-3% at S 1024.  Tiles R - 1 -
+// y and y instead (equal work in every block) were no better; a persistent
+// grid taking tiles in turn was 10-15% slower everywhere (its blocks' shares
+// of the work differ by up to 16%).
+struct Items {
+  int count, row0[2];
+};
+template <class S>
+__device__ __forceinline__ Items block_items(const PrefillParams &p) {
+  const int row_tiles = int((p.total_q + (long long)S::kRows - 1) / S::kRows), y = int(blockIdx.y);
+  if constexpr (S::kItems == 1) return {1, {(row_tiles - 1 - y) * S::kRows, 0}};
+  const int first = row_tiles - 1 - 2 * y;
+  return {first > 0 ? 2 : 1, {first * S::kRows, (first - 1) * S::kRows}};
+}
+
+// Each item's key range, and this consumer thread's two rows' ranges in each
+// (lo[item][r], hi[item][r]); the rows' searches go together.
+template <class S>
+__device__ __forceinline__ void block_keys(const PrefillParams &p, const Items &items, KeyRange (&keys)[2],
+                                           int (&lo)[2][2], int (&hi)[2][2]) {
+  constexpr int kRowsSearched = 2 * S::kItems;
+  __shared__ int range[S::kItems][5];  // min lo, max hi, max lo, min hi, a row of the tensor seeing nothing
+  if (threadIdx.x < S::kItems) {
+    int *r = range[threadIdx.x];
+    r[0] = 0x7fffffff, r[1] = 0, r[2] = 0, r[3] = 0x7fffffff, r[4] = 0;
+  }
   __syncthreads();
   if (threadIdx.x >= 128) {
     const int wg = int(threadIdx.x) / 128 - 1, warp = int(threadIdx.x) % 128 / 32, g = int(threadIdx.x) % 32 / 4;
-    for (int r = 0; r < 2; ++r) {
-      const int t = row0 + wg * 64 + warp * 16 + g + 8 * r;
-      prefill_row_range(p, t, &lo[r], &hi[r]);
-      if (lo[r] < hi[r]) {
-        atomicMin(&range[0], lo[r]), atomicMax(&range[1], hi[r]);
-        atomicMax(&range[2], lo[r]), atomicMin(&range[3], hi[r]);
-      } else if (t < p.total_q) {
-        range[4] = 1;
+    int t[kRowsSearched], l[kRowsSearched], h[kRowsSearched];
+#pragma unroll
+    for (int n = 0; n < kRowsSearched; ++n)
+      t[n] = n / 2 < items.count ? items.row0[n / 2] + wg * 64 + warp * 16 + g + 8 * (n % 2) : p.total_q;
+    prefill_row_ranges<kRowsSearched>(p, t, l, h);
+#pragma unroll
+    for (int n = 0; n < kRowsSearched; ++n) {
+      int *r = range[n / 2];
+      lo[n / 2][n % 2] = l[n], hi[n / 2][n % 2] = h[n];
+      if (l[n] < h[n]) {
+        atomicMin(&r[0], l[n]), atomicMax(&r[1], h[n]);
+        atomicMax(&r[2], l[n]), atomicMin(&r[3], h[n]);
+      } else if (t[n] < p.total_q) {
+        r[4] = 1;
       }
     }
   }
   __syncthreads();
-  KeyRange k{range[0], range[1] > range[0] ? range[1] : range[0], range[2], range[3]};
-  if (range[4] || k.start >= k.stop) k.inner_lo = k.inner_hi = k.start;
-  return k;
+#pragma unroll
+  for (int j = 0; j < S::kItems; ++j) {
+    const int *r = range[j];
+    keys[j] = {r[0], r[1] > r[0] ? r[1] : r[0], r[2], r[3]};
+    if (r[4] || keys[j].start >= keys[j].stop) keys[j].inner_lo = keys[j].inner_hi = keys[j].start;
+  }
 }
 
-// Q's copy, issued before the block's key range is known (it needs only row0).
+template <class S>
+__device__ __forceinline__ int key_tiles(const KeyRange &keys) {
+  return keys.stop > keys.start ? (keys.stop - keys.start + S::kKeys - 1) / S::kKeys : 0;
+}
+
+// An item's Q: the first item's issued before the key ranges are known (it
+// needs only row0), the second's once the consumers are done with the first's.
 template <class S>
 __device__ void copy_q(const PrefillTmaParams &q, const Smem<S> &sm, int row0, int head) {
   barrier_arrive_expect(sm.q_full(), Smem<S>::kQ);
@@ -166,25 +222,33 @@ __device__ void copy_q(const PrefillTmaParams &q, const Smem<S> &sm, int row0, i
 // Tile i's K and V in one copy, or (split stages) K_0, then K_{i+1} before V_i,
 // each waiting for its own half of the stage.
 template <class S>
-__device__ void produce(const PrefillTmaParams &q, const Smem<S> &sm, const KeyRange &keys, int kvh) {
+__device__ void produce(const PrefillTmaParams &q, const Smem<S> &sm, const Items &items, const KeyRange (&keys)[2],
+                        int head, int kvh) {
   constexpr int kStages = S::kStages;
-  const int tiles = keys.stop > keys.start ? (keys.stop - keys.start + S::kKeys - 1) / S::kKeys : 0;
-  auto copy = [&](int i, bool with_k, bool with_v) {
-    const int s = i % kStages, k0 = keys.start + i * S::kKeys;
+  // Ring tile i (its first key k0): K, V or both.
+  auto copy = [&](int i, int k0, bool with_k, bool with_v) {
+    const int s = i % kStages;
     const uint32_t full = with_k ? sm.k_full(s) : sm.v_full(s);
     barrier_wait(with_k ? sm.k_empty(s) : sm.v_empty(s), ((i / kStages) & 1) ^ 1);
     barrier_arrive_expect(full, (with_k ? Smem<S>::kKBytes : 0) + (with_v ? Smem<S>::kVBytes : 0));
     for (int b = 0; with_k && b < S::DK / 64; ++b) tma_copy_3d(sm.k(s, b), &q.k_map, full, b * 64, k0, kvh);
     for (int b = 0; with_v && b < S::DV / 64; ++b) tma_copy_3d(sm.v(s, b), &q.v_map, full, b * 64, k0, kvh);
   };
-  if constexpr (S::kSplitStages) {
-    if (tiles > 0) copy(0, true, false);
+  if constexpr (S::kSplitStages) {  // (one item a block)
+    const int tiles = key_tiles<S>(keys[0]);
+    auto first_key = [&](int i) { return keys[0].start + i * S::kKeys; };
+    if (tiles > 0) copy(0, first_key(0), true, false);
     for (int i = 0; i < tiles; ++i) {
-      if (i + 1 < tiles) copy(i + 1, true, false);
-      copy(i, false, true);
+      if (i + 1 < tiles) copy(i + 1, first_key(i + 1), true, false);
+      copy(i, first_key(i), false, true);
     }
   } else {
-    for (int i = 0; i < tiles; ++i) copy(i, true, true);
+    int i = 0;  // key tiles through the ring so far
+    for (int j = 0; j < items.count; ++j) {
+      if (j > 0) barrier_wait(sm.q_empty(), 0), copy_q<S>(q, sm, items.row0[1], head);
+      const KeyRange k = j ? keys[1] : keys[0];  // (a select: an array indexed by j would go to local memory)
+      for (int k0 = k.start; k0 < k.stop; k0 += S::kKeys, ++i) copy(i, k0, true, true);
+    }
   }
 }
 
@@ -329,9 +393,11 @@ __device__ __forceinline__ void pass_turn(int wg) {
   asm volatile("bar.arrive %0, 256;" ::"r"(1 + (wg + 1) % S::kConsumers) : "memory");
 }
 
+// Item j of the block for this consumer: `base` key tiles went through the ring before it.
 template <class T, class S>
-__device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRange &keys, int row0, int head,
-                        const int (&lo)[2], const int (&hi)[2]) {
+__device__ void consume_item(const PrefillParams &p, const Smem<S> &sm, const Items &items, int j,
+                             const KeyRange &keys, int row0, int head, const int (&lo)[2], const int (&hi)[2],
+                             int base) {
   const int wg = int(threadIdx.x) / 128 - 1;
   constexpr int kKeys = S::kKeys, kStages = S::kStages;
   constexpr bool SOFTCAP = S::kSoftcap;
@@ -341,14 +407,14 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRang
 #pragma unroll
     for (int i = 0; i < 32; ++i) st.o[b][i] = 0.0f;
   const Logits lg{SOFTCAP ? kLog2e : p.sm.scale * kLog2e, SOFTCAP ? p.sm.scale / p.sm.softcap : 0.0f, p.sm.softcap};
-  const int tiles = keys.stop > keys.start ? (keys.stop - keys.start + kKeys - 1) / kKeys : 0;
+  const int tiles = key_tiles<S>(keys);
   // Tile i: its stage, its full barrier's phase, its first key, whether masked.
-  auto stage = [](int i) { return i % kStages; };
-  auto phase = [](int i) { return unsigned(i / kStages) & 1u; };
+  auto stage = [&](int i) { return (base + i) % kStages; };
+  auto phase = [&](int i) { return unsigned((base + i) / kStages) & 1u; };
   auto first_key = [&](int i) { return keys.start + i * kKeys; };
   auto masked = [&](int i) { return first_key(i) < keys.inner_lo || first_key(i) + kKeys > keys.inner_hi; };
   float corr[2];
-  barrier_wait(sm.q_full(), 0);
+  barrier_wait(sm.q_full(), unsigned(j) & 1u);
   const bool signals = threadIdx.x % 128 == 0;  // one arrival a warpgroup on the empty barriers
   const bool frees_keys = signals && S::kSplitStages;  // K's half freed on its own
   if (tiles > 0) {
@@ -392,6 +458,10 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRang
     else
       step(i, BoolTag<false>{});
   }
+  if (j + 1 < items.count) {  // every score product was waited for: the next item's Q may come
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) barrier_arrive(sm.q_empty());
+  }
   if (tiles > 0) {
     if constexpr (S::kSplitStages) barrier_wait(sm.v_full(stage(tiles - 1)), phase(tiles - 1));
     issue_pv<T, S>(sm, stage(tiles - 1), st);
@@ -424,40 +494,56 @@ __device__ void consume(const PrefillParams &p, const Smem<S> &sm, const KeyRang
   }
 }
 
-// Grid: x = query heads, y = tiles of 128 query tokens, the last first (the
-// longest causal ranges start first).
+// A consumer warpgroup's items in turn.
+template <class T, class S>
+__device__ void consume(const PrefillParams &p, const Smem<S> &sm, const Items &items, const KeyRange (&keys)[2],
+                        int head, const int (&lo)[2][2], const int (&hi)[2][2]) {
+  for (int j = 0, base = 0; j < items.count; ++j) {
+    // Selects, not arrays indexed by j (which would go to local memory).
+    const KeyRange k = j ? keys[1] : keys[0];
+    const int l[2] = {j ? lo[1][0] : lo[0][0], j ? lo[1][1] : lo[0][1]};
+    const int h[2] = {j ? hi[1][0] : hi[0][0], j ? hi[1][1] : hi[0][1]};
+    consume_item<T, S>(p, sm, items, j, k, j ? items.row0[1] : items.row0[0], head, l, h, base);
+    base += key_tiles<S>(k);
+  }
+}
+
+// Grid: x = query heads, y = row tiles or pairs of them (block_items).
 template <class T, class S>
 __device__ void prefill_wgmma(const PrefillTmaParams &q) {
   enter_stream_order();
   extern __shared__ __align__(1024) unsigned char smem[];
   const Smem<S> sm{(smem_address(smem) + 1023u) & ~1023u};  // the manifest asks 1 KiB extra
   const PrefillParams &p = q.p;
-  const int head = int(blockIdx.x), row0 = int(gridDim.y - 1 - blockIdx.y) * S::kRows;
+  const int head = int(blockIdx.x);
   const int kvh = head / (p.q_heads / p.kv_heads);
+  const Items items = block_items<S>(p);
   if (threadIdx.x == 0) {
-    barrier_init(sm.q_full(), 1);
+    barrier_init(sm.q_full(), 1), barrier_init(sm.q_empty(), 4 * S::kConsumers);
     for (int s = 0; s < S::kStages; ++s) {
       barrier_init(sm.k_full(s), 1), barrier_init(sm.k_empty(s), S::kConsumers);
       if (S::kSplitStages) barrier_init(sm.v_full(s), 1), barrier_init(sm.v_empty(s), S::kConsumers);
     }
     barrier_init_fence();
     tma_prefetch_map(&q.k_map), tma_prefetch_map(&q.v_map);
-    copy_q<S>(q, sm, row0, head);  // under block_keys' reads of the sequence bounds
+    copy_q<S>(q, sm, items.row0[0], head);  // under block_keys' reads of the sequence bounds
   }
-  int lo[2] = {0, 0}, hi[2] = {0, 0};
-  const KeyRange keys = block_keys(p, row0, lo, hi);  // (its barriers also publish the initialized ones)
+  KeyRange keys[2];
+  int lo[2][2] = {}, hi[2][2] = {};
+  block_keys<S>(p, items, keys, lo, hi);  // (its barriers also publish the initialized ones)
   if (threadIdx.x < 128) {
     registers_shrink<24>();
-    if (threadIdx.x == 0) produce<S>(q, sm, keys, kvh);
+    if (threadIdx.x == 0) produce<S>(q, sm, items, keys, head, kvh);
   } else {
     registers_grow<S::kConsumerRegs>();
-    consume<T, S>(p, sm, keys, row0, head, lo, hi);
+    consume<T, S>(p, sm, items, keys, head, lo, hi);
   }
 }
 
 }  // namespace
 
-// One kernel per head dims and cap (name_cap with a soft-cap).
+// One kernel per head dims and cap (name_cap with a soft-cap); name_pairs and
+// name_cap_pairs take two row tiles a block.
 #define AITER_PREFILL_WGMMA(name, T, DK, DV)                                                                      \
   extern "C" __global__ void __launch_bounds__(Dims<DK, DV, false>::kThreads, 1)                                 \
       name(const __grid_constant__ PrefillTmaParams q) {                                                          \
@@ -467,10 +553,19 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
       name##_cap(const __grid_constant__ PrefillTmaParams q) {                                                    \
     prefill_wgmma<T, Dims<DK, DV, true>>(q);                                                                      \
   }
+#define AITER_PREFILL_WGMMA_PAIRS(name, T, DK, DV)                                                                \
+  extern "C" __global__ void __launch_bounds__(Dims<DK, DV, false, 2>::kThreads, 1)                              \
+      name##_pairs(const __grid_constant__ PrefillTmaParams q) {                                                  \
+    prefill_wgmma<T, Dims<DK, DV, false, 2>>(q);                                                                  \
+  }                                                                                                               \
+  extern "C" __global__ void __launch_bounds__(Dims<DK, DV, true, 2>::kThreads, 1)                               \
+      name##_cap_pairs(const __grid_constant__ PrefillTmaParams q) {                                              \
+    prefill_wgmma<T, Dims<DK, DV, true, 2>>(q);                                                                   \
+  }
 
 // block = Dims::kThreads; smem = Smem<Dims>::kBytes: Q + the K/V stages + barriers + pins + 1 KiB of alignment
 // slack (with the 1 KiB of static shared memory ptxas reports, at most the 227 KiB a block may have).
-// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124344,d128:d128:384:230712,d256:d256:384:230728,d192v128:d192v128:384:204088,d64.cap:d64_cap:384:116024,d128.cap:d128_cap:384:230712,d256.cap:d256_cap:384:230728,d192v128.cap:d192v128_cap:384:204088
+// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124352,d128:d128:384:230720,d256:d256:384:230736,d192v128:d192v128:384:204096,d64.cap:d64_cap:384:116032,d128.cap:d128_cap:384:230720,d256.cap:d256_cap:384:230736,d192v128.cap:d192v128_cap:384:204096,d128.pairs:d128_pairs:384:230720,d128.cap.pairs:d128_cap_pairs:384:230720
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d64, half_t, 64, 64)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d128, half_t, 128, 128)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d256, half_t, 256, 256)
@@ -479,14 +574,17 @@ AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d64, bf16_t, 64, 64)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d128, bf16_t, 128, 128)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d256, bf16_t, 256, 256)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_bf16_d192v128, bf16_t, 192, 128)
-template <int DK, int DV, bool CAP>
+AITER_PREFILL_WGMMA_PAIRS(aiter_prefill_wgmma_f16_d128, half_t, 128, 128)
+AITER_PREFILL_WGMMA_PAIRS(aiter_prefill_wgmma_bf16_d128, bf16_t, 128, 128)
+template <int DK, int DV, bool CAP, int ITEMS = 1>
 constexpr bool kLaunch(int threads, int smem) {
-  return Dims<DK, DV, CAP>::kThreads == threads && Smem<Dims<DK, DV, CAP>>::kBytes == smem;
+  return Dims<DK, DV, CAP, ITEMS>::kThreads == threads && Smem<Dims<DK, DV, CAP, ITEMS>>::kBytes == smem;
 }
-static_assert(kLaunch<64, 64, false>(512, 124344) && kLaunch<128, 128, false>(384, 230712) &&
-                  kLaunch<256, 256, false>(384, 230728) && kLaunch<192, 128, false>(384, 204088) &&
-                  kLaunch<64, 64, true>(384, 116024) && kLaunch<128, 128, true>(384, 230712) &&
-                  kLaunch<256, 256, true>(384, 230728) && kLaunch<192, 128, true>(384, 204088),
+static_assert(kLaunch<64, 64, false>(512, 124352) && kLaunch<128, 128, false>(384, 230720) &&
+                  kLaunch<256, 256, false>(384, 230736) && kLaunch<192, 128, false>(384, 204096) &&
+                  kLaunch<64, 64, true>(384, 116032) && kLaunch<128, 128, true>(384, 230720) &&
+                  kLaunch<256, 256, true>(384, 230736) && kLaunch<192, 128, true>(384, 204096) &&
+                  kLaunch<128, 128, false, 2>(384, 230720) && kLaunch<128, 128, true, 2>(384, 230720),
               "update block and smem above");
 
 #endif

@@ -74,11 +74,15 @@ def test_prefill_prefix_window_softcap_lse(rng, cuda, dtype, d, softcap):
     np.testing.assert_allclose(got_lse[finite], ref_lse[finite], rtol=1e-4, atol=1e-4)
 
 
-def test_prefill_one_long_sequence(rng, cuda):
-    """2100 tokens, causal, bf16 D128, Hq/Hkv 2: 17 row blocks, the last walking
-    17 key tiles (one partial).  (Longer ones make the float64 reference slow.)"""
-    hq, hkv, d, n = 2, 1, 128, 2100
-    cu = cu_seqlens([n])
+@pytest.mark.parametrize("lens", [[2100], [1500, 17, 129]])
+def test_prefill_one_long_sequence(rng, cuda, lens):
+    """Causal bf16 D128, Hq/Hkv 2, a long sequence: 2100 tokens alone (17 row
+    tiles, the last walking 17 key tiles, one partial; a mean length past 1024:
+    a tile a block), or 1500 with two short ones (two tiles a block, a pair
+    straddling sequences).  (Longer ones make the float64 reference slow.)"""
+    hq, hkv, d = 2, 1, 128
+    cu = cu_seqlens(lens)
+    n = cu[-1]
     q = rand(rng, (n, hq, d), "bfloat16", scale=2.0)
     k, v = rand(rng, (n, hkv, d), "bfloat16"), rand(rng, (n, hkv, d), "bfloat16")
     out = poisoned_on(q.shape, "bfloat16", cuda)
@@ -89,9 +93,9 @@ def test_prefill_one_long_sequence(rng, cuda):
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("d", [64, 128])
 def test_prefill_many_heads_many_waves(rng, cuda, causal, d):
-    """96 query heads over 4-5 row tiles of 128 or 192 tokens: 384-480 blocks,
-    more than two waves on an H100 (blocks of different lengths), GQA 12, tiles
-    straddling sequences, and the LSE output of every row."""
+    """96 query heads over 4-5 row tiles of 128 or 192 tokens: 192-480 blocks,
+    more than one wave on an H100 (at D128 a block takes two tiles), GQA 12,
+    tiles straddling sequences, and the LSE output of every row."""
     hq, hkv = 96, 8
     cu = cu_seqlens([1, 250, 0, 300, 47])  # 598 tokens; blocks of rows straddle sequences
     q = rand(rng, (cu[-1], hq, d), "bfloat16", scale=2.0)
