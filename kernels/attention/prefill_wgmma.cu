@@ -2,11 +2,11 @@
 // specialized in FlashAttention-3's manner.  An item is 128 query tokens of
 // one query head (192 at head dim 64); a block takes one item, or in the
 // `_pairs` kernels two, one after the other (Items below), so that the second
-// one's first copies overlap the first one's last products and stores.  Warpgroup 0 copies (one thread issues TMA:
-// an item's Q, then K and V tiles of 128 keys (80 where q/k and v dims sum
-// above 256) into a ring of 3 stages (2 where v's head dim is 256), with a full
-// and an empty barrier each (K's and V's each at 2 stages)), the next two
-// (three) each own 64 of the rows.
+// one's first copies overlap the first one's last products and stores.
+// Warpgroup 0 copies (one thread issues TMA: an item's Q, then K and V tiles of
+// 128 keys (80 where v's head dim is 256) into a ring of 3 stages (2 where q/k
+// and v dims sum above 256), with a full and an empty barrier each (K's and
+// V's each at 2 stages)), the next two (three) each own 64 of the rows.
 // Variants: head dims 64, 128, 256, and 192 for q/k with 128 for v, each with
 // and without a soft-cap (Dims below).
 //
@@ -22,7 +22,8 @@
 // scores' keys arrive while this tile's values are still in use: with one
 // barrier a stage, K_{i+1} waited for P V_{i-1}, a copy's latency before each
 // S (D256 1.27-1.43x faster split, H200 2026-11-28; at 3 stages split was
-// 2-5% slower at D128, so those keep one barrier a stage).
+// 2-5% slower at D128, so those keep one barrier a stage, and D128 in 2 split
+// stages was no faster than in 3).
 //
 // Rows are numbered over the packed batch (prefill_rows.h): each row's
 // visible keys are a range of global key rows, the block walks the union of its
@@ -46,12 +47,13 @@ namespace {
 
 // A variant's head dims (q and k: DK, v: DV), whether logits are soft-capped,
 // and what follows from them: keys a tile and stages of the K/V ring.  Tiles
-// of 128 keys, or 80 where q/k and v dims sum above 256: at DV 256 128 keys
-// would not leave registers for O, and 80 keep S = Q K^T (both operands in
-// shared memory) under the shared memory's rate (128 bytes a cycle at n64,
-// 115 at n80); at 192/128 they let 3 stages fit beside Q instead of 2 of 128
-// keys (H200, 2026-11-28: 19% faster).  3 stages, 2 at DV 256 (as many as fit
-// in 227 KiB).
+// of 128 keys, or 80 at DV 256: there 128 keys would not leave registers for
+// O, and 80 keep S = Q K^T (both operands in shared memory) under the shared
+// memory's rate (128 bytes a cycle at n64, 115 at n80).  3 stages, or 2 split
+// ones (K and V halves on their own barriers) where q/k and v dims sum above
+// 256, as many as fit in 227 KiB.  At 192/128, 2 split stages of 128 keys ran
+// 6-9% faster than 3 one-barrier stages of 80 (H200, 2026-11-28), which had
+// been 19% faster than 2 one-barrier stages of 128.
 //
 // Consumers: 64 query rows each, two (a block of 128 rows), or three at head
 // dim 64 without a cap (192 rows, FlashAttention-3's tile there: a D64 tile's
@@ -75,8 +77,8 @@ struct Dims {
   static constexpr int kConsumers = DK == 64 && !SOFTCAP_ ? 3 : 2;
   static constexpr int kRows = 64 * kConsumers, kThreads = 128 * (1 + kConsumers);
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;  // with the copier's 24: at most 64K a block
-  static constexpr int kKeys = DK + DV > 256 ? 80 : 128;
-  static constexpr int kStages = DV > 128 ? 2 : 3;
+  static constexpr int kKeys = DV > 128 ? 80 : 128;
+  static constexpr int kStages = DK + DV > 256 ? 2 : 3;
   static constexpr bool kSplitStages = kStages == 2;  // K and V halves with their own barriers (see the top)
   static constexpr int kItems = ITEMS_;
   // (three consumers' 160 registers cannot also hold a second tile's row ranges: 52 bytes spilled)
@@ -565,7 +567,7 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
 
 // block = Dims::kThreads; smem = Smem<Dims>::kBytes: Q + the K/V stages + barriers + pins + 1 KiB of alignment
 // slack (with the 1 KiB of static shared memory ptxas reports, at most the 227 KiB a block may have).
-// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124352,d128:d128:384:230720,d256:d256:384:230736,d192v128:d192v128:384:204096,d64.cap:d64_cap:384:116032,d128.cap:d128_cap:384:230720,d256.cap:d256_cap:384:230736,d192v128.cap:d192v128_cap:384:204096,d128.pairs:d128_pairs:384:230720,d128.cap.pairs:d128_cap_pairs:384:230720
+// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124352,d128:d128:384:230720,d256:d256:384:230736,d192v128:d192v128:384:214352,d64.cap:d64_cap:384:116032,d128.cap:d128_cap:384:230720,d256.cap:d256_cap:384:230736,d192v128.cap:d192v128_cap:384:214352,d128.pairs:d128_pairs:384:230720,d128.cap.pairs:d128_cap_pairs:384:230720
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d64, half_t, 64, 64)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d128, half_t, 128, 128)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d256, half_t, 256, 256)
@@ -581,9 +583,9 @@ constexpr bool kLaunch(int threads, int smem) {
   return Dims<DK, DV, CAP, ITEMS>::kThreads == threads && Smem<Dims<DK, DV, CAP, ITEMS>>::kBytes == smem;
 }
 static_assert(kLaunch<64, 64, false>(512, 124352) && kLaunch<128, 128, false>(384, 230720) &&
-                  kLaunch<256, 256, false>(384, 230736) && kLaunch<192, 128, false>(384, 204096) &&
+                  kLaunch<256, 256, false>(384, 230736) && kLaunch<192, 128, false>(384, 214352) &&
                   kLaunch<64, 64, true>(384, 116032) && kLaunch<128, 128, true>(384, 230720) &&
-                  kLaunch<256, 256, true>(384, 230736) && kLaunch<192, 128, true>(384, 204096) &&
+                  kLaunch<256, 256, true>(384, 230736) && kLaunch<192, 128, true>(384, 214352) &&
                   kLaunch<128, 128, false, 2>(384, 230720) && kLaunch<128, 128, true, 2>(384, 230720),
               "update block and smem above");
 

@@ -39,9 +39,10 @@ bool has_variant(const AttentionShape &sh) {
   return (d == dv && (d == 64 || d == 128 || d == 256)) || (d == 192 && dv == 128);
 }
 
-// Keys a tile of the variant (Dims::kKeys in the kernel): 80 where q/k and v
-// head dims sum above 256.
-int64_t tile_keys(const AttentionShape &sh) { return sh.head_dim + sh.v_head_dim > 256 ? 80 : 128; }
+// Keys a tile of the variant (Dims::kKeys in the kernel): 80 where v's head
+// dim is 256.  (The kernel expects full tiles of exactly this many keys: a
+// mismatch leaves its barriers waiting for bytes that never come.)
+int64_t tile_keys(const AttentionShape &sh) { return sh.v_head_dim > 128 ? 80 : 128; }
 
 bool fits(const PrefillArgs &a, const PrefillParams &p) {
   const AttentionShape &sh = a.shape;
