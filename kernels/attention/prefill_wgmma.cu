@@ -153,10 +153,10 @@ struct KeyRange {
 // tiles first: the longest causal key ranges start first, and a second tile's
 // keys are mostly its first's, still in L2.
 // Two tiles a block, measured on an H200 (2026-11-28, causal D128 H32, B x S
-// = 8192 / 16384): 10-15% faster at S 128-512, 2-3% at S 1024.  Tiles R - 1 -
+// = 8192 / 16384): 10-17% faster at S 128-512, 2-6% at S 1024.  Tiles R - 1 -
 // y and y instead (equal work in every block) were no better; a persistent
-// grid taking tiles in turn was 10-15% slower everywhere (its blocks' shares
-// of the work differ by up to 16%).
+// grid taking tiles in turn, or in a snake order, was 7-25% slower from S 1024
+// on (docs/performance_attention.md).
 struct Items {
   int count, row0[2];
 };
