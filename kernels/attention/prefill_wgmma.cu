@@ -74,10 +74,10 @@ template <int DK_, int DV_, bool SOFTCAP_, int ITEMS_ = 1>
 struct Dims {
   static constexpr int DK = DK_, DV = DV_;
   static constexpr bool kSoftcap = SOFTCAP_;
-  static constexpr int kConsumers = DK == 64 && !SOFTCAP_ ? 3 : 2;
+  static constexpr int kConsumers = prefill_wgmma_consumers(DK, SOFTCAP_);
   static constexpr int kRows = 64 * kConsumers, kThreads = 128 * (1 + kConsumers);
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;  // with the copier's 24: at most 64K a block
-  static constexpr int kKeys = DV > 128 ? 80 : 128;
+  static constexpr int kKeys = prefill_wgmma_tile_keys(DV);
   static constexpr int kStages = DK + DV > 256 ? 2 : 3;
   static constexpr bool kSplitStages = kStages == 2;  // K and V halves with their own barriers (see the top)
   static constexpr int kItems = ITEMS_;

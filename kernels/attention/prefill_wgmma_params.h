@@ -7,6 +7,14 @@
 #include "../gemm/gemm_params.h"  // TensorMap
 #include "attention_params.h"
 
+// A variant's tile shape, for the kernel's Dims and for the launcher, which
+// sizes the grid, the block and the TMA boxes from it (boxes of other than
+// the kernel's keys would leave its barriers waiting for bytes that never come).
+// Consumer warpgroups of 64 query rows: three at head dim 64 without a soft-cap, else two.
+constexpr int prefill_wgmma_consumers(int head_dim, bool softcap) { return head_dim == 64 && !softcap ? 3 : 2; }
+// Keys a tile: 80 where v's head dim is 256, else 128 (Dims says why).
+constexpr int prefill_wgmma_tile_keys(int v_head_dim) { return v_head_dim > 128 ? 80 : 128; }
+
 struct PrefillTmaParams {
   TensorMap q_map, k_map, v_map;
   PrefillParams p;

@@ -16,10 +16,8 @@ namespace aiter {
 namespace gpu {
 namespace {
 
-// Consumer warpgroups a block (Dims::kConsumers in the kernel), each taking 64
-// query tokens, beside the TMA warpgroup: three at head dim 64 without a
-// soft-cap, else two.
-int64_t consumers(const AttentionShape &sh, bool softcap) { return sh.head_dim == 64 && !softcap ? 3 : 2; }
+// Consumer warpgroups a block (prefill_wgmma_params.h), beside the TMA warpgroup.
+int64_t consumers(const AttentionShape &sh, bool softcap) { return prefill_wgmma_consumers(int(sh.head_dim), softcap); }
 int64_t block_rows(const AttentionShape &sh, bool softcap) { return 64 * consumers(sh, softcap); }
 constexpr int64_t kMinBlockRows = 128;  // the grid's rows of blocks are at most total_q / this
 constexpr int64_t kMaxGridY = 65535;
@@ -38,11 +36,6 @@ bool has_variant(const AttentionShape &sh) {
   const int64_t d = sh.head_dim, dv = sh.v_head_dim;
   return (d == dv && (d == 64 || d == 128 || d == 256)) || (d == 192 && dv == 128);
 }
-
-// Keys a tile of the variant (Dims::kKeys in the kernel): 80 where v's head
-// dim is 256.  (The kernel expects full tiles of exactly this many keys: a
-// mismatch leaves its barriers waiting for bytes that never come.)
-int64_t tile_keys(const AttentionShape &sh) { return sh.v_head_dim > 128 ? 80 : 128; }
 
 bool fits(const PrefillArgs &a, const PrefillParams &p) {
   const AttentionShape &sh = a.shape;
@@ -103,7 +96,7 @@ aiter_status prefill_attention_wgmma(const PrefillArgs &a, const PrefillParams &
   *taken = true;
   PrefillTmaParams q{};
   q.p = p;
-  const int64_t keys = tile_keys(sh), rows = block_rows(sh, softcap);
+  const int64_t keys = prefill_wgmma_tile_keys(int(sh.v_head_dim)), rows = block_rows(sh, softcap);
   aiter_status s = encode(scope.driver(), a.q, a.total_q, sh.q_heads, a.q_strides, sh.head_dim, rows, &q.q_map);
   if (s == AITER_OK)
     s = encode(scope.driver(), a.k, a.total_k, sh.kv_heads, a.k_strides, sh.head_dim, keys, &q.k_map);
