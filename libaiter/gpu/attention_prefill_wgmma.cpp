@@ -51,8 +51,8 @@ bool fits(const PrefillArgs &a, const PrefillParams &p) {
 
 // Whether a block takes two row tiles (the `.pairs` kernels, D128 only): where
 // the sequences' mean key count is at most 1024, the second tile's first
-// copies overlapping the first's end paid (H200, 2026-11-28: S 128-512 10-15%
-// faster, S 1024 2-3%).
+// copies overlapping the first's end paid (H200, 2026-11-28: S 128-512 10-17%
+// faster, S 1024 2-6%; S 2048 and above 4-12% slower, so not there).
 bool pairs(const PrefillArgs &a, const AttentionShape &sh) {
   return sh.head_dim == 128 && sh.v_head_dim == 128 && a.total_k <= 1024 * a.batch;
 }
