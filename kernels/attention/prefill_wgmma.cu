@@ -21,7 +21,7 @@
 // V_i's once P V_i is, and the copier issues K_{i+1} before V_i, so the next
 // scores' keys arrive while this tile's values are still in use: with one
 // barrier a stage, K_{i+1} waited for P V_{i-1}, a copy's latency before each
-// S (D256 1.27-1.43x faster split, H200 2026-11-28; at 3 stages split was
+// S (D256 1.26-1.43x faster split, H200 2026-11-28; at 3 stages split was
 // 2-5% slower at D128, so those keep one barrier a stage, and D128 in 2 split
 // stages was no faster than in 3).
 //
@@ -52,7 +52,7 @@ namespace {
 // memory's rate (128 bytes a cycle at n64, 115 at n80).  3 stages, or 2 split
 // ones (K and V halves on their own barriers) where q/k and v dims sum above
 // 256, as many as fit in 227 KiB.  At 192/128, 2 split stages of 128 keys ran
-// 6-9% faster than 3 one-barrier stages of 80 (H200, 2026-11-28), which had
+// 7-9% faster than 3 one-barrier stages of 80 (H200, 2026-11-28), which had
 // been 19% faster than 2 one-barrier stages of 128.
 //
 // Consumers: 64 query rows each, two (a block of 128 rows), or three at head
@@ -155,7 +155,7 @@ struct KeyRange {
 // Two tiles a block, measured on an H200 (2026-11-28, causal D128 H32, B x S
 // = 8192 / 16384): 10-17% faster at S 128-512, 2-6% at S 1024.  Tiles R - 1 -
 // y and y instead (equal work in every block) were no better; a persistent
-// grid taking tiles in turn, or in a snake order, was 7-25% slower from S 1024
+// grid taking tiles in turn, or in a snake order, was 4-28% slower from S 1024
 // on (docs/performance_attention.md).
 struct Items {
   int count, row0[2];
