@@ -23,7 +23,9 @@
 // barrier a stage, K_{i+1} waited for P V_{i-1}, a copy's latency before each
 // S (D256 1.26-1.43x faster split, H200 2026-11-28; at 3 stages split was
 // 2-5% slower at D128, so those keep one barrier a stage, and D128 in 2 split
-// stages was no faster than in 3).
+// stages was no faster than in 3).  A consumer's rows of out go through its
+// rows of Q's shared memory and a TMA store (store_out: 2-8% faster at S
+// 128-2048 than 4-byte stores from registers, H200 2026-11-28).
 //
 // Rows are numbered over the packed batch (prefill_rows.h): each row's
 // visible keys are a range of global key rows, the block walks the union of its
@@ -387,6 +389,8 @@ __device__ __forceinline__ void pin_before_wait(const Smem<S> &sm, const float (
 // The consumers' turns at the tensor cores, in a ring: consumer wg waits on
 // named barrier 1 + wg and passes the turn to the next one's; each barrier is
 // completed by one warpgroup waiting (128 threads) and the one before arriving (128).
+// (Named barriers kStoreGroup + wg: one consumer's threads before its out store.)
+constexpr int kStoreGroup = 4;
 __device__ __forceinline__ void wait_turn(int wg) {
   asm volatile("bar.sync %0, 256;" ::"r"(1 + wg) : "memory");
 }
@@ -395,11 +399,70 @@ __device__ __forceinline__ void pass_turn(int wg) {
   asm volatile("bar.arrive %0, 256;" ::"r"(1 + (wg + 1) % S::kConsumers) : "memory");
 }
 
+// An item's rows of out (and lse), O over the rows' sums.  BY_TMA: through
+// this consumer's 64 rows of Q's shared memory (free once its last S is done,
+// and no later item's Q comes there) and one TMA store a 64-column block, which
+// writes whole lines and leaves the copy to the TMA unit; else directly, a
+// 4-byte pair of columns at a time, for the rows that exist.
+template <class T, class S>
+__device__ void store_out(const PrefillTmaParams &q, const Smem<S> &sm, RowState<S> &st, const Logits &lg, int row0,
+                          int head, bool by_tma) {
+  const PrefillParams &p = q.p;
+  const int wg = int(threadIdx.x) / 128 - 1, warp = int(threadIdx.x) % 128 / 32;
+  const int g = int(threadIdx.x) % 32 / 4, tq = int(threadIdx.x) % 4;
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {  // the rows' sums over the quad; lse for the rows that exist
+    st.l[r] += shfl_xor(st.l[r], 1);
+    st.l[r] += shfl_xor(st.l[r], 2);
+    inv[r] = st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f;
+    const int token = row0 + wg * 64 + warp * 16 + g + 8 * r;
+    if (p.lse != nullptr && tq == 0 && token < p.total_q)
+      p.lse[(long long)token * p.q_heads + head] = st.l[r] > 0.0f ? st.m[r] * lg.mul * kLn2 + logf(st.l[r]) : kNegInf;
+  }
+  if (by_tma) {
+    // Row r of a 128-byte-swizzled block: its 16-byte chunk n at n ^ (r % 8), and r % 8 = g.
+#pragma unroll
+    for (int b = 0; b < S::DV / 64; ++b)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int n = 0; n < 8; ++n) {
+          const int i = 4 * n + 2 * r, row = warp * 16 + g + 8 * r;
+          const uint32_t a = sm.q(b) + (wg * 64 + row) * 128 + ((n ^ g) << 4) + tq * 4;
+          asm volatile("st.shared.u32 [%0], %1;" ::"r"(a), "r"(Mma<T>::pack(st.o[b][i] * inv[r], st.o[b][i + 1] * inv[r]))
+                       : "memory");
+        }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("bar.sync %0, 128;" ::"r"(kStoreGroup + wg) : "memory");
+    if (threadIdx.x % 128 == 0) {
+      for (int b = 0; b < S::DV / 64; ++b) tma_store_3d(sm.q(b) + wg * 64 * 128, &q.o_map, b * 64, row0 + wg * 64, head);
+      tma_store_commit();
+      tma_store_read_wait();  // the block's shared memory outlives the copy's reads
+    }
+    return;
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int token = row0 + wg * 64 + warp * 16 + g + 8 * r;
+    if (token >= p.total_q) continue;
+    T *dst = static_cast<T *>(p.out) + (long long)token * p.out_token_stride + (long long)head * p.out_head_stride;
+#pragma unroll
+    for (int b = 0; b < S::DV / 64; ++b)
+#pragma unroll
+      for (int n = 0; n < 8; ++n) {
+        const int i = 4 * n + 2 * r;
+        *reinterpret_cast<uint32_t *>(dst + b * 64 + n * 8 + tq * 2) = Mma<T>::pack(st.o[b][i] * inv[r], st.o[b][i + 1] * inv[r]);
+      }
+  }
+}
+
 // Item j of the block for this consumer: `base` key tiles went through the ring before it.
 template <class T, class S>
-__device__ void consume_item(const PrefillParams &p, const Smem<S> &sm, const Items &items, int j,
+__device__ void consume_item(const PrefillTmaParams &q, const Smem<S> &sm, const Items &items, int j,
                              const KeyRange &keys, int row0, int head, const int (&lo)[2], const int (&hi)[2],
                              int base) {
+  const PrefillParams &p = q.p;
   const int wg = int(threadIdx.x) / 128 - 1;
   constexpr int kKeys = S::kKeys, kStages = S::kStages;
   constexpr bool SOFTCAP = S::kSoftcap;
@@ -472,40 +535,19 @@ __device__ void consume_item(const PrefillParams &p, const Smem<S> &sm, const It
     for (int b = 0; b < S::DV / 64; ++b) fence_registers(st.o[b]);
     if (signals) barrier_arrive(sm.v_empty(stage(tiles - 1)));
   }
-  const int warp = int(threadIdx.x) % 128 / 32, g = int(threadIdx.x) % 32 / 4, tq = int(threadIdx.x) % 4;
-  // Rows' sums over the quad, then out (and lse) for the rows that exist.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    st.l[r] += shfl_xor(st.l[r], 1);
-    st.l[r] += shfl_xor(st.l[r], 2);
-    const int token = row0 + wg * 64 + warp * 16 + g + 8 * r;
-    if (token >= p.total_q) continue;
-    const float inv = st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f;
-    T *dst = static_cast<T *>(p.out) + (long long)token * p.out_token_stride + (long long)head * p.out_head_stride;
-#pragma unroll
-    for (int b = 0; b < S::DV / 64; ++b)
-#pragma unroll
-      for (int n = 0; n < 8; ++n) {
-        const int i = 4 * n + 2 * r;
-        *reinterpret_cast<uint32_t *>(dst + b * 64 + n * 8 + tq * 2) =
-            Mma<T>::pack(st.o[b][i] * inv, st.o[b][i + 1] * inv);
-      }
-    if (p.lse != nullptr && tq == 0)
-      p.lse[(long long)token * p.q_heads + head] =
-          st.l[r] > 0.0f ? st.m[r] * lg.mul * kLn2 + logf(st.l[r]) : kNegInf;
-  }
+  store_out<T, S>(q, sm, st, lg, row0, head, q.o_by_tma && j + 1 == items.count);
 }
 
 // A consumer warpgroup's items in turn.
 template <class T, class S>
-__device__ void consume(const PrefillParams &p, const Smem<S> &sm, const Items &items, const KeyRange (&keys)[2],
+__device__ void consume(const PrefillTmaParams &q, const Smem<S> &sm, const Items &items, const KeyRange (&keys)[2],
                         int head, const int (&lo)[2][2], const int (&hi)[2][2]) {
   for (int j = 0, base = 0; j < items.count; ++j) {
     // Selects, not arrays indexed by j (which would go to local memory).
     const KeyRange k = j ? keys[1] : keys[0];
     const int l[2] = {j ? lo[1][0] : lo[0][0], j ? lo[1][1] : lo[0][1]};
     const int h[2] = {j ? hi[1][0] : hi[0][0], j ? hi[1][1] : hi[0][1]};
-    consume_item<T, S>(p, sm, items, j, k, j ? items.row0[1] : items.row0[0], head, l, h, base);
+    consume_item<T, S>(q, sm, items, j, k, j ? items.row0[1] : items.row0[0], head, l, h, base);
     base += key_tiles<S>(k);
   }
 }
@@ -538,7 +580,7 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
     if (threadIdx.x == 0) produce<S>(q, sm, items, keys, head, kvh);
   } else {
     registers_grow<S::kConsumerRegs>();
-    consume<T, S>(p, sm, items, keys, head, lo, hi);
+    consume<T, S>(q, sm, items, keys, head, lo, hi);
   }
 }
 

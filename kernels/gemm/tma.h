@@ -69,6 +69,18 @@ __device__ __forceinline__ void tma_copy_3d_multicast(uint32_t dst, const Tensor
       : "memory");
 }
 
+// Stores the box at (c0, c1, c2) of a 3-D tensor map from shared memory at `src`
+// (elements out of range are not written), as one bulk group of this thread.
+// Writes to `src` must be fenced for the async proxy first; tma_store_read_wait
+// keeps the shared memory until the copy has read it.
+__device__ __forceinline__ void tma_store_3d(uint32_t src, const TensorMap *map, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(map), "r"(src),
+               "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+__device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void tma_store_read_wait() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+
 // Arrives on the barrier at the same shared-memory offset in block `rank` of the
 // cluster.  Default (CTA-scope) release: a hand-back of a slot whose reads are
 // done needs no more, and `.release.cluster` here made the clustered GEMM

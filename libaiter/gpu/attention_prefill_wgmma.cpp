@@ -2,7 +2,8 @@
 // sm_90a only): bf16 or fp16, head dims 64, 128 or 256 (q, k and v alike) or
 // 192 for q and k with 128 for v, softmax scale > 0 (the kernel takes row
 // maxima over raw scores).  q, k and v are copied by TMA, so 16-byte aligned
-// with strides of whole 16 bytes; out is written in 4-byte pairs.  A call it
+// with strides of whole 16 bytes; out is stored by TMA where it is so too, else
+// written in 4-byte pairs.  A call it
 // does not fit is left to the next kernel (*taken false, nothing launched).
 #include <climits>
 #include <cstdint>
@@ -102,6 +103,10 @@ aiter_status prefill_attention_wgmma(const PrefillArgs &a, const PrefillParams &
     s = encode(scope.driver(), a.k, a.total_k, sh.kv_heads, a.k_strides, sh.head_dim, keys, &q.k_map);
   if (s == AITER_OK)
     s = encode(scope.driver(), a.v, a.total_k, sh.kv_heads, a.v_strides, sh.v_head_dim, keys, &q.v_map);
+  // out through TMA stores (boxes of one consumer's 64 rows) where its base and strides allow.
+  q.o_by_tma = aligned16(a.out) && strides_fit(a.out_strides, a.total_q, sh.q_heads);
+  if (s == AITER_OK && q.o_by_tma)
+    s = encode(scope.driver(), a.out, a.total_q, sh.q_heads, a.out_strides, sh.v_head_dim, 64, &q.o_map);
   if (s != AITER_OK) return s;
   const int64_t row_tiles = (a.total_q + rows - 1) / rows;
   const Dim3 grid{unsigned(sh.q_heads), unsigned((row_tiles + items - 1) / items), 1};

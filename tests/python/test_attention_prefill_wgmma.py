@@ -106,3 +106,23 @@ def test_prefill_many_heads_many_waves(rng, cuda, causal, d):
     ref, ref_lse = prefill_ref(q, k, v, cu, cu, d ** -0.5, causal, with_lse=True)
     assert_close(out, ref, "bfloat16")
     np.testing.assert_allclose(f64(lse), ref_lse, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dims", [(128, 128), (192, 128), (64, 64)])
+@pytest.mark.parametrize("pad", [8, 2])
+def test_prefill_strided_out(rng, cuda, dims, pad):
+    """out as a view of a wider buffer (head stride v's dim + pad): with strides
+    of whole 16 bytes (pad 8) the Hopper kernel stores it by TMA, else (pad 2)
+    in 4-byte pairs.  The padding between heads and the rows past the last
+    token must keep their poison."""
+    d, dv = dims
+    hq, hkv = 3, 1
+    cu = cu_seqlens([200, 1, 333])  # the last block's rows run past the tensor
+    n = cu[-1]
+    q = rand(rng, (n, hq, d), "bfloat16", scale=2.0)
+    k, v = rand(rng, (n, hkv, d), "bfloat16"), rand(rng, (n, hkv, dv), "bfloat16")
+    wide = poisoned_on((n + 64, hq, dv + pad), "bfloat16", cuda)
+    aiter.prefill_attention(*dev(q, k, v, cu), causal=True, out=wide[:n, :, :dv])
+    assert_close(wide[:n, :, :dv], prefill_ref(q, k, v, cu, cu, d ** -0.5, True), "bfloat16")
+    assert np.isnan(f64(wide[:n, :, dv:])).all(), "the padding between heads was written"
+    assert np.isnan(f64(wide[n:])).all(), "rows past the last token were written"
