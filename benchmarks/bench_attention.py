@@ -2,6 +2,12 @@
 """Attention on the GPU against F.scaled_dot_product_attention, in one run.
 
 usage: python3 benchmarks/bench_attention.py [--only prefill|decode|paged_prefill] [--quick] [--json results.json]
+       python3 benchmarks/bench_attention.py --prefill B,HQ,HKV,S,D[,DV] [--prefill ...] [--json results.json]
+
+--prefill times only the causal bf16 prefill cases given (B sequences of S
+tokens, HQ/HKV heads, head dim D, v's DV), as many as are repeated: a sweep of
+sequence lengths at a fixed token count shows a block's fixed cost, say
+--prefill 64,32,32,128,128 ... --prefill 2,32,32,8192,128.
 
 AITER_DECODE_KERNEL=portable times the portable decode kernel (AMD's) on NVIDIA;
 AITER_PAGED_PREFILL_KERNEL=portable the portable paged-prefill kernel.
@@ -169,41 +175,66 @@ def fp8_over_bf16(rows):
             print(f"decode   {r['case']:38s} time / bf16's: {r['over_bf16']:.2f}", flush=True)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["prefill", "decode", "paged_prefill"])
-    ap.add_argument("--quick", action="store_true", help="fewer cases")
-    ap.add_argument("--json")
-    args = ap.parse_args()
-    print(torch.cuda.get_device_name(), torch.__version__, flush=True)
+def default_cases(only, quick):
+    """The issue's cases, printed as they are timed."""
     rows = []
-    if args.only in (None, "paged_prefill"):
+    if only in (None, "paged_prefill"):
         fp8 = (torch.bfloat16, torch.float8_e4m3fn)
         cases = [(4, 2048, 512, 32, 8, 128, 16), (4, 4096, 1024, 32, 8, 128, 16), (16, 2048, 128, 32, 8, 128, 16),
                  (4, 2048, 512, 32, 8, 64, 64), (4, 2048, 2048, 32, 8, 128, 16), (4, 2048, 512, 32, 8, 128, 16, *fp8),
                  (4, 4096, 1024, 32, 8, 128, 16, *fp8)]
-        for c in cases[:1] if args.quick else cases:
+        for c in cases[:1] if quick else cases:
             rows.append(paged_prefill_case(*c))
             show(rows[-1])
-    if args.only in (None, "decode"):
+    if only in (None, "decode"):
         cases = [(64, 4096, 32, 8, 128, 16, torch.bfloat16), (64, 4096, 32, 8, 128, 16, torch.float8_e4m3fn),
                  (1, 32768, 32, 8, 128, 16, torch.bfloat16), (1, 131072, 32, 8, 128, 16, torch.bfloat16),
                  (64, 4096, 32, 8, 128, 16, torch.float8_e5m2), (1, 32768, 32, 8, 128, 16, torch.float8_e4m3fn),
                  (1, 131072, 32, 8, 128, 16, torch.float8_e4m3fn), (64, 4096, 32, 8, 128, 1, torch.bfloat16),
                  (64, 4096, 32, 8, 64, 16, torch.bfloat16), (64, 4096, 32, 4, 128, 64, torch.bfloat16)]
-        for c in cases[:2] if args.quick else cases:
+        for c in cases[:2] if quick else cases:
             rows.append(decode_case(*c))
             show(rows[-1])
         fp8_over_bf16(rows)
-    if args.only in (None, "prefill"):
+    if only in (None, "prefill"):
         cases = [(4, 32, 32, 1024, 128), (4, 32, 32, 4096, 128), (4, 32, 8, 4096, 128), (4, 32, 32, 4096, 64),
                  (4, 32, 32, 2048, 128), (4, 32, 32, 8192, 128), (4, 32, 32, 4096, 256), (4, 32, 32, 4096, 192, 128)]
-        for c in cases[:2] if args.quick else cases:
+        for c in cases[:2] if quick else cases:
             rows.append(prefill_case(*c))
             show(rows[-1])
         mixed = torch.randint(16, 8193, (24,), generator=torch.Generator().manual_seed(0)).tolist()
         rows.append(varlen_case(mixed + [16, 8192], 32, 8, 128))
         show(rows[-1])
+    return rows
+
+
+
+def prefill_shape(text):
+    """B,HQ,HKV,S,D[,DV] as integers."""
+    try:
+        shape = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        shape = ()
+    if len(shape) not in (5, 6) or min(shape) < 1:
+        raise argparse.ArgumentTypeError(f"expected B,HQ,HKV,S,D[,DV] (positive integers), got {text!r}")
+    return shape
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", choices=["prefill", "decode", "paged_prefill"])
+    ap.add_argument("--quick", action="store_true", help="fewer cases")
+    ap.add_argument("--prefill", action="append", type=prefill_shape, metavar="B,HQ,HKV,S,D[,DV]",
+                    help="time only these prefill cases")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    print(torch.cuda.get_device_name(), torch.__version__, flush=True)
+    rows = []
+    for c in args.prefill or []:
+        rows.append(prefill_case(*c))
+        show(rows[-1])
+    if not args.prefill:
+        rows += default_cases(args.only, args.quick)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
