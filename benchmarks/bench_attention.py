@@ -208,7 +208,6 @@ def default_cases(only, quick):
     return rows
 
 
-
 def prefill_shape(text):
     """B,HQ,HKV,S,D[,DV] as integers."""
     try:
