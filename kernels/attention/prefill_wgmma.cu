@@ -23,7 +23,9 @@
 // barrier a stage, K_{i+1} waited for P V_{i-1}, a copy's latency before each
 // S (D256 1.26-1.43x faster split, H200 2026-11-28; at 3 stages split was
 // 2-5% slower at D128, so those keep one barrier a stage, and D128 in 2 split
-// stages was no faster than in 3).  A consumer's rows of out go through its
+// stages was no faster than in 3).  At one-barrier stages the block's first K
+// tile still lands on a barrier of its own, so that S_0 waits for K_0 alone
+// (0-1.3% faster at S 128-4096, H200 2026-11-28).  A consumer's rows of out go through its
 // rows of Q's shared memory and a TMA store (store_out: 2-8% faster at S
 // 128-2048 than 4-byte stores from registers, H200 2026-11-28).
 //
@@ -105,7 +107,8 @@ __device__ __forceinline__ float tanh_exp2(float x) {
 // Shared memory from a 1024-byte aligned base: Q (DK / 64 blocks of [kRows rows][128 B]),
 // then per stage K (DK / 64 blocks of [kKeys rows][128 B]) and V (DV / 64 such
 // blocks), then the barriers: Q's full and empty, then a stage's full and empty
-// ones (K's and V's where the stages are split; otherwise the V names alias the K ones).
+// ones (K's and V's where the stages are split; otherwise the V names alias the K ones),
+// then the first K tile's own full barrier.
 template <class S>
 struct Smem {
   static constexpr int kStages = S::kStages;
@@ -116,7 +119,7 @@ struct Smem {
   static constexpr int kBarriers = kQ + kStages * kStage;
   static constexpr int kKBytes = S::DK / 64 * kKeyBlock, kVBytes = S::DV / 64 * kKeyBlock;
   static constexpr int kRing = (S::kSplitStages ? 4 : 2) * kStages;  // the stages' barriers
-  static constexpr int kPins = kBarriers + 8 * (2 + kRing);  // a byte per consumer thread (pin_before_wait)
+  static constexpr int kPins = kBarriers + 8 * (3 + kRing);  // a byte per consumer thread (pin_before_wait)
   static constexpr int kBytes = kPins + 128 * S::kConsumers + 1024;  // + the alignment slack
   uint32_t base;
   __device__ uint32_t q(int block) const { return base + block * kQBlock; }
@@ -128,6 +131,9 @@ struct Smem {
   __device__ uint32_t k_empty(int s) const { return k_full(kStages + s); }
   __device__ uint32_t v_full(int s) const { return S::kSplitStages ? k_full(2 * kStages + s) : k_full(s); }
   __device__ uint32_t v_empty(int s) const { return S::kSplitStages ? k_full(3 * kStages + s) : k_empty(s); }
+  // One-barrier stages: the block's first K tile lands on a barrier of its own,
+  // so that S_0 starts without waiting for V_0 (which completes k_full(0)).
+  __device__ uint32_t first_k_full() const { return k_full(kRing); }
   __device__ uint32_t pin() const { return base + kPins + threadIdx.x - 128; }
 };
 
@@ -234,8 +240,12 @@ __device__ void produce(const PrefillTmaParams &q, const Smem<S> &sm, const Item
     const int s = i % kStages;
     const uint32_t full = with_k ? sm.k_full(s) : sm.v_full(s);
     barrier_wait(with_k ? sm.k_empty(s) : sm.v_empty(s), ((i / kStages) & 1) ^ 1);
-    barrier_arrive_expect(full, (with_k ? Smem<S>::kKBytes : 0) + (with_v ? Smem<S>::kVBytes : 0));
-    for (int b = 0; with_k && b < S::DK / 64; ++b) tma_copy_3d(sm.k(s, b), &q.k_map, full, b * 64, k0, kvh);
+    // (ring tile 0 at one-barrier stages: K on first_k_full, V alone on k_full(0))
+    const bool k_apart = !S::kSplitStages && i == 0 && with_k;
+    const uint32_t k_full = k_apart ? sm.first_k_full() : full;
+    if (k_apart) barrier_arrive_expect(k_full, Smem<S>::kKBytes);
+    barrier_arrive_expect(full, (with_k && !k_apart ? Smem<S>::kKBytes : 0) + (with_v ? Smem<S>::kVBytes : 0));
+    for (int b = 0; with_k && b < S::DK / 64; ++b) tma_copy_3d(sm.k(s, b), &q.k_map, k_full, b * 64, k0, kvh);
     for (int b = 0; with_v && b < S::DV / 64; ++b) tma_copy_3d(sm.v(s, b), &q.v_map, full, b * 64, k0, kvh);
   };
   if constexpr (S::kSplitStages) {  // (one item a block)
@@ -482,8 +492,11 @@ __device__ void consume_item(const PrefillTmaParams &q, const Smem<S> &sm, const
   barrier_wait(sm.q_full(), unsigned(j) & 1u);
   const bool signals = threadIdx.x % 128 == 0;  // one arrival a warpgroup on the empty barriers
   const bool frees_keys = signals && S::kSplitStages;  // K's half freed on its own
+  // Ring tile 0's K came on its own barrier (one-barrier stages); its V
+  // completes k_full(0), waited for before its P V.
+  const bool k_apart = !S::kSplitStages && base == 0;
   if (tiles > 0) {
-    barrier_wait(sm.k_full(stage(0)), phase(0));
+    barrier_wait(k_apart ? sm.first_k_full() : sm.k_full(stage(0)), phase(0));
     issue_scores<T, S>(sm, stage(0), wg, st);
     wgmma_wait<0>();
     fence_registers(st.s);
@@ -499,7 +512,7 @@ __device__ void consume_item(const PrefillTmaParams &q, const Smem<S> &sm, const
   auto step = [&](int i, auto masked_tag) {
     constexpr bool kMasked = decltype(masked_tag)::value;
     barrier_wait(sm.k_full(stage(i)), phase(i));
-    if constexpr (S::kSplitStages) barrier_wait(sm.v_full(stage(i - 1)), phase(i - 1));
+    if (S::kSplitStages || (k_apart && i == 1)) barrier_wait(sm.v_full(stage(i - 1)), phase(i - 1));
     wait_turn(wg);
     issue_scores<T, S>(sm, stage(i), wg, st);
     issue_pv<T, S>(sm, stage(i - 1), st);
@@ -528,7 +541,7 @@ __device__ void consume_item(const PrefillTmaParams &q, const Smem<S> &sm, const
     if (threadIdx.x % 32 == 0) barrier_arrive(sm.q_empty());
   }
   if (tiles > 0) {
-    if constexpr (S::kSplitStages) barrier_wait(sm.v_full(stage(tiles - 1)), phase(tiles - 1));
+    if (S::kSplitStages || (k_apart && tiles == 1)) barrier_wait(sm.v_full(stage(tiles - 1)), phase(tiles - 1));
     issue_pv<T, S>(sm, stage(tiles - 1), st);
     wgmma_wait<0>();
 #pragma unroll
@@ -568,6 +581,7 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
       barrier_init(sm.k_full(s), 1), barrier_init(sm.k_empty(s), S::kConsumers);
       if (S::kSplitStages) barrier_init(sm.v_full(s), 1), barrier_init(sm.v_empty(s), S::kConsumers);
     }
+    barrier_init(sm.first_k_full(), 1);
     barrier_init_fence();
     tma_prefetch_map(&q.k_map), tma_prefetch_map(&q.v_map);
     copy_q<S>(q, sm, items.row0[0], head);  // under block_keys' reads of the sequence bounds
@@ -609,7 +623,7 @@ __device__ void prefill_wgmma(const PrefillTmaParams &q) {
 
 // block = Dims::kThreads; smem = Smem<Dims>::kBytes: Q + the K/V stages + barriers + pins + 1 KiB of alignment
 // slack (with the 1 KiB of static shared memory ptxas reports, at most the 227 KiB a block may have).
-// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124352,d128:d128:384:230720,d256:d256:384:230736,d192v128:d192v128:384:214352,d64.cap:d64_cap:384:116032,d128.cap:d128_cap:384:230720,d256.cap:d256_cap:384:230736,d192v128.cap:d192v128_cap:384:214352,d128.pairs:d128_pairs:384:230720,d128.cap.pairs:d128_cap_pairs:384:230720
+// aiter-kernel-family: op=prefill_attention variant=wgmma.{dt}.{shape} symbol=aiter_prefill_wgmma_{dt}_{sym} block={block} smem={smem} dt=f16@90,bf16@90 shape=d64:d64:512:124360,d128:d128:384:230728,d256:d256:384:230744,d192v128:d192v128:384:214360,d64.cap:d64_cap:384:116040,d128.cap:d128_cap:384:230728,d256.cap:d256_cap:384:230744,d192v128.cap:d192v128_cap:384:214360,d128.pairs:d128_pairs:384:230728,d128.cap.pairs:d128_cap_pairs:384:230728
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d64, half_t, 64, 64)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d128, half_t, 128, 128)
 AITER_PREFILL_WGMMA(aiter_prefill_wgmma_f16_d256, half_t, 256, 256)
@@ -624,11 +638,11 @@ template <int DK, int DV, bool CAP, int ITEMS = 1>
 constexpr bool kLaunch(int threads, int smem) {
   return Dims<DK, DV, CAP, ITEMS>::kThreads == threads && Smem<Dims<DK, DV, CAP, ITEMS>>::kBytes == smem;
 }
-static_assert(kLaunch<64, 64, false>(512, 124352) && kLaunch<128, 128, false>(384, 230720) &&
-                  kLaunch<256, 256, false>(384, 230736) && kLaunch<192, 128, false>(384, 214352) &&
-                  kLaunch<64, 64, true>(384, 116032) && kLaunch<128, 128, true>(384, 230720) &&
-                  kLaunch<256, 256, true>(384, 230736) && kLaunch<192, 128, true>(384, 214352) &&
-                  kLaunch<128, 128, false, 2>(384, 230720) && kLaunch<128, 128, true, 2>(384, 230720),
+static_assert(kLaunch<64, 64, false>(512, 124360) && kLaunch<128, 128, false>(384, 230728) &&
+                  kLaunch<256, 256, false>(384, 230744) && kLaunch<192, 128, false>(384, 214360) &&
+                  kLaunch<64, 64, true>(384, 116040) && kLaunch<128, 128, true>(384, 230728) &&
+                  kLaunch<256, 256, true>(384, 230744) && kLaunch<192, 128, true>(384, 214360) &&
+                  kLaunch<128, 128, false, 2>(384, 230728) && kLaunch<128, 128, true, 2>(384, 230728),
               "update block and smem above");
 
 #endif
