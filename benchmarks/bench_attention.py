@@ -22,8 +22,9 @@ prefixes) against SDPA on the same K/V gathered contiguous outside the timing,
 with the causal mask aligned bottom-right (CausalBias lower-right: whichever
 back end takes it) and cuDNN without a mask (all of every context: more work
 than ours, an upper bound on its time).  Prints ms, TFLOP/s (prefill: the useful work of the causal mask) or
-TB/s of KV bytes (decode), and each peer's time over libaiter's (> 1: libaiter
-faster).
+TB/s of KV bytes (decode; beside it the fastest plain read of those bytes,
+read_floor.py, which no decode kernel can beat), and each peer's time over
+libaiter's (> 1: libaiter faster).
 """
 import argparse
 import json
@@ -35,6 +36,7 @@ import triton.testing
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import aiter
+from read_floor import read_floor_ms
 
 BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
 
@@ -107,6 +109,9 @@ def decode_case(b, ctx, hq, hkv, d, page, cache_dtype=torch.bfloat16):
     copy = bench(lambda: c.copy_(a))
     row["copy_tbps"] = 2 * a.numel() / copy / 1e9
     row["pct_of_copy"] = 100 * row["ours_tbps"] / row["copy_tbps"]
+    del a, c
+    row["read_ms"] = read_floor_ms(kv_bytes, bench)  # no kernel reading the cache gets under this
+    row["read_pct_of_copy"] = 100 * kv_bytes / row["read_ms"] / 1e9 / row["copy_tbps"]
     if cache_dtype == torch.bfloat16:  # the peers read contiguous KV of the same bytes
         kc = k_cache[table.flatten().long()].view(b, ctx, hkv, d).transpose(1, 2).contiguous()
         vc = v_cache[table.flatten().long()].view(b, ctx, hkv, d).transpose(1, 2).contiguous()
@@ -158,7 +163,8 @@ def show(row):
     if "ours_tflops" in row:
         parts.append(f"{row['ours_tflops']:6.1f} TFLOP/s")
     if "ours_tbps" in row:
-        parts.append(f"{row['ours_tbps']:5.2f} TB/s ({row['pct_of_copy']:.0f}% of copy {row['copy_tbps']:.2f})")
+        parts.append(f"{row['ours_tbps']:5.2f} TB/s ({row['pct_of_copy']:.0f}% of copy {row['copy_tbps']:.2f}; "
+                     f"a plain read {row['read_ms']:.3f} ms, {row['read_pct_of_copy']:.0f}%)")
     for name in list(BACKENDS) + ["sdpa_lower_right", "cudnn_full"]:
         if row.get(f"{name}_ms") is not None:
             parts.append(f"{name} {row[f'{name}_ms']:.3f} ms (x{row[f'{name}_ratio']:.2f})")

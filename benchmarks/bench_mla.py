@@ -11,7 +11,9 @@ outside the timing; the copy moves as many bytes as the cache holds.  Each is
 captured in a CUDA graph and its replay timed by triton.testing.do_bench
 (median, L2 flushed between runs).  Prints ms, TB/s of latent bytes read,
 TFLOP/s (2 * rows * L * (576 + 512) a sequence), the peer's time over ours
-(> 1: libaiter faster) and our bandwidth over the copy's (read + write bytes).
+(> 1: libaiter faster), our bandwidth over the copy's (read + write bytes),
+and the fastest plain read of the latent bytes (read_floor.py) with its
+bandwidth over the copy's: no kernel reading the cache gets under that time.
 """
 import argparse
 import json
@@ -20,6 +22,7 @@ import torch
 import triton.testing
 
 import aiter
+from read_floor import read_floor_ms
 
 D, DV, PAGE = 576, 512, 64
 SCALE = 0.1352  # DeepSeek-V3's softmax scale (mscale^2 / sqrt(192)); the value does not change the work
@@ -61,13 +64,16 @@ def case(b, hq, s_q, ctx, cache_dtype, copy_cache):
     if copy_cache.get(latent_bytes) is None:
         src = torch.empty(latent_bytes, dtype=torch.uint8, device="cuda")
         dst = torch.empty_like(src)
-        copy_cache[latent_bytes] = 2 * latent_bytes / bench(lambda: dst.copy_(src)) / 1e9
-    copy_tbs = copy_cache[latent_bytes]
+        copy_cache[latent_bytes] = (2 * latent_bytes / bench(lambda: dst.copy_(src)) / 1e9,
+                                    read_floor_ms(latent_bytes, bench))
+        del src, dst
+    copy_tbs, read_ms = copy_cache[latent_bytes]
     flops = 2 * b * s_q * hq * ctx * (D + DV)
     tbs = latent_bytes / ours / 1e9
     return {"case": f"B{b} Hq{hq} s_q{s_q} ctx{ctx} {cache_dtype}", "ours_ms": ours, "ours_tbs": tbs,
             "ours_tflops": flops / ours / 1e9, "torch_ms": peer, "torch_over_ours": peer / ours,
-            "copy_tbs": copy_tbs, "of_copy": tbs / copy_tbs}
+            "copy_tbs": copy_tbs, "of_copy": tbs / copy_tbs,
+            "read_ms": read_ms, "read_of_copy": latent_bytes / read_ms / 1e9 / copy_tbs}
 
 
 CASES = ([("memory", b, 16, 1, ctx, dt) for b in (64, 128) for ctx in (4096, 8192) for dt in ("bf16", "fp8")]
@@ -88,14 +94,14 @@ def main():
     cases = [c for c in (CASES[::4] if args.quick else CASES) if c[0] in kinds]
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}")
     print(f"{'kind':9} {'case':34} {'ours ms':>8} {'TB/s':>6} {'TFLOP/s':>8} {'torch ms':>9} {'torch/ours':>10} "
-          f"{'copy TB/s':>9} {'of copy':>7}")
+          f"{'copy TB/s':>9} {'of copy':>7} {'read ms':>8} {'read of copy':>12}")
     rows, copies = [], {}
     for kind, *shape in cases:
         r = dict(case(*shape, copies), kind=kind)
         rows.append(r)
         print(f"{kind:9} {r['case']:34} {r['ours_ms']:8.4f} {r['ours_tbs']:6.2f} {r['ours_tflops']:8.1f} "
-              f"{r['torch_ms']:9.4f} {r['torch_over_ours']:10.2f} {r['copy_tbs']:9.2f} {r['of_copy']:7.2f}",
-              flush=True)
+              f"{r['torch_ms']:9.4f} {r['torch_over_ours']:10.2f} {r['copy_tbs']:9.2f} {r['of_copy']:7.2f} "
+              f"{r['read_ms']:8.4f} {r['read_of_copy']:12.2f}", flush=True)
         torch.cuda.empty_cache()
     by_case = {r["case"]: r for r in rows}
     for r in rows:
