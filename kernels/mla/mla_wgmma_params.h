@@ -4,7 +4,8 @@
 // the swizzle span): q as [batch][rows][576] by 64 rows (a sequence's rows past
 // its last read as zeros), the cache as [rows][576] by
 // `box_rows` rows (64 where pages hold whole 64-key tiles, else 16: page sizes
-// are multiples of 16, so no box crosses a page).
+// are multiples of 16, so no box crosses a page), or, where `box_blocks` is 3,
+// as [9 column blocks][rows][64] by 64 rows x 3 blocks: a third of a tile a copy.
 #pragma once
 
 #include "../gemm/gemm_params.h"  // TensorMap
@@ -14,4 +15,5 @@ struct MlaWgmmaParams {
   TensorMap q_map, kv_map;
   MlaDecodeParams p;
   int box_rows;
+  int box_blocks;  // 64-column blocks a copy brings: 1, or 3 (box_rows 64, one block a cluster)
 };

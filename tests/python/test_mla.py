@@ -192,6 +192,16 @@ def test_decode_one_long_sequence(rng, device):
 
 
 @gpu_only
+@pytest.mark.parametrize("hq,s_q,num_splits", [(16, 1, 1), (16, 2, 3), (40, 1, 2), (16, 1, 0)])
+def test_decode_long_splits(rng, device, hq, s_q, num_splits):
+    """Splits of 8 tiles or more over pages of 64 (the Hopper kernel then copies a
+    third of a tile at a time), lengths that end inside a page."""
+    q, cache, table, lens = make_case(rng, [1500, 4100, 777], 64, hq, s_q)
+    got, lse = run(device, q, cache, table, lens, 0.05, num_splits=num_splits)
+    check(got, lse, *mla_ref(q, cache, table, lens, 0.05), "bfloat16")
+
+
+@gpu_only
 @pytest.mark.parametrize("hq", [16, 64])
 def test_decode_bad_block_ids_on_device(rng, device, hq):
     """Block ids the host cannot check: positions with an id out of range are skipped."""
