@@ -7,7 +7,7 @@
 //   - warpgroup 0: one thread copies Q once (9 boxes of 64 columns) and each key
 //     tile into one of two buffers, every 64-column block of a tile, or every
 //     third of it (3 blocks a copy, where pages hold whole tiles and splits are
-//     long: a third as many copies, 7-11% faster in the memory-bound cases,
+//     long: a third as many copies, 5-11% faster in the memory-bound cases,
 //     H200 2026-11-28), completing on its own barrier, so S = Q K^T starts on
 //     the first part while the others land;
 //   - warpgroup 1: S (both operands in shared memory, 64 x 64 over K = 576), the

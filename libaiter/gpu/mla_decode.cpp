@@ -137,7 +137,7 @@ aiter_status encode_blocks(Driver *driver, const MlaDecodeArgs &a, int box_block
 // One block per 64 rows of a split of a sequence, a sequence's blocks side by
 // side; in pairs sharing each key tile by multicast where the tiles pair up.
 // Where pages hold whole tiles, blocks that are no pair copy a third of a tile
-// at a time, if their splits are 8 tiles or more: 7-11% faster on the
+// at a time, if their splits are 8 tiles or more: 5-11% faster on the
 // memory-bound cases, and 4-6% slower at 4 tiles a split (H200, 2026-11-28).
 aiter_status launch_wgmma(const MlaDecodeArgs &a, const MlaDecodeParams &p, const GpuCall &call, int64_t tiles) {
   DeviceScope scope(call.device);
