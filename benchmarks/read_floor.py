@@ -6,6 +6,8 @@ A kernel that must read N bytes cannot take less than this; where a target asks
 more of such a kernel than the plain read reaches, the target is past a measured
 bound (bench_mla.py and bench_attention.py print it beside the copy).
 """
+import functools
+
 import torch
 import triton
 import triton.language as tl
@@ -23,6 +25,7 @@ def _read(x_ptr, out_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
     tl.store(out_ptr + pid, tl.sum(acc))
 
 
+@functools.lru_cache(maxsize=None)  # cases of the same size share one measurement
 def read_floor_ms(nbytes, time_fn):
     """The least time_fn(callable) in ms over SHAPES for a plain read of nbytes (rounded up to 4)."""
     x = torch.empty((nbytes + 3) // 4, dtype=torch.int32, device="cuda")
