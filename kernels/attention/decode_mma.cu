@@ -17,6 +17,11 @@
 // widened in registers after ldmatrix: e5m2 and e4m3 are both exact in fp16
 // (e4m3fn by the hardware's cvt on sm_89 and up, else by placing the bits;
 // e4m3fnuz by placing the bits), times a power of two folded into the scales.
+// Both products then run in fp16, so a key needs no second widening to bf16: a
+// bf16 query row is scaled by a power of two that puts its largest element in
+// [2^13, 2^14) (no bf16 value overflows fp16, and fp16 holds every element down
+// to 2^-27 of the largest exactly) and the factor comes back in the row's logit
+// scale.
 // A byte-wide ldmatrix hands a thread 4 consecutive dims of a key (K) or 2 dims
 // of 2 consecutive keys (V, transposed), so the reduction dim of Q K^T is
 // permuted (q's fragments are loaded in the same order) and P V's output
@@ -81,10 +86,11 @@ __device__ __forceinline__ uint32_t swz(int row, int chunk) {
 }
 
 
-// P and V's type in O += P V: fp16 for fp8 caches (widened exactly, and P more
-// precise than in bf16), else the cache's.
-template <class T, bool Fp8> struct PvType { using type = T; };
-template <class T> struct PvType<T, true> { using type = half_t; };
+// The products' type: fp16 for fp8 caches (keys and values widened exactly, the
+// query scaled into fp16's range by load_q, P more precise than in bf16), else the
+// cache's.
+template <class T, bool Fp8> struct ProductType { using type = T; };
+template <class T> struct ProductType<T, true> { using type = half_t; };
 
 // ---- the rows ----------------------------------------------------------------------
 
@@ -94,11 +100,43 @@ struct RowRanges {
   int lo[2], hi[2];
 };
 
+// A bf16 query's fragments (rows lane / 4 and lane / 4 + 8 of the tile, each
+// spread over the quad's 4 lanes) as fp16, each row times 2^k with its largest
+// element in [2^13, 2^14); unscale[h] = 2^-k.
+template <int D>
+__device__ __forceinline__ void to_scaled_fp16(uint32_t (&qa)[D / 16][4], float (&unscale)[2]) {
+  uint32_t top[2] = {0u, 0u};  // per row: the largest |element|'s bits in both halves (bf16 magnitudes order as bits)
+#pragma unroll
+  for (int s = 0; s < D / 16; ++s)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) top[i & 1] = __vmaxu2(top[i & 1], qa[s][i] & 0x7fff7fffu);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    top[h] = __vmaxu2(top[h], __shfl_xor_sync(0xffffffffu, top[h], 1));
+    top[h] = __vmaxu2(top[h], __shfl_xor_sync(0xffffffffu, top[h], 2));
+    const uint32_t bits = max(top[h] >> 16, top[h] & 0xffffu);
+    const int raw = int(bits >> 7) & 0xff;  // the largest is in [2^(raw-127), 2^(raw-126))
+    int k = bits == 0u || raw == 0xff ? 0 : 140 - raw;
+    k = k > 100 ? 100 : k;  // k >= -114 (raw <= 254); both 2^k and 2^-k stay normal
+    const float scale = bits_f32(uint32_t(127 + k) << 23);
+    unscale[h] = bits_f32(uint32_t(127 - k) << 23);
+#pragma unroll
+    for (int s = 0; s < D / 16; ++s)
+#pragma unroll
+      for (int i = h; i < 4; i += 2) {
+        const uint32_t w = qa[s][i];
+        qa[s][i] = Mma<half_t>::pack(bits_f32(w << 16) * scale, bits_f32(w & 0xffff0000u) * scale);
+      }
+  }
+}
+
 // q's A fragments for the D / 16 k-steps of S = Q K^T.  16-bit caches: the
 // standard order (dims 2q, 2q+1 and 2q+8, 2q+9 of the step); fp8: the order the
 // byte-wide ldmatrix of K gives (dims 4q..4q+3), see the file's comment.
+// unscale[h]: what the products of row h must be multiplied by (1, or for a
+// bf16 query over an fp8 cache the inverse of the row's power-of-two factor).
 template <class T, int D, bool Fp8>
-__device__ __forceinline__ void load_q(const T *row0, const T *row1, uint32_t (&qa)[D / 16][4]) {
+__device__ __forceinline__ void load_q(const T *row0, const T *row1, uint32_t (&qa)[D / 16][4], float (&unscale)[2]) {
   const int q = int(thread_x()) & 3;
   auto pair = [](const T *r, int d) -> uint32_t {
     return r == nullptr ? 0u : uint32_t(r[d].bits) | (uint32_t(r[d + 1].bits) << 16);
@@ -111,6 +149,8 @@ __device__ __forceinline__ void load_q(const T *row0, const T *row1, uint32_t (&
     qa[s][2] = pair(row0, d1);
     qa[s][3] = pair(row1, d1);
   }
+  unscale[0] = unscale[1] = 1.0f;
+  if constexpr (Fp8 && !Mma<T>::kHalf) to_scaled_fp16<D>(qa, unscale);
 }
 
 // The online-softmax state of a thread's two rows.
@@ -164,12 +204,13 @@ __device__ __forceinline__ void issue_tile(Smem<D, CK> &s, const Stream &st, lon
 }
 
 // Logit scaling of the scores: log2 domain, soft-capped first where asked.
+// mul is per row h of the thread's two (load_q's unscale folded in).
 struct Logits {
-  float mul;      // without soft-cap: everything times log2(e); with it: the plain scale
+  float mul[2];   // without soft-cap: everything times log2(e); with it: the plain scale
   float softcap;  // 0: off
-  __device__ __forceinline__ float operator()(float s) const {
-    if (softcap <= 0.0f) return s * mul;
-    const float e = exp2f(2.0f * kLog2e * s * mul / softcap);  // tanh through exp, as decode.cu
+  __device__ __forceinline__ float operator()(float s, int h) const {
+    if (softcap <= 0.0f) return s * mul[h];
+    const float e = exp2f(2.0f * kLog2e * s * mul[h] / softcap);  // tanh through exp, as decode.cu
     return softcap * (1.0f - 2.0f / (e + 1.0f)) * kLog2e;
   }
 };
@@ -181,7 +222,7 @@ __device__ __forceinline__ void attend_tile(const Smem<D, CK> &s, int slot, long
                                             const uint32_t (&qa)[D / 16][4], const RowRanges &rr,
                                             const Logits &logits, RowPair &st, float (&o)[D / 8][4]) {
   using G = Geometry<D, CK>;
-  using TP = typename PvType<T, G::kFp8>::type;
+  using TP = typename ProductType<T, G::kFp8>::type;
   constexpr int NT = G::kKeys / 8;  // n8 tiles of S
   const int lane = int(thread_x()) & 31, warp = int(thread_x()) >> 5, q = lane & 3;
   const uint32_t kbase = smem_u32(s.ring[warp][slot]), vbase = kbase + G::kTileBytes;
@@ -206,13 +247,13 @@ __device__ __forceinline__ void attend_tile(const Smem<D, CK> &s, int slot, long
           uint32_t b[4][2];
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
-            b[i][0] = as_mma_type<T>(fp8_pair<CK, 0, 1>(r[i]));
-            b[i][1] = as_mma_type<T>(fp8_pair<CK, 2, 3>(r[i]));
+            b[i][0] = fp8_pair<CK, 0, 1>(r[i]);
+            b[i][1] = fp8_pair<CK, 2, 3>(r[i]);
           }
-          Mma<T>::run(acc[0][n0], qa[2 * j], b[0][0], b[0][1]);
-          Mma<T>::run(acc[0][n1], qa[2 * j], b[2][0], b[2][1]);
-          Mma<T>::run(acc[1][n0], qa[2 * j + 1], b[1][0], b[1][1]);
-          Mma<T>::run(acc[1][n1], qa[2 * j + 1], b[3][0], b[3][1]);
+          Mma<TP>::run(acc[0][n0], qa[2 * j], b[0][0], b[0][1]);
+          Mma<TP>::run(acc[0][n1], qa[2 * j], b[2][0], b[2][1]);
+          Mma<TP>::run(acc[1][n0], qa[2 * j + 1], b[1][0], b[1][1]);
+          Mma<TP>::run(acc[1][n1], qa[2 * j + 1], b[3][0], b[3][1]);
         }
       }
   }
@@ -225,7 +266,7 @@ __device__ __forceinline__ void attend_tile(const Smem<D, CK> &s, int slot, long
       const int key = nt * 8 + 2 * q + (e & 1), h = e >> 1;
       const long long pos = start + key;
       const bool seen = ((ok >> key) & 1u) && pos >= rr.lo[h] && pos < rr.hi[h];
-      x[nt][e] = seen ? logits(acc[0][nt][e] + acc[1][nt][e]) : kNegInf;
+      x[nt][e] = seen ? logits(acc[0][nt][e] + acc[1][nt][e], h) : kNegInf;
       top[h] = fmaxf(top[h], x[nt][e]);
     }
   float alpha[2], base[2];
@@ -371,11 +412,11 @@ __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
                       int(end)};
 
   uint32_t qa[D / 16][4];
-  load_q<T, D, G::kFp8>(qrow[0], qrow[1], qa);
+  float unscale[2];
+  load_q<T, D, G::kFp8>(qrow[0], qrow[1], qa, unscale);
   const float fold = fp8_fold<CK>();
-  const Logits logits{p.sm.softcap > 0.0f ? p.sm.scale * p.sm.k_scale * fold
-                                          : p.sm.scale * p.sm.k_scale * fold * kLog2e,
-                      p.sm.softcap};
+  const float mul = p.sm.softcap > 0.0f ? p.sm.scale * p.sm.k_scale * fold : p.sm.scale * p.sm.k_scale * fold * kLog2e;
+  const Logits logits{{mul * unscale[0], mul * unscale[1]}, p.sm.softcap};
 
   // Prologue: stages 0..S-2 (a group each, empty past the warp's tiles), their
   // block ids read together.

@@ -335,6 +335,29 @@ def test_decode_tensor_cores(rng, dtype, cache, page_size, d, q_tokens, heads):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("cache", FP8_DTYPES)
+@pytest.mark.parametrize("magnitude", [1e-7, 1e30])
+def test_decode_fp8_query_range(rng, cache, magnitude):
+    """A bf16 query over an fp8 cache: the tensor-core kernel runs both products
+    in fp16, each query row scaled by a power of two first.  Rows of magnitude
+    1e-7 (fp16 subnormals, unscaled) and 1e30 (past fp16's range), the softmax
+    scale making their logits O(1), still match float64; the rows of a block
+    differ in magnitude (x 0.25 to 40), so each row's factor must come back in
+    its own logits."""
+    cuda_torch()
+    q, k_cache, v_cache, table, lens = decode_case(rng, [700, 33, 1], 16, 8, 2, 128, "bfloat16", cache)
+    row_mags = np.array([1.0, 0.25, 40.0, 3.0, 0.5, 7.0, 1.0, 0.3])[None, :, None] * magnitude
+    q = (f64(q) * row_mags).astype(q.dtype)
+    for split in (False, True):
+        out = poisoned_on(q.shape, "bfloat16", "cuda")
+        scale = 128 ** -0.5 / magnitude
+        aiter.paged_decode_attention(*dev("cuda", q, k_cache, v_cache, table, lens), out=out, split_kv=split,
+                                     softmax_scale=scale, k_scale=0.01, v_scale=0.02)
+        ref = decode_ref(q, f64(k_cache) * 0.01, f64(v_cache) * 0.02, table, lens, scale)
+        assert_close(out, ref, "bfloat16", what=f"split={split}")
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])  # the portable and the tensor-core kernel
 def test_prefill_gpu_inconsistent_cu_seqlens(rng, dtype):
     """cu_seqlens the host cannot check: rows of a sequence whose bounds are out
