@@ -95,7 +95,8 @@ template <class T> struct ProductType<T, true> { using type = half_t; };
 // ---- the rows ----------------------------------------------------------------------
 
 // A thread's two rows of the tile (lane / 4 and lane / 4 + 8): their visible key
-// positions [lo, hi), empty for a padding row.
+// positions [lo, hi).  A padding row sees every key: its query is 0, its
+// results are never stored, and so interior tiles need no mask for it.
 struct RowRanges {
   int lo[2], hi[2];
 };
@@ -247,8 +248,7 @@ __device__ __forceinline__ void attend_tile(const Smem<D, CK> &s, int slot, long
           uint32_t b[4][2];
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
-            b[i][0] = fp8_pair<CK, 0, 1>(r[i]);
-            b[i][1] = fp8_pair<CK, 2, 3>(r[i]);
+            fp8_pairs<CK, 0, 1, 2, 3>(r[i], b[i][0], b[i][1]);
           }
           Mma<TP>::run(acc[0][n0], qa[2 * j], b[0][0], b[0][1]);
           Mma<TP>::run(acc[0][n1], qa[2 * j], b[2][0], b[2][1]);
@@ -257,18 +257,33 @@ __device__ __forceinline__ void attend_tile(const Smem<D, CK> &s, int slot, long
         }
       }
   }
-  // Logits, masks, the rows' maxima over the quad's keys.
+  // Logits, masks, the rows' maxima over the quad's keys.  A tile whose keys
+  // are all valid and seen by every row of the warp (most of a long context)
+  // skips the per-key masks.
+  constexpr unsigned kAllKeys = G::kKeys == 32 ? 0xffffffffu : (1u << G::kKeys) - 1u;
+  const bool interior = ok == kAllKeys && start >= rr.lo[0] && start >= rr.lo[1] &&
+                        start + G::kKeys <= rr.hi[0] && start + G::kKeys <= rr.hi[1];
   float x[NT][4], top[2] = {kNegInf, kNegInf};
+  if (__all_sync(0xffffffffu, interior)) {
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
+    for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int key = nt * 8 + 2 * q + (e & 1), h = e >> 1;
-      const long long pos = start + key;
-      const bool seen = ((ok >> key) & 1u) && pos >= rr.lo[h] && pos < rr.hi[h];
-      x[nt][e] = seen ? logits(acc[0][nt][e] + acc[1][nt][e], h) : kNegInf;
-      top[h] = fmaxf(top[h], x[nt][e]);
-    }
+      for (int e = 0; e < 4; ++e) {
+        x[nt][e] = logits(acc[0][nt][e] + acc[1][nt][e], e >> 1);
+        top[e >> 1] = fmaxf(top[e >> 1], x[nt][e]);
+      }
+  } else {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = nt * 8 + 2 * q + (e & 1), h = e >> 1;
+        const long long pos = start + key;
+        const bool seen = ((ok >> key) & 1u) && pos >= rr.lo[h] && pos < rr.hi[h];
+        x[nt][e] = seen ? logits(acc[0][nt][e] + acc[1][nt][e], h) : kNegInf;
+        top[h] = fmaxf(top[h], x[nt][e]);
+      }
+  }
   float alpha[2], base[2];
   bool grew = false;  // a row's maximum grew: O is rescaled (else alpha is 1, or O still 0)
 #pragma unroll
@@ -325,8 +340,11 @@ __device__ __forceinline__ void attend_tile(const Smem<D, CK> &s, int slot, long
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int nt = 2 * (2 * j + c);
-          Mma<TP>::run(o[nt], pa[kg], fp8_pair<CK, 0, 2>(r[2 * c]), fp8_pair<CK, 0, 2>(r[2 * c + 1]));
-          Mma<TP>::run(o[nt + 1], pa[kg], fp8_pair<CK, 1, 3>(r[2 * c]), fp8_pair<CK, 1, 3>(r[2 * c + 1]));
+          uint32_t even[2], odd[2];  // the n-tiles of the chunk's even and odd dims
+          fp8_pairs<CK, 0, 2, 1, 3>(r[2 * c], even[0], odd[0]);
+          fp8_pairs<CK, 0, 2, 1, 3>(r[2 * c + 1], even[1], odd[1]);
+          Mma<TP>::run(o[nt], pa[kg], even[0], even[1]);
+          Mma<TP>::run(o[nt + 1], pa[kg], odd[0], odd[1]);
         }
       }
     }
@@ -376,7 +394,7 @@ __device__ __forceinline__ void decode_mma(const DecodeParams &p) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int n = rb * kRows + (lane >> 2) + 8 * h, i = n / group;
-    rr.lo[h] = rr.hi[h] = 0;
+    rr.lo[h] = 0, rr.hi[h] = INT_MAX;
     qrow[h] = nullptr;
     if (n < rows) {
       const int pos = len - p.q_tokens + i;

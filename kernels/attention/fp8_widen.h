@@ -43,6 +43,23 @@ __device__ __forceinline__ uint32_t fp8_pair(uint32_t w) {
   }
 }
 
+// Two fp16 pairs from one word: bytes I0, I1 as lo and J0, J1 as hi.  The
+// hardware's e4m3fn conversion reads either half of a register, so one permute
+// (none for bytes in order) serves both pairs.
+template <int CK, int I0, int I1, int J0, int J1>
+__device__ __forceinline__ void fp8_pairs(uint32_t w, uint32_t &lo, uint32_t &hi) {
+  if constexpr (CK == kQuantE4m3fn && kHwE4m3) {
+    constexpr int kSel = I0 | (I1 << 4) | (J0 << 8) | (J1 << 12);
+    const uint32_t x = kSel == 0x3210 ? w : __byte_perm(w, 0u, kSel);
+    asm("{.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.rn.f16x2.e4m3x2 %0, l;\n\tcvt.rn.f16x2.e4m3x2 %1, h;}"
+        : "=r"(lo), "=r"(hi)
+        : "r"(x));
+  } else {
+    lo = fp8_pair<CK, I0, I1>(w);
+    hi = fp8_pair<CK, J0, J1>(w);
+  }
+}
+
 __device__ __forceinline__ uint32_t f16x2_to_bf16x2(uint32_t h) {
   float lo, hi;
   asm("cvt.f32.f16 %0, %1;" : "=f"(lo) : "h"(uint16_t(h & 0xffffu)));
