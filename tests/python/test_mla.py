@@ -202,38 +202,57 @@ def test_decode_long_splits(rng, device, hq, s_q, num_splits):
 
 
 @gpu_only
-@pytest.mark.parametrize("hq", [16, 64])
-def test_decode_bad_block_ids_on_device(rng, device, hq):
+@pytest.mark.parametrize("page_size", [1, 16, 64])
+@pytest.mark.parametrize("hq,s_q", [(16, 1), (5, 3), (4, 4)])
+@pytest.mark.parametrize("cache_dtype", ["float8_e4m3fn", "float8_e4m3fnuz"])
+def test_decode_fp8_few_rows(rng, device, page_size, hq, s_q, cache_dtype):
+    """fp8 caches with up to 16 rows a sequence (the memory-bound case; on NVIDIA
+    the mma.sync kernel's 16-row tiles at two blocks an SM): lengths 0, 1, odd,
+    one and several 64-key tiles, unused cache rows poisoned with NaN, automatic
+    and forced splits, bf16 and fp16 queries."""
+    for dtype, num_splits in (("bfloat16", 0), ("float16", 3)):
+        q, cache, table, lens = make_case(rng, [700, 0, 1, 64, 131, s_q], page_size, hq, s_q, dtype, cache_dtype,
+                                          0.02)
+        cache = poison_unused_rows(cache, table, lens)
+        got, lse = run(device, q, cache, table, lens, 0.05, kv_scale=0.02, num_splits=num_splits)
+        check(got, lse, *mla_ref(q, cache, table, lens, 0.05, 0.02), dtype)
+
+
+@gpu_only
+@pytest.mark.parametrize("hq,cache_dtype", [(16, "bfloat16"), (64, "bfloat16"), (16, "float8_e4m3fn")])
+def test_decode_bad_block_ids_on_device(rng, device, hq, cache_dtype):
     """Block ids the host cannot check: positions with an id out of range are skipped."""
-    q, cache, table, lens = make_case(rng, [100, 40], 16, hq, 1)
+    kv_scale = 0.02 if cache_dtype != "bfloat16" else 1.0
+    q, cache, table, lens = make_case(rng, [100, 40], 16, hq, 1, "bfloat16", cache_dtype, kv_scale)
     bad = table.copy()
     bad[0, 2], bad[1, 0] = 10 ** 6, -5
-    got, lse = run(device, q, cache, bad, lens, 0.05, num_splits=2)
+    got, lse = run(device, q, cache, bad, lens, 0.05, num_splits=2, kv_scale=kv_scale)
     keep = np.ones((2, 100), bool)
     keep[0, 32:48], keep[1, :16] = False, False
     for b in range(2):  # the reference over the positions that remain
         sel = np.nonzero(keep[b, :lens[b]])[0]
         rows = cache[table[b, sel // 16], sel % 16]
         one, one_lse = mla_ref(q[b:b + 1], rows[:, None, :], np.arange(len(sel))[None].astype(np.int32),
-                               np.array([len(sel)], np.int32), 0.05)
+                               np.array([len(sel)], np.int32), 0.05, kv_scale)
         check(got[b:b + 1], lse[b:b + 1], one, one_lse, "bfloat16")
 
 
 @gpu_only
-@pytest.mark.parametrize("hq", [16, 64])
-def test_graph_capture_and_replay(rng, device, hq):
+@pytest.mark.parametrize("hq,cache_dtype", [(16, "bfloat16"), (64, "bfloat16"), (8, "float8_e4m3fn")])
+def test_graph_capture_and_replay(rng, device, hq, cache_dtype):
     """Captured once, replayed with new block tables, lengths and queries."""
     import torch
-    q, cache, table, lens = make_case(rng, [300, 5, 1000, 0], 16, hq, 2)
+    kv_scale = 0.02 if cache_dtype != "bfloat16" else 1.0
+    q, cache, table, lens = make_case(rng, [300, 5, 1000, 0], 16, hq, 2, "bfloat16", cache_dtype, kv_scale)
     qd, cd, td, ld = (to_device(a, device) for a in (q, cache, table, lens))
     size = aiter.mla_decode_workspace_size(qd, cd, td)
     ws = torch.full((max(size // 4, 1),), float("nan"), device="cuda")
     out = torch.empty(q.shape[:3] + (DV,), dtype=torch.bfloat16, device="cuda")
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device="cuda")
-    aiter.mla_decode(qd, cd, td, ld, 0.05, workspace=ws, out=out, lse=lse)  # warm-up: loads the kernels
+    aiter.mla_decode(qd, cd, td, ld, 0.05, workspace=ws, out=out, lse=lse, kv_scale=kv_scale)  # warm-up: loads the kernels
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        aiter.mla_decode(qd, cd, td, ld, 0.05, workspace=ws, out=out, lse=lse)
+        aiter.mla_decode(qd, cd, td, ld, 0.05, workspace=ws, out=out, lse=lse, kv_scale=kv_scale)
     for _ in range(2):
         new_lens = rng.integers(0, table.shape[1] * 16 + 1, size=4).astype(np.int32)
         new_table = np.ascontiguousarray(np.roll(table, 1, axis=0))
@@ -244,7 +263,7 @@ def test_graph_capture_and_replay(rng, device, hq):
         out.fill_(float("nan"))
         graph.replay()
         torch.cuda.synchronize()
-        check(on_host(out), on_host(lse), *mla_ref(new_q, cache, new_table, new_lens, 0.05), "bfloat16")
+        check(on_host(out), on_host(lse), *mla_ref(new_q, cache, new_table, new_lens, 0.05, kv_scale), "bfloat16")
 
 
 # ---- concat_and_cache_mla -----------------------------------------------------------------
