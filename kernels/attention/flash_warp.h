@@ -163,13 +163,15 @@ struct FlashRows {
   }
 
   // Row r's output times `scale` (an fp8 cache's value scale; 1 otherwise) into
-  // `dst` (its first element; 4-byte pairs), and its log-sum-exp (natural log;
-  // -inf for a row that saw no key) into `lse` if given.
-  __device__ __forceinline__ void store(int r, T *dst, float *lse, int tq, float scale = 1.0f) const {
+  // `dst` (its first element; 4-byte pairs of Out, which may differ from the
+  // products' T), and its log-sum-exp (natural log; -inf for a row that saw no
+  // key) into `lse` if given.
+  template <class Out>
+  __device__ __forceinline__ void store(int r, Out *dst, float *lse, int tq, float scale = 1.0f) const {
     const float inv = l[r] > 0.0f ? scale / l[r] : 0.0f;
 #pragma unroll
     for (int dt = 0; dt < D / 8; ++dt)
-      *reinterpret_cast<uint32_t *>(dst + dt * 8 + tq * 2) = Mma<T>::pack(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
+      *reinterpret_cast<uint32_t *>(dst + dt * 8 + tq * 2) = Mma<Out>::pack(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
     if (lse != nullptr && tq == 0) *lse = l[r] > 0.0f ? (m[r] + log2f(l[r])) * kLn2 : kNegInf;
   }
 };

@@ -15,9 +15,13 @@
 // - a key whose block id is out of range is zero-filled and masked;
 // - fp8 caches (e4m3fn, e4m3fnuz, e5m2): a tile's raw bytes are copied (half a
 //   16-bit tile's) into two buffers of their own, and once landed widened
-//   exactly to q's type (fp8_widen.h) into one 16-bit tile that the same math
-//   reads; the scales (and the widening's power of two) go into the logits'
-//   factor and the output's.  A barrier more a tile than the 16-bit path.
+//   exactly to fp16 (fp8_widen.h) into one 16-bit tile that the same math
+//   reads, in fp16 whatever q's type: a bf16 query is scaled by a power of two
+//   that puts the block's largest element in [2^13, 2^14) and rounded to fp16
+//   once (as the decode kernels do), so no widened value is converted again to
+//   bf16.  The scales (the query's factor and the widening's power of two) go
+//   into the logits' factor and the output's.  A barrier more a tile than the
+//   16-bit path.
 //
 // fp32 q and the AMD targets run paged_prefill.cu.
 #include "../common/numeric.h"
@@ -49,6 +53,48 @@ struct Tiles : RawTiles<CK != kQuantNone, D> {
   long long key_off[3][kKeys];  // a tile's keys: element offset of their rows in the caches
   unsigned key_ok[3][2];        // bit k of word k / 32: key k is in range with a valid block id
 };
+
+// The products' type: q's, or fp16 for fp8 caches (see the file's comment).
+template <class T, int CK> struct ProductType { using type = half_t; };
+template <class T> struct ProductType<T, kQuantNone> { using type = T; };
+
+// The block's query rows [first, end) (rows past end: zeros) into the swizzled
+// fp16 tile, times 2^k with k putting the largest |element| in [2^13, 2^14)
+// (k = 0 when it is 0, infinite or NaN); returns 2^-k.  For a bf16 query over
+// an fp8 cache.
+template <class T, int D, int Rows, int Threads>
+__device__ float copy_rows_fp16(half_t *tile, const T *base, long long token_stride, int first, int end,
+                                unsigned *top_bits) {
+  constexpr int kChunks = D / 8;
+  if (thread_x() == 0) *top_bits = 0u;
+  sync_block();
+  unsigned top = 0u;
+  for (int c = int(thread_x()); c < Rows * kChunks; c += Threads) {
+    const int r = c / kChunks, chunk = c % kChunks;
+    if (first + r >= end) continue;
+    const uint4 w = *reinterpret_cast<const uint4 *>(base + (long long)(first + r) * token_stride + chunk * 8);
+    top = max(top, __vmaxu2(__vmaxu2(w.x & 0x7fff7fffu, w.y & 0x7fff7fffu), __vmaxu2(w.z & 0x7fff7fffu, w.w & 0x7fff7fffu)));
+  }
+  atomicMax(top_bits, max(top >> 16, top & 0xffffu));  // 16-bit magnitudes order as their bits
+  sync_block();
+  const uint32_t bits = *top_bits, raw = (bits >> 7) & 0xffu;  // the largest is in [2^(raw-127), 2^(raw-126))
+  int k = bits == 0u || raw == 0xffu ? 0 : 140 - int(raw);
+  k = k > 100 ? 100 : k;  // k >= -114 (raw <= 254); both 2^k and 2^-k stay normal
+  const float scale = bits_f32(uint32_t(127 + k) << 23);
+  for (int c = int(thread_x()); c < Rows * kChunks; c += Threads) {
+    const int r = c / kChunks, chunk = c % kChunks;
+    uint4 h{0u, 0u, 0u, 0u};
+    if (first + r < end) {
+      const uint4 w = *reinterpret_cast<const uint4 *>(base + (long long)(first + r) * token_stride + chunk * 8);
+      auto half2 = [&](uint32_t x) {
+        return Mma<half_t>::pack(bits_f32(x << 16) * scale, bits_f32(x & 0xffff0000u) * scale);
+      };
+      h = uint4{half2(w.x), half2(w.y), half2(w.z), half2(w.w)};
+    }
+    *reinterpret_cast<uint4 *>(tile + swizzled<D>(r, chunk)) = h;
+  }
+  return bits_f32(uint32_t(127 - k) << 23);
+}
 
 // What a widened fp8 value is multiplied by (the cache's scale and the
 // widening's power of two); 1 for 16-bit caches.  Taken from the parameters
@@ -144,10 +190,12 @@ __device__ __forceinline__ void widen_keys(Tiles<T, D, CK> &s, int buf) {
 template <class T, int D, int CK>
 __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
   using C = typename CacheElem<T, CK>::type;
+  using M = typename ProductType<T, CK>::type;
   constexpr bool kFp8 = CK != kQuantNone;
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  auto &s = *reinterpret_cast<Tiles<T, D, CK> *>(smem_raw);
+  auto &s = *reinterpret_cast<Tiles<M, D, CK> *>(smem_raw);
   __shared__ paged::SeqTile st_shared;
+  __shared__ unsigned q_top;
   const int t = int(thread_x()), warp = t / 32, lane = t % 32, g = lane / 4, tq = lane % 4;
   if (t == 0) st_shared = paged::find_tile(p, 1, kRows, block_x());
   sync_block();
@@ -186,15 +234,19 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
     store_key_rows(s, kr, t / 64, start, i, t < 64 || end - first > kKeys ? fetch_block_id(kr, start, i) : -1);
   }
   const T *q_base = static_cast<const T *>(p.q) + (long long)head * p.q_head_stride;
-  copy_rows<T, D, kRows, kThreads>(s.q, q_base, p.q_token_stride, row0, row_end);
+  float q_unscale = 1.0f;  // what q's rows in the tile were multiplied by, inverted
+  if constexpr (std::is_same_v<M, T>)
+    copy_rows<T, D, kRows, kThreads>(s.q, q_base, p.q_token_stride, row0, row_end);
+  else
+    q_unscale = copy_rows_fp16<T, D, kRows, kThreads>(s.q, q_base, p.q_token_stride, row0, row_end, &q_top);
   sync_block();
   if (first < end) copy_keys(s, k_cache, v_cache, 0, 0);
   commit();
   wait_pending<0>();
   sync_block();
   uint32_t qf[D / 16][4];
-  load_q_fragments<T, D>(s.q, warp, lane, qf);
-  FlashRows<T, D> rows;
+  load_q_fragments<M, D>(s.q, warp, lane, qf);
+  FlashRows<M, D> rows;
   int buf = 0, slot = 0;
   for (int tile = first; tile < end;
        tile += end - tile > kKeys ? kKeys : end - tile, buf ^= 1, slot = slot == 2 ? 0 : slot + 1) {
@@ -216,10 +268,10 @@ __device__ __forceinline__ void paged_prefill_mma(const PagedPrefillParams &p) {
     const unsigned long long ok =
         (unsigned long long)s.key_ok[slot][0] | ((unsigned long long)s.key_ok[slot][1] << 32);
     float sc[kKeys / 8][4];
-    tile_scores<T, D, kKeys>(qf, s.k[kb], lane, sc);
+    tile_scores<M, D, kKeys>(qf, s.k[kb], lane, sc);
     // Logits; the mask only where the warp's rows do not all see the whole tile
     // (the diagonal, the window's edge, the context's end, invalid block ids).
-    log2_logits<kKeys>(sc, p.sm.scale * cache_factor<CK>(p.sm.k_scale), p.sm.softcap);
+    log2_logits<kKeys>(sc, p.sm.scale * cache_factor<CK>(p.sm.k_scale) * q_unscale, p.sm.softcap);
     const int rlo[2] = {lo[0] - tile, lo[1] - tile}, rhi[2] = {hi[0] - tile, hi[1] - tile};  // no overflow: all >= 0
     const bool whole = ok == ~0ull && rlo[0] <= 0 && rlo[1] <= 0 && rhi[0] >= kKeys && rhi[1] >= kKeys;
     if (!__all_sync(0xffffffffu, whole)) {

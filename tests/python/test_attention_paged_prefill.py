@@ -60,6 +60,26 @@ def test_paged_prefill_fp8_caches(rng, device, cache_dtype, d, dtype):
              window_left=150, softcap=6.0)
 
 
+@pytest.mark.parametrize("magnitude", [1e-7, 1e30])
+@pytest.mark.parametrize("cache_dtype", ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2"])
+def test_paged_prefill_fp8_query_range(rng, device, magnitude, cache_dtype):
+    """A bf16 query over an fp8 cache: on NVIDIA the products run in fp16, a
+    block's query rows scaled by a power of two first.  Queries of magnitude
+    1e-7 (fp16 subnormals, unscaled) and 1e30 (past fp16's range), the softmax
+    scale making the logits O(1), still match float64."""
+    d = 128
+    _, k_cache, v_cache, table, lens = decode_case(rng, [133, 40], 16, 8, 2, d, "bfloat16", cache_dtype)
+    cu_q = cu_seqlens([70, 40])
+    q = rand(rng, (cu_q[-1], 8, d), "bfloat16")
+    q = (f64(q) * magnitude).astype(q.dtype)
+    scale = d ** -0.5 / magnitude
+    out = poisoned_on(q.shape, "bfloat16", device)
+    aiter.paged_prefill_attention(*dev(device, q, k_cache, v_cache, table, lens, cu_q), softmax_scale=scale,
+                                  k_scale=0.01, v_scale=0.02, out=out)
+    ref, _ = paged_prefill_ref(q, f64(k_cache) * 0.01, f64(v_cache) * 0.02, table, lens, cu_q, scale, True)
+    assert_close(out, ref, "bfloat16")
+
+
 @pytest.mark.parametrize("ratio", [1, 4, 8])
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
