@@ -1,13 +1,13 @@
 // fp8 cache values widened to 16 bits on NVIDIA, exactly: e5m2 and e4m3 are
 // both exact in fp16 (e4m3fn by the hardware's cvt on sm_89 and up, else by
 // placing the bits; e4m3fnuz by placing the bits), up to a power of two that
-// the kernels fold into their scales (fp8_fold).  Every value widened from
-// fp8 is also a bf16.  Shared by the tensor-core kernels that read fp8 caches
-// (decode_mma.cu, paged_prefill_mma.cu).
+// the kernels fold into their scales (fp8_fold).  Shared by the tensor-core
+// kernels that read fp8 caches (decode_mma.cu, paged_prefill_mma.cu), which run
+// their products in fp16 whatever q's type.
 #pragma once
 
+#include "../common/numeric.h"
 #include "../common/quant_kind.h"
-#include "mma16.h"
 
 namespace {
 
@@ -58,22 +58,6 @@ __device__ __forceinline__ void fp8_pairs(uint32_t w, uint32_t &lo, uint32_t &hi
     lo = fp8_pair<CK, I0, I1>(w);
     hi = fp8_pair<CK, J0, J1>(w);
   }
-}
-
-__device__ __forceinline__ uint32_t f16x2_to_bf16x2(uint32_t h) {
-  float lo, hi;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(lo) : "h"(uint16_t(h & 0xffffu)));
-  asm("cvt.f32.f16 %0, %1;" : "=f"(hi) : "h"(uint16_t(h >> 16)));
-  return Mma<bf16_t>::pack(lo, hi);  // exact: every value widened from fp8 is a bf16
-}
-
-// An fp16 pair as T's pair (the mma's operand type).
-template <class T>
-__device__ __forceinline__ uint32_t as_mma_type(uint32_t f16x2) {
-  if constexpr (Mma<T>::kHalf)
-    return f16x2;
-  else
-    return f16x2_to_bf16x2(f16x2);
 }
 
 }  // namespace

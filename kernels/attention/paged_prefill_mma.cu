@@ -161,17 +161,19 @@ __device__ __forceinline__ void copy_keys(Tiles<T, D, CK> &s, const C *k, const 
   }
 }
 
-// 16 fp8 codes at `raw` widened to q's type into chunks 2 * chunk and
-// 2 * chunk + 1 of row r of a 16-bit tile.
-template <class T, int D, int CK>
-__device__ __forceinline__ void widen_chunk(const uint8_t *raw, T *tile, int r, int chunk) {
+// 16 fp8 codes at `raw` widened to fp16 into chunks 2 * chunk and 2 * chunk + 1
+// of row r of a 16-bit tile (one permute for two pairs where the hardware
+// widens e4m3fn).
+template <int D, int CK>
+__device__ __forceinline__ void widen_chunk(const uint8_t *raw, half_t *tile, int r, int chunk) {
   const uint4 w = *reinterpret_cast<const uint4 *>(raw);
-  const uint4 lo{as_mma_type<T>(fp8_pair<CK, 0, 1>(w.x)), as_mma_type<T>(fp8_pair<CK, 2, 3>(w.x)),
-                 as_mma_type<T>(fp8_pair<CK, 0, 1>(w.y)), as_mma_type<T>(fp8_pair<CK, 2, 3>(w.y))};
-  *reinterpret_cast<uint4 *>(tile + swizzled<D>(r, 2 * chunk)) = lo;
-  const uint4 hi{as_mma_type<T>(fp8_pair<CK, 0, 1>(w.z)), as_mma_type<T>(fp8_pair<CK, 2, 3>(w.z)),
-                 as_mma_type<T>(fp8_pair<CK, 0, 1>(w.w)), as_mma_type<T>(fp8_pair<CK, 2, 3>(w.w))};
-  *reinterpret_cast<uint4 *>(tile + swizzled<D>(r, 2 * chunk + 1)) = hi;
+  uint32_t h[8];
+  fp8_pairs<CK, 0, 1, 2, 3>(w.x, h[0], h[1]);
+  fp8_pairs<CK, 0, 1, 2, 3>(w.y, h[2], h[3]);
+  fp8_pairs<CK, 0, 1, 2, 3>(w.z, h[4], h[5]);
+  fp8_pairs<CK, 0, 1, 2, 3>(w.w, h[6], h[7]);
+  *reinterpret_cast<uint4 *>(tile + swizzled<D>(r, 2 * chunk)) = uint4{h[0], h[1], h[2], h[3]};
+  *reinterpret_cast<uint4 *>(tile + swizzled<D>(r, 2 * chunk + 1)) = uint4{h[4], h[5], h[6], h[7]};
 }
 
 // fp8: raw buffer `buf` widened into the 16-bit tiles (swizzled as copy_keys
@@ -182,8 +184,8 @@ __device__ __forceinline__ void widen_keys(Tiles<T, D, CK> &s, int buf) {
 #pragma unroll 1  // one chunk's registers at a time: the key loop has few spare at D128
   for (int c = int(thread_x()); c < kKeys * kChunks; c += kThreads) {
     const int r = c / kChunks, chunk = c % kChunks, at = (buf * kKeys + r) * D + chunk * 16;
-    widen_chunk<T, D, CK>(s.raw_k + at, s.k[0], r, chunk);
-    widen_chunk<T, D, CK>(s.raw_v + at, s.v[0], r, chunk);
+    widen_chunk<D, CK>(s.raw_k + at, s.k[0], r, chunk);
+    widen_chunk<D, CK>(s.raw_v + at, s.v[0], r, chunk);
   }
 }
 
