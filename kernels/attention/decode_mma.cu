@@ -115,12 +115,9 @@ __device__ __forceinline__ void to_scaled_fp16(uint32_t (&qa)[D / 16][4], float 
   for (int h = 0; h < 2; ++h) {
     top[h] = __vmaxu2(top[h], __shfl_xor_sync(0xffffffffu, top[h], 1));
     top[h] = __vmaxu2(top[h], __shfl_xor_sync(0xffffffffu, top[h], 2));
-    const uint32_t bits = max(top[h] >> 16, top[h] & 0xffffu);
-    const int raw = int(bits >> 7) & 0xff;  // the largest is in [2^(raw-127), 2^(raw-126))
-    int k = bits == 0u || raw == 0xff ? 0 : 140 - raw;
-    k = k > 100 ? 100 : k;  // k >= -114 (raw <= 254); both 2^k and 2^-k stay normal
-    const float scale = bits_f32(uint32_t(127 + k) << 23);
-    unscale[h] = bits_f32(uint32_t(127 - k) << 23);
+    const Fp16Range range = fp16_range(max(top[h] >> 16, top[h] & 0xffffu));
+    const float scale = range.scale;
+    unscale[h] = range.unscale;
 #pragma unroll
     for (int s = 0; s < D / 16; ++s)
 #pragma unroll

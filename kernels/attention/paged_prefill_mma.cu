@@ -59,9 +59,8 @@ template <class T, int CK> struct ProductType { using type = half_t; };
 template <class T> struct ProductType<T, kQuantNone> { using type = T; };
 
 // The block's query rows [first, end) (rows past end: zeros) into the swizzled
-// fp16 tile, times 2^k with k putting the largest |element| in [2^13, 2^14)
-// (k = 0 when it is 0, infinite or NaN); returns 2^-k.  For a bf16 query over
-// an fp8 cache.
+// fp16 tile, times the block's fp16_range factor; returns its inverse.  For a
+// bf16 query over an fp8 cache.
 template <class T, int D, int Rows, int Threads>
 __device__ float copy_rows_fp16(half_t *tile, const T *base, long long token_stride, int first, int end,
                                 unsigned *top_bits) {
@@ -77,10 +76,8 @@ __device__ float copy_rows_fp16(half_t *tile, const T *base, long long token_str
   }
   atomicMax(top_bits, max(top >> 16, top & 0xffffu));  // 16-bit magnitudes order as their bits
   sync_block();
-  const uint32_t bits = *top_bits, raw = (bits >> 7) & 0xffu;  // the largest is in [2^(raw-127), 2^(raw-126))
-  int k = bits == 0u || raw == 0xffu ? 0 : 140 - int(raw);
-  k = k > 100 ? 100 : k;  // k >= -114 (raw <= 254); both 2^k and 2^-k stay normal
-  const float scale = bits_f32(uint32_t(127 + k) << 23);
+  const Fp16Range range = fp16_range(*top_bits);
+  const float scale = range.scale;
   for (int c = int(thread_x()); c < Rows * kChunks; c += Threads) {
     const int r = c / kChunks, chunk = c % kChunks;
     uint4 h{0u, 0u, 0u, 0u};
@@ -93,7 +90,7 @@ __device__ float copy_rows_fp16(half_t *tile, const T *base, long long token_str
     }
     *reinterpret_cast<uint4 *>(tile + swizzled<D>(r, chunk)) = h;
   }
-  return bits_f32(uint32_t(127 - k) << 23);
+  return range.unscale;
 }
 
 // What a widened fp8 value is multiplied by (the cache's scale and the
