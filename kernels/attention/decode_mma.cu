@@ -86,12 +86,6 @@ __device__ __forceinline__ uint32_t swz(int row, int chunk) {
 }
 
 
-// The products' type: fp16 for fp8 caches (keys and values widened exactly, the
-// query scaled into fp16's range by load_q, P more precise than in bf16), else the
-// cache's.
-template <class T, bool Fp8> struct ProductType { using type = T; };
-template <class T> struct ProductType<T, true> { using type = half_t; };
-
 // ---- the rows ----------------------------------------------------------------------
 
 // A thread's two rows of the tile (lane / 4 and lane / 4 + 8): their visible key
@@ -220,7 +214,7 @@ __device__ __forceinline__ void attend_tile(const Smem<D, CK> &s, int slot, long
                                             const uint32_t (&qa)[D / 16][4], const RowRanges &rr,
                                             const Logits &logits, RowPair &st, float (&o)[D / 8][4]) {
   using G = Geometry<D, CK>;
-  using TP = typename ProductType<T, G::kFp8>::type;
+  using TP = typename ProductType<T, CK>::type;
   constexpr int NT = G::kKeys / 8;  // n8 tiles of S
   const int lane = int(thread_x()) & 31, warp = int(thread_x()) >> 5, q = lane & 3;
   const uint32_t kbase = smem_u32(s.ring[warp][slot]), vbase = kbase + G::kTileBytes;

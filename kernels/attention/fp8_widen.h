@@ -60,6 +60,12 @@ __device__ __forceinline__ void fp8_pairs(uint32_t w, uint32_t &lo, uint32_t &hi
   }
 }
 
+// The products' type of a kernel with 16-bit q of type T over a cache of
+// QuantKind CK: T, or fp16 for fp8 caches (keys and values widened exactly, a
+// bf16 query scaled into fp16's range by fp16_range, P finer than in bf16).
+template <class T, int CK> struct ProductType { using type = half_t; };
+template <class T> struct ProductType<T, kQuantNone> { using type = T; };
+
 // A bf16 query for the fp16 products: the factor 2^k that puts its largest
 // |element|, whose bf16 bits (sign clear) are `bits`, in [2^13, 2^14), so that
 // no element overflows fp16 and every one down to 2^-27 of the largest stays

@@ -54,10 +54,6 @@ struct Tiles : RawTiles<CK != kQuantNone, D> {
   unsigned key_ok[3][2];        // bit k of word k / 32: key k is in range with a valid block id
 };
 
-// The products' type: q's, or fp16 for fp8 caches (see the file's comment).
-template <class T, int CK> struct ProductType { using type = half_t; };
-template <class T> struct ProductType<T, kQuantNone> { using type = T; };
-
 // The block's query rows [first, end) (rows past end: zeros) into the swizzled
 // fp16 tile, times the block's fp16_range factor; returns its inverse.  For a
 // bf16 query over an fp8 cache.
