@@ -32,8 +32,10 @@ __device__ __forceinline__ void e4m3_to_f16x2(uint32_t w, uint32_t &lo, uint32_t
   if constexpr (Hw) {
     constexpr bool kInOrder = I0 == 0 && J0 == 1 && I1 == 2 && J1 == 3;
     const uint32_t x = kInOrder ? w : __byte_perm(w, 0u, I0 | (J0 << 4) | (I1 << 8) | (J1 << 12));
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(lo) : "h"(uint16_t(x & 0xffffu)));
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(hi) : "h"(uint16_t(x >> 16)));
+    // Both halves of x as the conversions' inputs, so no shift moves the high one.
+    asm("{.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.rn.f16x2.e4m3x2 %0, l;\n\tcvt.rn.f16x2.e4m3x2 %1, h;}"
+        : "=r"(lo), "=r"(hi)
+        : "r"(x));
     return;
   }
 #endif
