@@ -109,7 +109,8 @@ __device__ __forceinline__ void to_scaled_fp16(uint32_t (&qa)[D / 16][4], float 
   for (int h = 0; h < 2; ++h) {
     top[h] = __vmaxu2(top[h], __shfl_xor_sync(0xffffffffu, top[h], 1));
     top[h] = __vmaxu2(top[h], __shfl_xor_sync(0xffffffffu, top[h], 2));
-    const Fp16Range range = fp16_range(max(top[h] >> 16, top[h] & 0xffffu));
+    const uint32_t bits = max(top[h] >> 16, top[h] & 0xffffu);  // bf16 bits of the row's largest |element|
+    const Fp16Range range = fp16_range((bits >> 7) & 0xffu, bits == 0u);
     const float scale = range.scale;
     unscale[h] = range.unscale;
 #pragma unroll

@@ -66,17 +66,17 @@ __device__ __forceinline__ void fp8_pairs(uint32_t w, uint32_t &lo, uint32_t &hi
 template <class T, int CK> struct ProductType { using type = half_t; };
 template <class T> struct ProductType<T, kQuantNone> { using type = T; };
 
-// A bf16 query for the fp16 products: the factor 2^k that puts its largest
-// |element|, whose bf16 bits (sign clear) are `bits`, in [2^13, 2^14), so that
-// no element overflows fp16 and every one down to 2^-27 of the largest stays
-// exact; k = 0 for 0, infinity or NaN.  unscale = 2^-k comes back in the logits.
+// A 16-bit query for the fp16 products: the factor 2^k that puts its largest
+// |element|, whose fp32/bf16 exponent field is `exponent` (`zero`: the largest
+// is 0), in [2^13, 2^14), so that no element overflows fp16 and every one down
+// to 2^-27 of the largest stays exact; k = 0 for 0, infinity or NaN.  unscale
+// = 2^-k comes back in the logits.
 struct Fp16Range {
   float scale, unscale;
 };
-__device__ __forceinline__ Fp16Range fp16_range(uint32_t bits) {
-  const int raw = int(bits >> 7) & 0xff;  // the largest is in [2^(raw-127), 2^(raw-126))
-  int k = bits == 0u || raw == 0xff ? 0 : 140 - raw;
-  k = k > 100 ? 100 : k;  // k >= -114 (raw <= 254): both 2^k and 2^-k stay normal
+__device__ __forceinline__ Fp16Range fp16_range(uint32_t exponent, bool zero) {
+  int k = zero || exponent == 0xffu ? 0 : 140 - int(exponent);  // the largest is in [2^(e-127), 2^(e-126))
+  k = k > 100 ? 100 : k;  // k >= -114 (exponent <= 254): both 2^k and 2^-k stay normal
   return {bits_f32(uint32_t(127 + k) << 23), bits_f32(uint32_t(127 - k) << 23)};
 }
 

@@ -72,7 +72,8 @@ __device__ float copy_rows_fp16(half_t *tile, const T *base, long long token_str
   }
   atomicMax(top_bits, max(top >> 16, top & 0xffffu));  // 16-bit magnitudes order as their bits
   sync_block();
-  const Fp16Range range = fp16_range(*top_bits);
+  const uint32_t bits = *top_bits;  // bf16 bits of the block's largest |element|
+  const Fp16Range range = fp16_range((bits >> 7) & 0xffu, bits == 0u);
   const float scale = range.scale;
   for (int c = int(thread_x()); c < Rows * kChunks; c += Threads) {
     const int r = c / kChunks, chunk = c % kChunks;

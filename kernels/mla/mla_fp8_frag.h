@@ -4,15 +4,9 @@
 // copy of a tile is written or read back.
 #pragma once
 
-#include "../common/numeric.h"
+#include "../attention/fp8_widen.h"  // kHwE4m3, fp8_pairs, fp16_range (the query's factor)
 
 namespace {
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-constexpr bool kHwE4m3 = true;  // cvt.rn.f16x2.e4m3x2 exists (sm_89 and up)
-#else
-constexpr bool kHwE4m3 = false;
-#endif
 
 // An fp16 pair from [0, code_lo, 0, code_hi] (the codes in bytes 1 and 3): each
 // code's sign kept, its exponent and mantissa bits moved into the fp16 fields.
@@ -30,12 +24,7 @@ template <bool Hw, int I0, int J0, int I1, int J1>
 __device__ __forceinline__ void e4m3_to_f16x2(uint32_t w, uint32_t &lo, uint32_t &hi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
   if constexpr (Hw) {
-    constexpr bool kInOrder = I0 == 0 && J0 == 1 && I1 == 2 && J1 == 3;
-    const uint32_t x = kInOrder ? w : __byte_perm(w, 0u, I0 | (J0 << 4) | (I1 << 8) | (J1 << 12));
-    // Both halves of x as the conversions' inputs, so no shift moves the high one.
-    asm("{.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.rn.f16x2.e4m3x2 %0, l;\n\tcvt.rn.f16x2.e4m3x2 %1, h;}"
-        : "=r"(lo), "=r"(hi)
-        : "r"(x));
+    fp8_pairs<kQuantE4m3fn, I0, J0, I1, J1>(w, lo, hi);
     return;
   }
 #endif

@@ -181,10 +181,8 @@ __device__ __forceinline__ float load_q_fp16(const MlaDecodeParams &p, Smem<M, t
   }
   atomicMax(&s.q_max, f32_bits(top));  // non-negative floats order as their bits
   sync_block();
-  const uint32_t raw = (s.q_max >> 23) & 0xffu;  // the largest is in [2^(raw-127), 2^(raw-126))
-  int k = s.q_max == 0u || raw == 0xffu ? 0 : 140 - int(raw);
-  k = k > 100 ? 100 : k;  // k >= -114 (raw <= 254); at most 100 keeps 2^-k times the scales normal
-  const float scale = bits_f32(uint32_t(127 + k) << 23);
+  const Fp16Range range = fp16_range((s.q_max >> 23) & 0xffu, s.q_max == 0u);
+  const float scale = range.scale;
   const uint32_t dst = smem_u32(s.q);
   for (int item = t; item < M * kSteps; item += kThreads) {
     const int row = item / kSteps, step = item % kSteps;
@@ -202,7 +200,7 @@ __device__ __forceinline__ float load_q_fp16(const MlaDecodeParams &p, Smem<M, t
     st_shared_v4(dst + swz(row, 2 * step, kRowBytes), even[0], even[1], even[2], even[3]);
     st_shared_v4(dst + swz(row, 2 * step + 1, kRowBytes), odd[0], odd[1], odd[2], odd[3]);
   }
-  return bits_f32(uint32_t(127 - k) << 23);
+  return range.unscale;
 }
 
 // The softmax state of the two rows (lane / 4 and lane / 4 + 8) a thread holds.
