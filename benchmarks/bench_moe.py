@@ -4,7 +4,7 @@ against the peers of issue 33, in one run.
 
 usage: python3 benchmarks/bench_moe.py [--shapes mixtral,qwen3,deepseek-bf16] [--tokens 1,8,64,128,1024,4096]
                                        [--kinds bf16,fp8] [--markdown FILE] [--show-kernels]
-                                       [--variant mma|mma_n128|mma_n64|triton|triton_wide|triton_narrow|portable]
+                                       [--variant mma|mma_n128|mma_n64|triton|triton_wide|triton_narrow|decode|portable]
 
 The stages' path is the library's choice (the tuned table, configs/moe_*.csv,
 else Triton stages for prefill sizes where built, on sm_90a the TMA + wgmma
@@ -331,7 +331,7 @@ def main():
     ap.add_argument("--expert-bias", type=float, default=0.1,
                     help="DeepSeek-V3's correction bias spread: 0.1 uneven loads (default), 0 even loads")
     ap.add_argument("--variant", help="force this tuned variant of the three fused MoE ops (aiter.tuning.variants: "
-                    "mma, mma_n128, mma_n64, triton, triton_wide, triton_narrow, portable)")
+                    "mma, mma_n128, mma_n64, triton, triton_wide, triton_narrow, decode, portable)")
     args = ap.parse_args()
     global WARM_SECONDS
     WARM_SECONDS = args.warm_seconds

@@ -91,3 +91,8 @@ struct FusedMoeParams {
 // rows a warp, 8 warps a block.
 constexpr int kMoeQuantShortRow = 2048, kMoeQuantTeams = 8, kMoeQuantWarpRows = 4;
 inline bool moe_quant_short_rows(int values) { return values <= kMoeQuantShortRow; }  // (per channel)
+
+// The fused MoE for few pairs (kernels/moe/moe_decode.cu): one cooperative
+// kernel of kMoeDecodeBlocksPerSm blocks of kMoeDecodeThreads an SM, for up to
+// kMoeDecodeMaxPairs token-expert pairs.
+constexpr int kMoeDecodeThreads = 256, kMoeDecodeBlocksPerSm = 2, kMoeDecodeMaxPairs = 1024;

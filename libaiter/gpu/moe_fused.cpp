@@ -9,8 +9,10 @@
 // (gpu/moe_wgmma.cpp, see wgmma_by_default); else
 // on NVIDIA the mma.sync stages (kernels/moe/fused_moe_mma.cu) where the shapes
 // allow; else the portable kernels (kernels/moe/fused_moe.cu).
-// AITER_MOE_KERNEL=wgmma|triton|mma|portable forces one path (for tests and
-// timing; see forced_path).
+// For few pairs (decode) the whole layer runs as one cooperative kernel instead
+// (gpu/moe_decode.cpp, see decode_by_default).
+// AITER_MOE_KERNEL=decode|wgmma|triton|mma|portable forces one path, "chain"
+// keeps the multi-kernel paths (for tests and timing; see forced_path).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -18,6 +20,7 @@
 #include <string>
 
 #include "gpu/launch.hpp"
+#include "gpu/moe_decode.hpp"
 #include "gpu/moe_sort.hpp"
 #include "gpu/moe_triton.hpp"
 #include "gpu/moe_wgmma.hpp"
@@ -78,14 +81,17 @@ struct Plan {
   int splits = 1;  // stage 2 (mma, Triton): the parts of K (grid y), each a partial row a pair
 };
 
-// AITER_MOE_KERNEL, read once: "wgmma", "triton" or "mma" force that path
-// (where it fits) for params.variant auto and mma, "portable" the portable
-// stages for auto; unset or other: the heuristic.
-enum class Forced { none, wgmma, triton, mma, portable };
+// AITER_MOE_KERNEL, read once: "decode", "wgmma", "triton" or "mma" force that
+// path (where it fits) for params.variant auto and mma ("decode": auto only),
+// "portable" the portable stages for auto, "chain" the heuristic without the
+// one-kernel path; unset or other: the heuristic.
+enum class Forced { none, chain, decode, wgmma, triton, mma, portable };
 Forced forced_path() {
   static const Forced forced = [] {
     const char *env = std::getenv("AITER_MOE_KERNEL");
     if (env == nullptr) return Forced::none;
+    if (std::strcmp(env, "chain") == 0) return Forced::chain;
+    if (std::strcmp(env, "decode") == 0) return Forced::decode;
     if (std::strcmp(env, "wgmma") == 0) return Forced::wgmma;
     if (std::strcmp(env, "triton") == 0) return Forced::triton;
     if (std::strcmp(env, "mma") == 0) return Forced::mma;
@@ -296,7 +302,29 @@ aiter_status sort_pairs(const FusedMoeArgs &a, const Plan &plan, const GpuCall &
   return moe_sorting_fused(a.sort, extras, call);
 }
 
+// The one-kernel layer by default for 16-bit experts with at most
+// kDecodeRowsAnExpert pairs an expert on average (decode).  On an H200
+// (docs/performance_moe.md, run 44) it took 3-10% less time than the chain at
+// Qwen3-30B T 1-16 (up to 1 pair an expert) and Mixtral T 2-8 (up to 2), as
+// much at 2-4 pairs an expert and 3-36% more from 4 on (Mixtral T 16-64: each
+// pass of 16 pairs streams the expert's weights again).  fp8 only where tuned:
+// its two quantization phases cost more than they save at Mixtral T 1-128
+// (139 against 118 us at T 1), less at Qwen3-30B T 2-16 (4-12% faster).
+constexpr int64_t kDecodeRowsAnExpert = 2;
+bool decode_by_default(const FusedMoeArgs &a) {
+  return !is_fp8(a) && a.tokens * a.topk <= kDecodeRowsAnExpert * a.local_experts;
+}
+
+bool use_decode(const FusedMoeArgs &a, const GpuCall &call) {
+  if (!decode_moe_fits(a, call)) return false;
+  if (a.variant == kMoeDecode) return true;
+  const Forced f = forced_path();
+  return a.variant == kMoeAuto && (f == Forced::decode || (f == Forced::none && decode_by_default(a)));
+}
+
 }  // namespace
+
+bool fused_moe_decode_fits(const FusedMoeArgs &a, const GpuCall &call) { return decode_moe_fits(a, call); }
 
 bool fused_moe_mma_fits(const FusedMoeArgs &a, const GpuCall &call) { return mma_fits(a, call); }
 bool fused_moe_triton_fits(const FusedMoeArgs &a, const GpuCall &call) {
@@ -304,6 +332,16 @@ bool fused_moe_triton_fits(const FusedMoeArgs &a, const GpuCall &call) {
 }
 
 aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
+  if (a.variant == kMoeDecode && !decode_moe_fits(a, call))
+    return fail(AITER_ERR_UNSUPPORTED_SHAPE,
+                "%s: variant decode needs an NVIDIA GPU, 16-bit or e4m3fn per-channel weights, no weights_on_input, "
+                "at most %d pairs and %d experts, hidden and inter multiples of 64, 16-byte aligned rows",
+                a.sort.op, kMoeDecodeMaxPairs, kMoeMaxExperts);
+  if (use_decode(a, call)) {
+    const aiter_status s = decode_moe(a, call);
+    if (s != AITER_ERR_NO_KERNEL || a.variant == kMoeDecode) return s;
+    clear_error();  // not built for this device (fp8 products need sm_89+): the chain below
+  }
   const bool wgmma = use_wgmma(a, call);
   const bool triton = !wgmma && use_triton(a, call);
   const bool portable = a.variant == kMoePortable || (a.variant == kMoeAuto && forced_path() == Forced::portable);

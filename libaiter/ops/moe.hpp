@@ -109,10 +109,11 @@ inline bool mask_on(const void *mask, int32_t bytes, int64_t e) {
 // How the GPU stages run: params.variant's 0-2, the tile widths the tuned
 // variants "mma_n128" / "mma_n64" fix, and the tuned variants "triton" (the
 // Triton stages at any row count, their tiles by the heuristic),
-// "triton_wide" and "triton_narrow" (those tiles fixed; ops/moe_tuning.cpp).
+// "triton_wide" and "triton_narrow" (those tiles fixed), "decode" (the
+// one-kernel layer for few pairs; ops/moe_tuning.cpp).
 enum MoeVariant : int32_t {
   kMoeAuto = 0, kMoePortable = 1, kMoeMma = 2, kMoeMmaWide = 3, kMoeMmaNarrow = 4, kMoeTriton = 5,
-  kMoeTritonWide = 6, kMoeTritonNarrow = 7
+  kMoeTritonWide = 6, kMoeTritonNarrow = 7, kMoeDecode = 8
 };
 inline bool moe_triton_variant(int32_t v) { return v == kMoeTriton || v == kMoeTritonWide || v == kMoeTritonNarrow; }
 
@@ -136,6 +137,8 @@ aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call);
 bool fused_moe_mma_fits(const FusedMoeArgs &a, const GpuCall &call);
 // Whether the Triton stages are built for this device and dtypes and can run this call.
 bool fused_moe_triton_fits(const FusedMoeArgs &a, const GpuCall &call);
+// Whether the one-kernel layer for few pairs can run this call (gpu/moe_decode.hpp).
+bool fused_moe_decode_fits(const FusedMoeArgs &a, const GpuCall &call);
 }  // namespace gpu
 
 }  // namespace aiter

@@ -20,6 +20,9 @@ bool mma_fits(const FusedMoeArgs &a, const GpuCall *call) {
 bool triton_fits(const FusedMoeArgs &a, const GpuCall *call) {
   return call != nullptr && gpu::fused_moe_triton_fits(a, *call);
 }
+bool decode_fits(const FusedMoeArgs &a, const GpuCall *call) {
+  return call != nullptr && gpu::fused_moe_decode_fits(a, *call);
+}
 bool any_gpu_call(const FusedMoeArgs &, const GpuCall *call) { return call != nullptr; }
 bool never_first(const FusedMoeArgs &) { return false; }  // fixed tile widths: tuned or forced only
 
@@ -34,7 +37,8 @@ aiter_status run_gpu(const FusedMoeArgs &a, const GpuCall *call) {
 // by the SMs the tiles would fill; fp8 without fp8 products falls back to the
 // portable stages; from 64 rows an expert the Triton stages where built), else
 // "portable".  "triton" forces the Triton stages at any row count,
-// "triton_wide" / "triton_narrow" with their tiles fixed.
+// "triton_wide" / "triton_narrow" with their tiles fixed; "decode" the
+// one-kernel layer for few pairs (which "mma" takes by default where it fits).
 const Variant<FusedMoeArgs> kGpuVariants[] = {
     {"mma", mma_fits, nullptr, run_gpu<kMoeAuto>},
     {"mma_n128", mma_fits, never_first, run_gpu<kMoeMmaWide>},
@@ -42,6 +46,7 @@ const Variant<FusedMoeArgs> kGpuVariants[] = {
     {"triton", triton_fits, never_first, run_gpu<kMoeTriton>},
     {"triton_wide", triton_fits, never_first, run_gpu<kMoeTritonWide>},
     {"triton_narrow", triton_fits, never_first, run_gpu<kMoeTritonNarrow>},
+    {"decode", decode_fits, never_first, run_gpu<kMoeDecode>},
     {"portable", any_gpu_call, nullptr, run_gpu<kMoePortable>},
 };
 

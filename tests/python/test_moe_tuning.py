@@ -16,7 +16,7 @@ from test_moe_fused import moe_ref, routed_ids
 from test_tuning import env, own_sources, units  # noqa: F401 (env is a fixture)
 
 HEADER = "op,target,compute_units,batch,m,n,k,a_dtype,out_dtype,topk,variant\n"
-GPU_VARIANTS = ["mma", "mma_n128", "mma_n64", "triton", "triton_wide", "triton_narrow", "portable"]
+GPU_VARIANTS = ["mma", "mma_n128", "mma_n64", "triton", "triton_wide", "triton_narrow", "decode", "portable"]
 
 
 def layer(rng, tokens, experts, k, hidden, inter, dtype="bfloat16"):

@@ -1,0 +1,359 @@
+// Fused MoE for few pairs (decode): the whole layer in one kernel whose blocks
+// are all resident (a cooperative launch, libaiter/gpu/moe_decode.cpp) and
+// meet at grid barriers between its phases, instead of the sort, the
+// quantizations, two stages and the combine as six kernels.  At T 1 that chain
+// alone costs 17-35 us (docs/performance_moe.md, run 37), more than Qwen3-30B's
+// experts take to stream.
+//
+// Each block first lists the experts the pairs use (the same table in every
+// block, from topk_ids; no sort).  Then, each phase's work spread over all warps:
+//   1. (fp8) x quantized per token, a warp a row (the CPU's codes and scales);
+//   2. stage 1: a warp takes 8 columns of inter of one expert, its 8 gate and 8
+//      up rows of w1 as the M side of mma.sync and that expert's pairs (8 a
+//      product, more in further passes) as N, and writes act(gate) * up;
+//   3. (fp8) those rows quantized per pair;
+//   4. stage 2: a warp takes 16 rows of w2 (of hidden) of one expert, or a part
+//      of their K (splits: fp32 partial rows, for few experts), its pairs as N;
+//   5. the combine, a thread 8 columns of a token (moe_combine.h).
+// The weights stream through registers, never shared memory: a lane loads 16
+// bytes of each of its two rows a 64-byte K step, and the same 16 bytes of its
+// column's input row; since a product's sum does not depend on the order of
+// K, those bytes serve as the lane's fragments as they are (mma.h's layout with
+// K permuted the same way for A and B).  kSteps steps' loads go out together.
+// What a phase reads that an earlier phase wrote (other blocks' rows and
+// scales) is loaded from L2 (load_row<true>, ld.global.cg): the SM's L1 is not
+// coherent with other SMs' writes, and reads through it returned stale rows
+// (NaN-poisoned workspace showing through, H200, 2026-11-29).
+//
+// NVIDIA only (mma.sync; fp8 products from sm_89); the launcher checks the
+// shapes: hidden and inter multiples of 64, 16-byte aligned rows.
+#include <cooperative_groups.h>
+
+#include "../common/numeric.h"
+#include "../gemm/mma.h"
+#include "moe_act.h"
+#include "moe_combine.h"
+#include "moe_params.h"
+
+namespace {
+
+constexpr int kThreads = kMoeDecodeThreads, kWarps = kThreads / 32;
+constexpr int kSteps = 4;       // 64-byte K steps whose loads a warp issues at once
+constexpr int kGroups = 2;      // groups of 8 pairs a pass over K multiplies
+constexpr int kStepBytes = 64;  // a K step of a row: 4 lanes x 16 bytes
+
+// The experts in use, in increasing order, each with its pairs in increasing order.
+struct ExpertTable {
+  int active;                     // experts with pairs
+  int expert[kMoeMaxExperts];     // active expert a: its index in w1 / w2 (local)
+  int first[kMoeMaxExperts + 1];  // its pairs: pair[first[a] .. first[a + 1])
+  int pair[kMoeDecodeMaxPairs];
+};
+
+// Exclusive prefix sums of v[0..n) in place (n <= 4 x kThreads); the total.
+__device__ int block_scan(int *v, int n, int *warp_sums) {
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+  int mine[4], sum = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) mine[i] = 4 * t + i < n ? v[4 * t + i] : 0, sum += mine[i];
+  int inclusive = sum;
+#pragma unroll
+  for (int m = 1; m < 32; m <<= 1) {
+    const int o = __shfl_up_sync(0xffffffffu, inclusive, m);
+    if (lane >= m) inclusive += o;
+  }
+  if (lane == 31) warp_sums[warp] = inclusive;
+  __syncthreads();
+  int before = inclusive - sum, total = 0;
+  for (int w = 0; w < kWarps; ++w) {
+    if (w < warp) before += warp_sums[w];
+    total += warp_sums[w];
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    if (4 * t + i < n) v[4 * t + i] = before, before += mine[i];
+  __syncthreads();
+  return total;
+}
+
+// Pair q's expert as an index into w1 / w2 (the local experts), or -1 where the
+// pair adds nothing (an id out of range, an expert outside the mask).
+// local_of: with a mask, each global expert's local index.
+__device__ __forceinline__ int pair_expert(const FusedMoeParams &p, long long q, const int *local_of) {
+  const long long t = q / p.topk;
+  const int e = p.ids[t * p.ids_stride + q % p.topk];
+  if (e < 0 || e >= p.experts || !mask_on(p, e)) return -1;
+  const int local = p.mask != nullptr ? local_of[e] : e;
+  return local < p.local_experts ? local : -1;
+}
+
+// Every block lists the same table: counts per local expert, their offsets,
+// the used experts' places, then each pair in its expert's list.
+__device__ void build_table(const FusedMoeParams &p, ExpertTable &tab, int *scratch) {
+  __shared__ int local_of[kMoeMaxExperts], count[kMoeMaxExperts], offset[kMoeMaxExperts], place[kMoeMaxExperts];
+  const int pairs = int(p.tokens * p.topk), locals = p.local_experts;
+  if (p.mask != nullptr) {
+    for (int e = threadIdx.x; e < p.experts; e += kThreads) local_of[e] = mask_on(p, e) ? 1 : 0;
+    __syncthreads();
+    block_scan(local_of, p.experts, scratch);
+  }
+  for (int e = threadIdx.x; e < locals; e += kThreads) count[e] = 0;
+  __syncthreads();
+  for (int q = threadIdx.x; q < pairs; q += kThreads) {
+    const int e = pair_expert(p, q, local_of);
+    if (e >= 0) atomicAdd(&count[e], 1);
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < locals; e += kThreads) offset[e] = count[e], place[e] = count[e] > 0;
+  __syncthreads();
+  const int listed = block_scan(offset, locals, scratch);
+  const int active = block_scan(place, locals, scratch);
+  for (int e = threadIdx.x; e < locals; e += kThreads) {
+    if (count[e] > 0) tab.expert[place[e]] = e, tab.first[place[e]] = offset[e];
+    count[e] = 0;  // now each expert's fill counter
+  }
+  if (threadIdx.x == 0) tab.first[active] = listed, tab.active = active;
+  __syncthreads();
+  // The lists in increasing pair order, by one warp 32 pairs at a time, so that
+  // every block holds the same table (the quantization of h deals pairs out by
+  // their place in it).
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    for (int base = 0; base < pairs; base += 32) {
+      const int q = base + lane, e = q < pairs ? pair_expert(p, q, local_of) : -1;
+      const unsigned same = __match_any_sync(0xffffffffu, e);
+      const int before = __popc(same & ((1u << lane) - 1u));
+      if (e >= 0) tab.pair[offset[e] + count[e] + before] = q;
+      __syncwarp();
+      if (e >= 0 && before == 0) count[e] += __popc(same);
+      __syncwarp();
+    }
+  }
+  __syncthreads();
+}
+
+// ---- quantization of a row (fp8): moe_quant's codes and scale ----------------
+// Row src[0..n) (n a multiple of 8, 16-byte aligned) by one block, 16-byte packs
+// held in registers where the row fits (n <= kHeldValues), else read again.
+constexpr int kHeldPacks = 4, kHeldValues = kHeldPacks * kCombineCols * kThreads;
+
+template <class T, int KIND>
+__device__ __noinline__ void quant_row(const T *src, int n, unsigned char *codes, float *scale, float *scratch) {
+  Pack8<T> held[kHeldPacks];
+  auto load = [&](int c0) {
+#pragma unroll
+    for (int c = 0; c < kHeldPacks; ++c) {
+      const int i = c0 + (c * kThreads + threadIdx.x) * kCombineCols;
+      if (i < n) held[c] = load_row<true>(reinterpret_cast<const Pack8<T> *>(src + i));
+    }
+  };
+  float amax = 0.0f;
+  for (int c0 = 0; c0 < n; c0 += kHeldValues) {
+    load(c0);
+#pragma unroll
+    for (int c = 0; c < kHeldPacks; ++c)
+      if (c0 + (c * kThreads + threadIdx.x) * kCombineCols < n)
+#pragma unroll
+        for (int j = 0; j < kCombineCols; ++j) amax = fmaxf(amax, fabsf(to_f32(held[c].v[j])));
+  }
+  amax = block_max(amax, scratch);
+  const float s = dynamic_scale(amax, KIND), inv = 1.0f / s;
+  for (int c0 = 0; c0 < n; c0 += kHeldValues) {
+    if (n > kHeldValues) load(c0);
+#pragma unroll
+    for (int c = 0; c < kHeldPacks; ++c) {
+      const int i = c0 + (c * kThreads + threadIdx.x) * kCombineCols;
+      if (i >= n) continue;
+      uint32_t word[2] = {0u, 0u};
+#pragma unroll
+      for (int j = 0; j < kCombineCols; ++j)
+        word[j / 4] |= uint32_t(quantize(to_f32(held[c].v[j]) * inv, KIND)) << (8 * (j % 4));
+      *reinterpret_cast<Codes8 *>(codes + i) = Codes8{word[0], word[1]};
+    }
+  }
+  if (threadIdx.x == 0) *scale = s;
+  __syncthreads();  // (scratch and held rows reused by the next row)
+}
+
+// ---- the products ---------------------------------------------------------------
+// acc[g] += (16 weight rows: this lane's rows g and g + 8 at w0 / w8) x (group
+// g's 8 columns: this lane's column's input row at col[g], null for none), over
+// the K steps [s0, s1) of 64 bytes.  W: the weights' (and inputs') element;
+// FRESH: the inputs were written in this launch (load_row), else they are
+// read through L1 (x, which every warp of an SM reads).
+template <class W, bool FRESH, int G>
+__device__ __forceinline__ void rows_times_cols(const char *w0, const char *w8, const char *const (&col)[G], int s0,
+                                                int s1, float (&acc)[G][4]) {
+  using Mma = MmaOf<W>;
+  const int off = (threadIdx.x % 4) * 16;
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+  for (int s = s0; s < s1; s += kSteps) {
+    uint4 a0[kSteps], a8[kSteps], b[G][kSteps];
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      const bool in = s + u < s1;
+      const long long at = (long long)(s + u) * kStepBytes + off;
+      a0[u] = in ? load_stream(w0 + at) : zero;
+      a8[u] = in ? load_stream(w8 + at) : zero;
+#pragma unroll
+      for (int g = 0; g < G; ++g)
+        b[g][u] = !in || col[g] == nullptr ? zero
+                  : FRESH          ? load_row<true>(reinterpret_cast<const uint4 *>(col[g] + at))
+                                   : load_cached(col[g] + at);
+    }
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u)
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        if (s + u >= s1) continue;
+        Mma::run(acc[g], a0[u].x, a8[u].x, a0[u].y, a8[u].y, b[g][u].x, b[g][u].y);
+        Mma::run(acc[g], a0[u].z, a8[u].z, a0[u].w, a8[u].w, b[g][u].z, b[g][u].w);
+      }
+  }
+}
+
+// A warp's item: 16 weight rows of expert `a` (the table's place) against its
+// pairs in passes of kGroups x 8; `input` gives a pair's input row, `store`
+// takes (pair slot's pair, the lane's two sums of it) for each of the lane's
+// two columns in each group.
+template <class W, bool FRESH, class Input, class Store>
+__device__ __forceinline__ void item_products(const ExpertTable &tab, int a, const char *w0, const char *w8, int s0,
+                                              int s1, Input input, Store store) {
+  const int first = tab.first[a], count = tab.first[a + 1] - first, lane = threadIdx.x % 32;
+  for (int n0 = 0; n0 < count; n0 += kGroups * 8) {
+    const int slot = n0 + lane / 4;  // this lane's column in group 0
+    if (count - n0 > 8) {
+      const char *col[2] = {input(tab.pair[first + slot]),
+                            slot + 8 < count ? input(tab.pair[first + slot + 8]) : nullptr};
+      float acc[2][4] = {};
+      rows_times_cols<W, FRESH, 2>(w0, w8, col, s0, s1, acc);
+#pragma unroll
+      for (int g = 0; g < 2; ++g)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int c = n0 + g * 8 + 2 * (lane % 4) + h;
+          if (c < count) store(tab.pair[first + c], acc[g][h], acc[g][2 + h]);
+        }
+    } else {
+      const char *col[1] = {slot < count ? input(tab.pair[first + slot]) : nullptr};
+      float acc[1][4] = {};
+      rows_times_cols<W, FRESH, 1>(w0, w8, col, s0, s1, acc);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c = n0 + 2 * (lane % 4) + h;
+        if (c < count) store(tab.pair[first + c], acc[0][h], acc[0][2 + h]);
+      }
+    }
+  }
+}
+
+template <class W, class O>
+struct Decode {
+  static constexpr bool kFp8 = sizeof(W) == 1;
+
+  // Stage 1, item (a, columns i0..i0+7 of inter): rows g gate, g + 8 up.
+  static __device__ __noinline__ void stage1_item(const FusedMoeParams &p, const ExpertTable &tab, int a, int i0) {
+    const int e = tab.expert[a], g = (threadIdx.x % 32) / 4, i = i0 + g;
+    const long long row_bytes = (long long)p.hidden * sizeof(W);
+    const char *w = static_cast<const char *>(p.w1) + (long long)e * 2 * p.inter * row_bytes;
+    const char *w0 = w + i * row_bytes, *w8 = w + (p.inter + i) * row_bytes;
+    auto input = [&](int q) -> const char * {
+      const long long t = q / p.topk;
+      return kFp8 ? static_cast<const char *>(p.xq) + t * p.hidden
+                  : reinterpret_cast<const char *>(static_cast<const O *>(p.x) + t * p.x_stride);
+    };
+    const float *ws = kFp8 ? p.w1_scale + (long long)e * 2 * p.inter : nullptr;
+    auto store = [&](int q, float gate, float up) {
+      if (kFp8) {
+        const float xs = load_row<true>(p.x_scale + q / p.topk);
+        gate *= xs * ws[i], up *= xs * ws[p.inter + i];
+      }
+      static_cast<O *>(p.inter_buf)[(long long)q * p.inter + i] = from_f32<O>(moe_gated(p.act, gate, up));
+    };
+    item_products<W, kFp8>(tab, a, w0, w8, 0, int(row_bytes / kStepBytes), input, store);  // (fp8: xq, written here)
+  }
+
+  // Stage 2, item (a, rows c0..c0+15 of hidden, part `part` of K).
+  static __device__ __noinline__ void stage2_item(const FusedMoeParams &p, const ExpertTable &tab, int a, int c0, int part) {
+    const int e = tab.expert[a], g = (threadIdx.x % 32) / 4;
+    const long long row_bytes = (long long)p.inter * sizeof(W);
+    const char *w = static_cast<const char *>(p.w2) + (long long)e * p.hidden * row_bytes;
+    const int steps = int(row_bytes / kStepBytes), per = (steps + p.splits - 1) / p.splits;
+    const int s0 = min(steps, part * per), s1 = min(steps, s0 + per);
+    auto input = [&](int q) -> const char * {
+      return kFp8 ? static_cast<const char *>(p.hq) + (long long)q * p.inter
+                  : reinterpret_cast<const char *>(static_cast<const O *>(p.inter_buf) + (long long)q * p.inter);
+    };
+    const long long pairs = p.tokens * p.topk;
+    auto store = [&](int q, float v0, float v8) {
+      const int col = c0 + g;
+      if (kFp8) {
+        const float hs = load_row<true>(p.h_scale + q), *ws = p.w2_scale + (long long)e * p.hidden;
+        v0 *= hs * ws[col], v8 *= hs * ws[col + 8];
+      }
+      if (p.splits > 1) {
+        float *row = p.partials + ((long long)part * pairs + q) * p.hidden;
+        row[col] = v0, row[col + 8] = v8;
+      } else {
+        O *row = static_cast<O *>(p.pair_out) + (long long)q * p.hidden;
+        row[col] = from_f32<O>(v0), row[col + 8] = from_f32<O>(v8);
+      }
+    };
+    item_products<W, true>(tab, a, w + (long long)(c0 + g) * row_bytes, w + (long long)(c0 + 8 + g) * row_bytes, s0, s1,
+                     input, store);
+  }
+
+  static __device__ void run(const FusedMoeParams &p) {
+    __shared__ ExpertTable tab;
+    __shared__ int scratch[32];
+    __shared__ float fscratch[32];
+    auto grid = cooperative_groups::this_grid();
+    build_table(p, tab, scratch);
+    const int active = tab.active, pairs_listed = tab.first[active];
+    const int warp = int(blockIdx.x) * kWarps + int(threadIdx.x) / 32, warps = int(gridDim.x) * kWarps;
+    if constexpr (kFp8) {
+      for (long long t = blockIdx.x; t < p.tokens; t += gridDim.x)
+        quant_row<O, kQuantE4m3fn>(static_cast<const O *>(p.x) + t * p.x_stride, p.hidden,
+                                   static_cast<unsigned char *>(p.xq) + t * p.hidden, p.x_scale + t, fscratch);
+      grid.sync();
+    }
+    const int tiles1 = p.inter / 8;
+    for (int item = warp; item < active * tiles1; item += warps) stage1_item(p, tab, item / tiles1, item % tiles1 * 8);
+    grid.sync();
+    if constexpr (kFp8) {
+      for (int j = blockIdx.x; j < pairs_listed; j += gridDim.x) {
+        const long long q = tab.pair[j];
+        quant_row<O, kQuantE4m3fn>(static_cast<const O *>(p.inter_buf) + q * p.inter, p.inter,
+                                   static_cast<unsigned char *>(p.hq) + q * p.inter, p.h_scale + q, fscratch);
+      }
+      grid.sync();
+    }
+    const int tiles2 = p.hidden / 16, items2 = active * tiles2 * p.splits;
+    for (int item = warp; item < items2; item += warps) {
+      const int part = item % p.splits, rest = item / p.splits;
+      stage2_item(p, tab, rest / tiles2, rest % tiles2 * 16, part);
+    }
+    grid.sync();
+    const int chunks = (p.hidden + kCombineCols - 1) / kCombineCols;
+    for (long long i = (long long)blockIdx.x * kThreads + threadIdx.x; i < p.tokens * chunks;
+         i += (long long)gridDim.x * kThreads)
+      combine_cols<O, true>(p, i / chunks, int(i % chunks) * kCombineCols);
+  }
+};
+
+}  // namespace
+
+#define AITER_MOE_DECODE(name, W, O)                                                     \
+  extern "C" __global__ void __launch_bounds__(kThreads, kMoeDecodeBlocksPerSm)          \
+      name(const FusedMoeParams p) {                                                     \
+    Decode<W, O>::run(p);                                                                \
+  }
+AITER_MOE_DECODE(aiter_moe_decode_bf16, bf16_t, bf16_t)
+AITER_MOE_DECODE(aiter_moe_decode_f16, half_t, half_t)
+AITER_MOE_DECODE(aiter_moe_decode_e4m3fn_bf16, e4m3fn_t, bf16_t)
+AITER_MOE_DECODE(aiter_moe_decode_e4m3fn_f16, e4m3fn_t, half_t)
+
+// Variant names: <dtype> (16-bit weights) and e4m3fn.<dtype> (fp8 per channel);
+// launched cooperatively, kMoeDecodeBlocksPerSm blocks an SM.
+// aiter-kernel-family: op=moe_decode variant={dt} symbol=aiter_moe_decode_{dt} block=256 smem=0 dt=bf16,f16
+// aiter-kernel-family: op=moe_decode variant=e4m3fn.{dt} symbol=aiter_moe_decode_e4m3fn_{dt} block=256 smem=0 dt=bf16@89,f16@89
