@@ -6,7 +6,7 @@ import pytest
 
 import aiter
 from harness import f64, ml_dtypes, on_host
-from test_moe_fused import check_out, make_layer, make_routed_layer, moe_ref, run
+from test_moe_fused import check_graph_replays, check_out, make_layer, make_routed_layer, moe_ref, run
 
 
 def skip_cpu(device):
@@ -75,26 +75,7 @@ def test_decode_moe_repeatable(rng, device):
 def test_decode_moe_graph_capture(rng, device):
     """Captured once (a cooperative launch), replayed with new routing."""
     skip_cpu(device)
-    import torch
-    from harness import to_device
-    x, w1, w2, weights, ids = make_layer(rng, 5, 8, 2, 128, 64, "bfloat16")
-    dev = [to_device(a, device) for a in (x, w1, w2, weights, ids)]
-    ws = torch.full((aiter.fused_moe_workspace_size(5, 2, 8, 128, 64),), 255, dtype=torch.uint8, device="cuda")
-    out = torch.empty_like(dev[0])
-    with aiter.tuning.force_variant("fused_moe", "decode"):
-        aiter.fused_moe(*dev, out=out, workspace=ws)  # loads the kernel
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            aiter.fused_moe(*dev, out=out, workspace=ws)
-    for _ in range(2):
-        _, _, _, new_w, new_ids = make_layer(rng, 5, 8, 2, 128, 64, "bfloat16")
-        dev[3].copy_(torch.from_numpy(new_w))
-        dev[4].copy_(torch.from_numpy(new_ids))
-        out.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        check_out(out, moe_ref(x, w1, w2, new_w, new_ids), "bfloat16")
+    check_graph_replays(rng, device, 5, "decode")
 
 
 def test_decode_moe_refuses_what_it_cannot_run(rng, device):

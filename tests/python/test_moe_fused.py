@@ -288,29 +288,37 @@ def test_fused_moe_gpu_matches_cpu(rng, device):
     np.testing.assert_allclose(gpu, cpu, rtol=2e-2, atol=2e-2 * np.sqrt(np.mean(cpu ** 2)))
 
 
-def test_fused_moe_graph_capture(rng, device):
-    """A CUDA graph captured once replays with new routing (same T)."""
-    if device == "cpu":
-        pytest.skip("CUDA graphs")
+def check_graph_replays(rng, device, tokens, variant=None):
+    """A CUDA graph of one fused_moe call (T tokens, E 8, k 2, H 128, I 64; the
+    tuned variant `variant` forced while capturing), captured once on a
+    NaN-filled workspace and replayed with new routing."""
     import torch
-    x, w1, w2, weights, ids = make_layer(rng, 33, 8, 2, 128, 64, "bfloat16")
+    x, w1, w2, weights, ids = make_layer(rng, tokens, 8, 2, 128, 64, "bfloat16")
     dev = [to_device(a, device) for a in (x, w1, w2, weights, ids)]
-    size = aiter.fused_moe_workspace_size(33, 2, 8, 128, 64)
-    ws = torch.empty(size, dtype=torch.uint8, device="cuda")
+    size = aiter.fused_moe_workspace_size(tokens, 2, 8, 128, 64)
+    ws = torch.full((size,), 255, dtype=torch.uint8, device="cuda")
     out = torch.empty_like(dev[0])
-    aiter.fused_moe(*dev, out=out, workspace=ws)  # loads the kernels
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        aiter.fused_moe(*dev, out=out, workspace=ws)
+    with aiter.tuning.force_variant("fused_moe", variant):
+        aiter.fused_moe(*dev, out=out, workspace=ws)  # loads the kernels
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            aiter.fused_moe(*dev, out=out, workspace=ws)
     for _ in range(2):
-        _, _, _, new_w, new_ids = make_layer(rng, 33, 8, 2, 128, 64, "bfloat16")
+        _, _, _, new_w, new_ids = make_layer(rng, tokens, 8, 2, 128, 64, "bfloat16")
         dev[3].copy_(torch.from_numpy(new_w))
         dev[4].copy_(torch.from_numpy(new_ids))
         out.fill_(float("nan"))
         graph.replay()
         torch.cuda.synchronize()
         check_out(out, moe_ref(x, w1, w2, new_w, new_ids), "bfloat16")
+
+
+def test_fused_moe_graph_capture(rng, device):
+    """A CUDA graph captured once replays with new routing (same T)."""
+    if device == "cpu":
+        pytest.skip("CUDA graphs")
+    check_graph_replays(rng, device, 33)
 
 
 def test_fused_moe_prefill_graph_capture(rng, device):
