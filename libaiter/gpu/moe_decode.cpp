@@ -33,7 +33,7 @@ int stage2_splits(const FusedMoeArgs &a, int64_t warps) {
 bool decode_moe_fits(const FusedMoeArgs &a, const GpuCall &call) {
   const bool fp8 = a.wdtype == DType::e4m3fn && a.group == 0;
   return call.device.device_type == kDLCUDA && (a.wdtype == a.dtype || fp8) && !a.weights_on_input &&
-         a.tokens * a.topk <= kMoeDecodeMaxPairs && a.sort.experts <= kMoeMaxExperts && a.hidden % 64 == 0 &&
+         a.tokens * a.topk <= kMoeDecodeMaxPairs && a.sort.experts <= kMoeMaxExperts && a.local_experts <= kMoeMaxExperts && a.hidden % 64 == 0 &&
          a.inter % 64 == 0 && aligned16(a.x) && a.x_stride % 8 == 0 && aligned16(a.w1) && aligned16(a.w2);
 }
 

@@ -10,7 +10,7 @@ namespace gpu {
 
 // Whether it can run this call: an NVIDIA device, 16-bit weights or e4m3fn
 // weights with per-channel scales, no weights_on_input, at most
-// kMoeDecodeMaxPairs pairs and kMoeMaxExperts experts, hidden and inter
+// kMoeDecodeMaxPairs pairs and kMoeMaxExperts experts (global and local), hidden and inter
 // multiples of 64, x's rows and the weights 16-byte aligned.  (Whether its code
 // object is built for the device shows at launch: AITER_ERR_NO_KERNEL.)
 bool decode_moe_fits(const FusedMoeArgs &a, const GpuCall &call);

@@ -339,8 +339,8 @@ aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
                 a.sort.op, kMoeDecodeMaxPairs, kMoeMaxExperts);
   if (use_decode(a, call)) {
     const aiter_status s = decode_moe(a, call);
-    if (s != AITER_ERR_NO_KERNEL || a.variant == kMoeDecode) return s;
-    clear_error();  // not built for this device (fp8 products need sm_89+): the chain below
+    if (s == AITER_OK || a.variant == kMoeDecode) return s;
+    clear_error();  // not built for this device (fp8 products need sm_89+), or not launched: the chain below
   }
   const bool wgmma = use_wgmma(a, call);
   const bool triton = !wgmma && use_triton(a, call);
