@@ -5,13 +5,14 @@
 // alone costs 17-35 us (docs/performance_moe.md, run 37), more than Qwen3-30B's
 // experts take to stream.
 //
-// Each block first lists the experts the pairs use (the same table in every
-// block, from topk_ids; no sort).  Then, each phase's work spread over all warps:
-//   1. (fp8) x quantized per token, a warp a row (the CPU's codes and scales);
+// Each block first lists the experts the pairs use, each with its pairs in
+// increasing order (the same table in every block, from topk_ids; no sort).
+// Then, each phase's work spread over all blocks or warps:
+//   1. (fp8) x quantized per token, a block a row (the chain's codes and scales);
 //   2. stage 1: a warp takes 8 columns of inter of one expert, its 8 gate and 8
-//      up rows of w1 as the M side of mma.sync and that expert's pairs (8 a
-//      product, more in further passes) as N, and writes act(gate) * up;
-//   3. (fp8) those rows quantized per pair;
+//      up rows of w1 as the M side of mma.sync and that expert's pairs as N
+//      (16 a pass over K, in two products of 8), and writes act(gate) * up;
+//   3. (fp8) those rows quantized per pair, a block a row;
 //   4. stage 2: a warp takes 16 rows of w2 (of hidden) of one expert, or a part
 //      of their K (splits: fp32 partial rows, for few experts), its pairs as N;
 //   5. the combine, a thread 8 columns of a token (moe_combine.h).
