@@ -31,6 +31,7 @@
 #include <cooperative_groups.h>
 
 #include "../common/numeric.h"
+#include "../common/phase_clock.h"
 #include "../gemm/mma.h"
 #include "moe_act.h"
 #include "moe_combine.h"
@@ -309,7 +310,9 @@ struct Decode {
     __shared__ int scratch[32];
     __shared__ float fscratch[32];
     auto grid = cooperative_groups::this_grid();
+    stamp_phase(0);  // (phase clock: benchmarks/profile_moe_decode_phases.py)
     build_table(p, tab, scratch);
+    stamp_phase(1);
     const int active = tab.active, pairs_listed = tab.first[active];
     const int warp = int(blockIdx.x) * kWarps + int(threadIdx.x) / 32, warps = int(gridDim.x) * kWarps;
     if constexpr (kFp8) {
@@ -318,9 +321,12 @@ struct Decode {
                                    static_cast<unsigned char *>(p.xq) + t * p.hidden, p.x_scale + t, fscratch);
       grid.sync();
     }
+    stamp_phase(2);
     const int tiles1 = p.inter / 8;
     for (int item = warp; item < active * tiles1; item += warps) stage1_item(p, tab, item / tiles1, item % tiles1 * 8);
+    stamp_phase(3);
     grid.sync();
+    stamp_phase(4);
     if constexpr (kFp8) {
       for (int j = blockIdx.x; j < pairs_listed; j += gridDim.x) {
         const long long q = tab.pair[j];
@@ -329,16 +335,19 @@ struct Decode {
       }
       grid.sync();
     }
+    stamp_phase(5);
     const int tiles2 = p.hidden / 16, items2 = active * tiles2 * p.splits;
     for (int item = warp; item < items2; item += warps) {
       const int part = item % p.splits, rest = item / p.splits;
       stage2_item(p, tab, rest / tiles2, rest % tiles2 * 16, part);
     }
+    stamp_phase(6);
     grid.sync();
     const int chunks = (p.hidden + kCombineCols - 1) / kCombineCols;
     for (long long i = (long long)blockIdx.x * kThreads + threadIdx.x; i < p.tokens * chunks;
          i += (long long)gridDim.x * kThreads)
       combine_cols<O, true>(p, i / chunks, int(i % chunks) * kCombineCols);
+    stamp_phase(7);
   }
 };
 

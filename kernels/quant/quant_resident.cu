@@ -22,22 +22,11 @@
 #include <cooperative_groups.h>
 
 #include "../common/numeric.h"
+#include "../common/phase_clock.h"
 #include "../common/quant_store.h"
 #include "quant_params.h"
 
-// Phase clock: benchmarks/profile_resident_phases.py builds this file with
-// -DAITER_PHASE_CLOCK and points `phase_clock` at 8 stamps a block, which
-// thread 0 of each block fills with %globaltimer at the ends of the phases.
-#if defined(AITER_PHASE_CLOCK) && defined(AITER_NVIDIA)
-__device__ unsigned long long *phase_clock;
-__device__ __forceinline__ void stamp_phase(int phase) {
-  unsigned long long now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  if (threadIdx.x == 0) phase_clock[blockIdx.x * 8 + phase] = now;
-}
-#else
-__device__ __forceinline__ void stamp_phase(int) {}
-#endif
+// Phase clock (benchmarks/profile_resident_phases.py): stamp_phase, common/phase_clock.h.
 
 namespace {
 
