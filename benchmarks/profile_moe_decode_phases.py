@@ -6,18 +6,15 @@ blocks of 256 threads an SM, cooperatively), checks its output against the
 library's own launch of the same kernel, and prints, over the blocks, when each
 phase ended, in us from the first block's start (%globaltimer):
   python3 benchmarks/profile_moe_decode_phases.py qwen3|mixtral bf16|fp8 TOKENS [sm_90a]
-(Written 2026-11-29 without a GPU at hand: not yet run.)"""
+(Written 2026-11-29 without a GPU at hand: not yet run.  benchmarks/phase_clock.py builds and loads it.)"""
 import ctypes
-import os
-import subprocess
 import sys
-import tempfile
 
 import torch
 
 import aiter
+from phase_clock import check, load, print_phases
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAPES = {"qwen3": (128, 8, 2048, 768), "mixtral": (8, 2, 4096, 14336)}  # E, k, H, I
 PHASES = ["table", "[x quantized, barrier]", "stage 1 (this block)", "barrier", "[h quantized, barrier]",
           "stage 2 (this block)", "barrier + combine"]
@@ -37,19 +34,6 @@ class FusedMoeParams(ctypes.Structure):  # kernels/moe/moe_params.h, field for f
                                              "mask_bytes", "act", "weights_on_input", "quant", "group",
                                              "quant_source")]
     _fields_ += [("partials", P), ("splits", ctypes.c_int)]
-
-
-def check(result, what):
-    if result != 0:
-        raise RuntimeError(f"{what} failed: CUDA error {result}")
-
-
-def build(arch):
-    cubin = os.path.join(tempfile.mkdtemp(), "moe_decode_clock.cubin")
-    subprocess.run(["nvcc", "-cubin", f"-gencode=arch=compute_{arch[3:]},code={arch}", "-O3", "-std=c++17",
-                    "-DAITER_NVIDIA", "-DAITER_PHASE_CLOCK", f"-I{ROOT}", f"-I{ROOT}/kernels", "-o", cubin,
-                    os.path.join(ROOT, "kernels/moe/moe_decode.cu")], check=True)
-    return cubin
 
 
 def splits(tokens, experts, topk, hidden, inter, fp8, warps):  # libaiter/gpu/moe_decode.cpp's stage2_splits
@@ -82,17 +66,12 @@ def layer(shape, kind, tokens):
 def main():
     shape, kind, tokens = sys.argv[1], sys.argv[2], int(sys.argv[3])
     arch = sys.argv[4] if len(sys.argv) > 4 else "sm_90a"
-    torch.zeros(1, device="cuda")  # the primary context, current
     cuda = ctypes.CDLL("libcuda.so.1")
-    module, kernel = P(), P()
-    check(cuda.cuModuleLoad(ctypes.byref(module), build(arch).encode()), "cuModuleLoad")
-    name = b"aiter_moe_decode_bf16" if kind == "bf16" else b"aiter_moe_decode_e4m3fn_bf16"
-    check(cuda.cuModuleGetFunction(ctypes.byref(kernel), module, name), "cuModuleGetFunction")
-    clock_at, clock_bytes = ctypes.c_uint64(), ctypes.c_size_t()
-    check(cuda.cuModuleGetGlobal_v2(ctypes.byref(clock_at), ctypes.byref(clock_bytes), module, b"phase_clock"),
-          "cuModuleGetGlobal")
+    torch.zeros(1, device="cuda")  # the primary context, current
     sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
     blocks = sms * PER_SM
+    symbol = "aiter_moe_decode_bf16" if kind == "bf16" else "aiter_moe_decode_e4m3fn_bf16"
+    kernel, stamps = load(cuda, "moe/moe_decode.cu", symbol, arch, blocks)
     x, w1, w2, s1, s2, weights, ids = layer(shape, kind, tokens)
     experts, topk, hidden, inter = SHAPES[shape]
     pairs, fp8 = tokens * topk, kind == "fp8"
@@ -103,9 +82,6 @@ def main():
     x_scale, h_scale = buf(tokens, torch.float32), buf(pairs, torch.float32)
     partials = buf(MAX_SPLITS * pairs * hidden, torch.float32)
     out = buf(tokens * hidden, torch.bfloat16).view(tokens, hidden)
-    stamps = torch.zeros(blocks * 8, dtype=torch.int64, device="cuda")
-    pointer = ctypes.c_uint64(stamps.data_ptr())
-    check(cuda.cuMemcpyHtoD_v2(clock_at, ctypes.byref(pointer), 8), "cuMemcpyHtoD")
     ptr = lambda t: None if t is None else t.data_ptr()  # noqa: E731
     p = FusedMoeParams(x=ptr(x), w1=ptr(w1), w2=ptr(w2), out=ptr(out), weights=ptr(weights), ids=ptr(ids),
                        sorted=ptr(sorted_area), inter_buf=ptr(inter_buf), pair_out=ptr(pair_out),
@@ -133,14 +109,9 @@ def main():
             aiter.fused_moe(x, w1, w2, weights, ids, out=ref, workspace=ws)
     torch.cuda.synchronize()
     same = torch.equal(out.view(torch.int16), ref.view(torch.int16))
-    t = stamps.view(-1, 8).double().cpu()
-    start = t[:, 0].min()
     print(f"{shape} {kind} T{tokens}: {blocks} blocks, splits {p.splits}; output "
           f"{'equal to the library launch' if same else 'DIFFERENT from the library launch'}")
-    for i, phase in enumerate(PHASES, start=1):
-        at = (t[:, i] - start) / 1000
-        print(f"  {phase:24s} first {at.min():7.2f}  median {at.median():7.2f}  last {at.max():7.2f} us")
-
+    print_phases(stamps, blocks, PHASES)
 
 if __name__ == "__main__":
     main()

@@ -1,20 +1,18 @@
 #!/usr/bin/env python3
 """Where the resident per-tensor quantization kernel (kernels/quant/quant_resident.cu)
-spends its time: builds it with -DAITER_PHASE_CLOCK (nvcc on the GPU machine;
+spends its time: builds it with -DAITER_PHASE_CLOCK (benchmarks/phase_clock.py, nvcc on the GPU machine;
 libaiter itself never compiles at run time), launches it as libaiter does
 (bf16 -> fp8 e4m3fn, one block an SM, cooperatively, L2 flushed before), and
 prints, over the blocks, when each phase ended, in µs from the first block's
 start (%globaltimer):
   python3 benchmarks/profile_resident_phases.py 2048x4096,4096x4096 [sm_90a]"""
 import ctypes
-import os
-import subprocess
 import sys
-import tempfile
 
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from phase_clock import check, load, print_phases
+
 PHASES = ["own amax", "all arrived", "amaxes read", "quantized", "done"]
 THREADS, PIECE, STEP = 1024, 16, 1024 * 16
 E4M3FN = 2  # kernels/common/quant_kind.h
@@ -28,43 +26,23 @@ class QuantParams(ctypes.Structure):  # kernels/quant/quant_params.h
                 ("pieces", ctypes.c_longlong), ("block_pieces", ctypes.c_longlong), ("held_steps", ctypes.c_int)]
 
 
-def check(result, what):
-    if result != 0:
-        raise RuntimeError(f"{what} failed: CUDA error {result}")
-
-
-def build(arch):
-    cubin = os.path.join(tempfile.mkdtemp(), "quant_resident_clock.cubin")
-    subprocess.run(["nvcc", "-cubin", f"-gencode=arch=compute_{arch[3:]},code={arch}", "-O3", "-std=c++17",
-                    "-DAITER_PHASE_CLOCK", "-o", cubin, os.path.join(ROOT, "kernels/quant/quant_resident.cu")],
-                   check=True)
-    return cubin
-
-
 def main():
     sizes = sys.argv[1].split(",")
     arch = sys.argv[2] if len(sys.argv) > 2 else "sm_90a"
     torch.zeros(1, device="cuda")  # the primary context, current
     cuda = ctypes.CDLL("libcuda.so.1")
-    module, kernel = ctypes.c_void_p(), ctypes.c_void_p()
-    check(cuda.cuModuleLoad(ctypes.byref(module), build(arch).encode()), "cuModuleLoad")
-    check(cuda.cuModuleGetFunction(ctypes.byref(kernel), module, b"aiter_quant_resident_bf16"), "cuModuleGetFunction")
-    clock_at, clock_bytes = ctypes.c_uint64(), ctypes.c_size_t()
-    check(cuda.cuModuleGetGlobal_v2(ctypes.byref(clock_at), ctypes.byref(clock_bytes), module, b"phase_clock"),
-          "cuModuleGetGlobal")
     device, optin = ctypes.c_int(), ctypes.c_int()
     check(cuda.cuDeviceGet(ctypes.byref(device), torch.cuda.current_device()), "cuDeviceGet")
     check(cuda.cuDeviceGetAttribute(ctypes.byref(optin), 97, device), "cuDeviceGetAttribute")  # smem opt-in
     sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    kernel, stamps = load(cuda, "quant/quant_resident.cu", "aiter_quant_resident_bf16", arch, sms)
     flush = torch.empty(1 << 28, dtype=torch.uint8, device="cuda")
     for size in sizes:
         tokens, hidden = (int(n) for n in size.split("x"))
         x = torch.randn(tokens, hidden, dtype=torch.bfloat16, device="cuda")
         out = torch.empty(tokens, hidden, dtype=torch.uint8, device="cuda")
         scale = torch.empty(1, dtype=torch.float32, device="cuda")
-        stamps = torch.zeros(sms * 8, dtype=torch.int64, device="cuda")
-        pointer = ctypes.c_uint64(stamps.data_ptr())
-        check(cuda.cuMemcpyHtoD_v2(clock_at, ctypes.byref(pointer), 8), "cuMemcpyHtoD")
+        stamps.zero_()
         # As libaiter/gpu/quant.cpp plans it.
         p = QuantParams(x=x.data_ptr(), out=out.data_ptr(), scale=scale.data_ptr(), rows=1, cols=tokens * hidden,
                         x_stride=tokens * hidden, out_stride=tokens * hidden, grid_rows=1, quant=E4M3FN)
@@ -84,13 +62,9 @@ def main():
                   "cuLaunchCooperativeKernel")
             torch.cuda.synchronize()
         expected = x.float().abs().max().item() / 448.0
-        t = stamps[: p.grid_cols * 8].view(-1, 8).double().cpu()
-        start = t[:, 0].min()
         print(f"{size}: {p.grid_cols} blocks, {p.held_steps} of {steps} steps held; "
               f"scale {'right' if abs(scale.item() - expected) <= 1e-6 * expected else 'WRONG'}")
-        for i, name in enumerate(PHASES, start=1):
-            at = (t[:, i] - start) / 1000
-            print(f"  {name:12s} first {at.min():6.2f}  median {at.median():6.2f}  last {at.max():6.2f} us")
+        print_phases(stamps, p.grid_cols, PHASES)
 
 
 if __name__ == "__main__":
