@@ -76,7 +76,7 @@ def main():
     experts, topk, hidden, inter = SHAPES[shape]
     pairs, fp8 = tokens * topk, kind == "fp8"
     buf = lambda n, dt: torch.empty(n, dtype=dt, device="cuda")  # noqa: E731
-    sorted_area = buf(max(pairs, 64), torch.int32)
+    sorted_area = buf(3 * pairs + 64, torch.int32)  # (the branch s59-moe-decode-flags keeps 3 counters an expert there)
     inter_buf, pair_out = buf(pairs * inter, torch.bfloat16), buf(pairs * hidden, torch.bfloat16)
     xq, hq = buf(tokens * hidden, torch.uint8), buf(pairs * inter, torch.uint8)
     x_scale, h_scale = buf(tokens, torch.float32), buf(pairs, torch.float32)
