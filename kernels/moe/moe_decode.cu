@@ -23,8 +23,8 @@
 // K permuted the same way for A and B).  kSteps steps' loads go out together.
 // What a phase reads that an earlier phase wrote (other blocks' rows and
 // scales) is loaded from L2 (load_row<true>, ld.global.cg): the SM's L1 is not
-// coherent with other SMs' writes, and reads through it returned stale rows
-// (NaN-poisoned workspace showing through, H200, 2026-11-29).
+// coherent with other SMs' writes, and the read-only path (ld.global.nc) is
+// only for data no thread writes during the launch.
 //
 // NVIDIA only (mma.sync; fp8 products from sm_89); the launcher checks the
 // shapes: hidden and inter multiples of 64, 16-byte aligned rows.
