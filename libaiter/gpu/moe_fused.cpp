@@ -304,12 +304,13 @@ aiter_status sort_pairs(const FusedMoeArgs &a, const Plan &plan, const GpuCall &
 
 // The one-kernel layer by default for 16-bit experts with at most
 // kDecodeRowsAnExpert pairs an expert on average (decode).  On an H200
-// (docs/performance_moe.md, run 44) it took 3-10% less time than the chain at
-// Qwen3-30B T 1-16 (up to 1 pair an expert) and Mixtral T 2-8 (up to 2), as
-// much at 2-4 pairs an expert and 3-36% more from 4 on (Mixtral T 16-64: each
-// pass of 16 pairs streams the expert's weights again).  fp8 only where tuned:
-// its two quantization phases cost more than they save at Mixtral T 1-128
-// (139 against 118 us at T 1), less at Qwen3-30B T 2-16 (4-12% faster).
+// (docs/performance_moe.md, run 44) it took 3-11% less time than the chain at
+// Qwen3-30B T 1-16 (up to 1 pair an expert) and 4-7% at Mixtral T 2-8 (up to
+// 2); as much at Qwen3-30B T 32-64 (2-4), and 5% more or worse from 4 pairs an
+// expert at Mixtral (T 16; T 64 1.5x, T 128 2.7x: each pass of 16 pairs streams
+// the expert's weights again).  fp8 only where tuned: its two quantization
+// phases cost more than they save at Mixtral (T 1: 135 against 114 us), less
+// at Qwen3-30B T 2-16 (2-11% faster).
 constexpr int64_t kDecodeRowsAnExpert = 2;
 bool decode_by_default(const FusedMoeArgs &a) {
   return !is_fp8(a) && a.tokens * a.topk <= kDecodeRowsAnExpert * a.local_experts;
