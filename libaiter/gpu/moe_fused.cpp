@@ -21,6 +21,7 @@
 
 #include "gpu/launch.hpp"
 #include "gpu/moe_decode.hpp"
+#include "gpu/moe_launch.hpp"
 #include "gpu/moe_sort.hpp"
 #include "gpu/moe_triton.hpp"
 #include "gpu/moe_wgmma.hpp"
@@ -36,7 +37,7 @@ constexpr int64_t kMmaRows = 64, kMmaCols1 = 64, kMmaCols2 = 128, kMmaThreads = 
 constexpr int64_t kTile = 32, kPortableThreads = 256, kRowThreads = 256;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+bool aligned16(const void *p) { return moe_aligned16(p); }
 bool is_fp8(const FusedMoeArgs &a) { return a.wdtype == DType::e4m3fn || a.wdtype == DType::e4m3fnuz; }
 
 // The tensor-core stages read 16-byte chunks of every row (fp8: e4m3fn only,
@@ -49,24 +50,6 @@ bool mma_fits(const FusedMoeArgs &a, const GpuCall &call) {
   return a.hidden % 8 == 0 && a.inter % 8 == 0 && x_ok;
 }
 
-FusedMoeParams params_of(const FusedMoeArgs &a) {
-  FusedMoeParams p{};
-  p.x = a.x, p.w1 = a.w1, p.w2 = a.w2, p.out = a.out;
-  p.weights = a.weights, p.ids = a.sort.ids, p.mask = a.sort.mask;
-  p.sorted = a.sort.sorted, p.block_experts = a.sort.block_experts, p.num_valid = a.sort.num_valid;
-  p.x_sorted = a.x_sorted, p.inter_buf = a.inter_buf, p.pair_out = a.pair_out;
-  p.w1_scale = a.w1_scale, p.w2_scale = a.w2_scale, p.xq = a.xq, p.x_scale = a.x_scale, p.hq = a.hq;
-  p.h_scale = a.h_scale;
-  p.tokens = a.tokens, p.x_stride = a.x_stride, p.out_stride = a.out_stride;
-  p.weights_stride = a.weights_stride, p.ids_stride = a.sort.ids_rows.row_stride;
-  p.rows = a.sort.rows, p.blocks = a.sort.blocks;
-  p.topk = int(a.topk), p.hidden = int(a.hidden), p.inter = int(a.inter);
-  p.local_experts = int(a.local_experts), p.experts = a.sort.experts, p.block = a.sort.block;
-  p.mask_bytes = a.sort.mask_bytes, p.act = a.act, p.weights_on_input = a.weights_on_input;
-  p.group = a.group;
-  p.quant = a.wdtype == DType::e4m3fn ? kQuantE4m3fn : a.wdtype == DType::e4m3fnuz ? kQuantE4m3fnuz : kQuantNone;
-  return p;
-}
 
 enum class StagePath { portable, mma, triton, wgmma };
 
@@ -180,9 +163,7 @@ int stage2_splits(const FusedMoeArgs &a, int64_t cols2, int64_t wanted) {
   if (a.partials == nullptr || cols2 <= 0) return 1;
   const int64_t blocks = used_tiles(a) * ceil_div(a.hidden, cols2);
   const int64_t stages = ceil_div(a.inter * (is_fp8(a) ? 1 : 2), 128);
-  int splits = 1;
-  while (splits < kMoeMaxSplits && blocks * splits < wanted && stages / (2 * splits) >= kMinSplitStages) splits *= 2;
-  return splits;
+  return moe_k_splits(blocks, wanted, stages, kMinSplitStages);
 }
 
 Plan mma_plan(const FusedMoeArgs &a, const std::string &prefix, int sms) {
@@ -325,6 +306,31 @@ bool use_decode(const FusedMoeArgs &a, const GpuCall &call) {
 
 }  // namespace
 
+FusedMoeParams fused_moe_params(const FusedMoeArgs &a) {
+  FusedMoeParams p{};
+  p.x = a.x, p.w1 = a.w1, p.w2 = a.w2, p.out = a.out;
+  p.weights = a.weights, p.ids = a.sort.ids, p.mask = a.sort.mask;
+  p.sorted = a.sort.sorted, p.block_experts = a.sort.block_experts, p.num_valid = a.sort.num_valid;
+  p.x_sorted = a.x_sorted, p.inter_buf = a.inter_buf, p.pair_out = a.pair_out;
+  p.w1_scale = a.w1_scale, p.w2_scale = a.w2_scale, p.xq = a.xq, p.x_scale = a.x_scale, p.hq = a.hq;
+  p.h_scale = a.h_scale;
+  p.tokens = a.tokens, p.x_stride = a.x_stride, p.out_stride = a.out_stride;
+  p.weights_stride = a.weights_stride, p.ids_stride = a.sort.ids_rows.row_stride;
+  p.rows = a.sort.rows, p.blocks = a.sort.blocks;
+  p.topk = int(a.topk), p.hidden = int(a.hidden), p.inter = int(a.inter);
+  p.local_experts = int(a.local_experts), p.experts = a.sort.experts, p.block = a.sort.block;
+  p.mask_bytes = a.sort.mask_bytes, p.act = a.act, p.weights_on_input = a.weights_on_input;
+  p.group = a.group;
+  p.quant = a.wdtype == DType::e4m3fn ? kQuantE4m3fn : a.wdtype == DType::e4m3fnuz ? kQuantE4m3fnuz : kQuantNone;
+  return p;
+}
+
+int moe_k_splits(int64_t work, int64_t wanted, int64_t steps, int64_t min_steps) {
+  int splits = 1;
+  while (splits < kMoeMaxSplits && work * splits < wanted && steps / (2 * splits) >= min_steps) splits *= 2;
+  return splits;
+}
+
 bool fused_moe_decode_fits(const FusedMoeArgs &a, const GpuCall &call) { return decode_moe_fits(a, call); }
 
 bool fused_moe_mma_fits(const FusedMoeArgs &a, const GpuCall &call) { return mma_fits(a, call); }
@@ -372,7 +378,7 @@ aiter_status fused_moe(const FusedMoeArgs &a, const GpuCall &call) {
                              : portable_plan(a, prefix);
   if (s == AITER_OK) s = sort_pairs(a, plan, call);
   if (s != AITER_OK || a.tokens == 0) return s;
-  FusedMoeParams p = params_of(a);
+  FusedMoeParams p = fused_moe_params(a);
   p.splits = plan.splits, p.partials = a.partials;  // the combine adds the parts
   s = prepare_inputs(a, p, call);
   if (s != AITER_OK) return s;
