@@ -3,7 +3,8 @@
 against the peers of issue 33, in one run.
 
 usage: python3 benchmarks/bench_moe.py [--shapes mixtral,qwen3,deepseek-bf16] [--tokens 1,8,64,128,1024,4096]
-                                       [--kinds bf16,fp8] [--markdown FILE] [--show-kernels]
+                                       [--kinds bf16,fp8] [--markdown FILE] [--json FILE] [--show-kernels]
+                                       [--ours-only]
                                        [--variant mma|mma_n128|mma_n64|triton|triton_wide|triton_narrow|decode|portable]
 
 The stages' path is the library's choice (the tuned table, configs/moe_*.csv,
@@ -15,7 +16,9 @@ AITER_MOE_COMBINE=sums (stage 2 adds its rows to fp32 sums by atomics instead
 of a row a pair read back by the combine kernel) and AITER_MOE_SORT=single (the
 one-block sort), for before/after timings in one run.  --show-kernels lists the GPU
 kernels one call of each row launched with their times (torch.profiler, one
-call), to confirm the path and see where the time goes.
+call), to confirm the path and see where the time goes.  --json writes the
+rows (for benchmarks/ab_builds.py --metric ours_us); --ours-only skips the
+peers' timings (A/B runs of libaiter builds).
 
 Peers, same run, same inputs: a PyTorch loop over experts (eager, its
 nonzero() syncs included); torch._grouped_mm (bf16) for the two expert GEMMs
@@ -35,6 +38,7 @@ weights, and torch._scaled_grouped_mm (rowwise scales) for the two GEMMs on
 tokens already sorted and quantized (the intermediate too), timed alone.
 """
 import argparse
+import json
 import functools
 import os
 import statistics
@@ -57,6 +61,11 @@ SHAPES = {  # name: (experts, k, hidden, inter)
 # short burst gets (an H200 at DeepSeek-V3 T4096: 6.2 ms sustained against
 # 5.4-5.9 ms in bursts; docs/performance_moe.md run 41).
 WARM_SECONDS = 0.0
+OURS_ONLY = False  # --ours-only
+
+
+class PeersSkipped(Exception):
+    pass
 
 
 def timed(fn, iters):
@@ -222,21 +231,26 @@ def bench_shape(name, tokens, copy_tbs, rows, kind="bf16", show_kernels=False):
     diff = ((out.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
     iters = max(3, min(200, int(2e12 / (2 * tokens * k * 3 * hidden * inter + 1e9))))
     t_ours = timed(ours_g, iters)
-    t_loop = timed(lambda: torch_loop(x, w1, w2, w_buf, id_buf), max(2, iters // 10))
-    t_gmm = t_gmm_route = float("nan")
+    t_loop = t_gmm = t_gmm_route = float("nan")
     try:
+        if OURS_ONLY:
+            raise PeersSkipped
+        t_loop = timed(lambda: torch_loop(x, w1, w2, w_buf, id_buf), max(2, iters // 10))
         gmm = GroupedMM(x, w1, w2, w_buf, id_buf)
         if fp8:
             t_gmm = timed(graphed(ScaledGroupedMM(gmm, w1q, s1, w2q, s2).gemms), iters)
         else:
             t_gmm = timed(graphed(gmm.gemms), iters)
             t_gmm_route = timed(lambda: gmm.layer(gating), iters)  # eager: bincount / argsort do not capture
+    except PeersSkipped:
+        pass
     except (RuntimeError, TypeError, AttributeError) as e:
         print(f"  torch._grouped_mm / _scaled_grouped_mm unavailable: {str(e).splitlines()[0][:100]}")
     flops = 2.0 * tokens * k * 3 * hidden * inter
     touched = len(torch.unique(id_buf))
     weight_bytes = touched * 3 * hidden * inter * (1 if fp8 else 2)
-    row = dict(shape=name, kind=kind, T=tokens, ours_us=t_ours, loop_us=t_loop, gmm_us=t_gmm, gmm_route_us=t_gmm_route,
+    row = dict(case=f"{name} {kind} T{tokens}", shape=name, kind=kind, T=tokens, ours_us=t_ours, loop_us=t_loop,
+               gmm_us=t_gmm, gmm_route_us=t_gmm_route,
                tflops=flops / t_ours / 1e6, weight_tbs=weight_bytes / t_ours / 1e6, copy_tbs=copy_tbs,
                gmm_ratio=t_gmm / t_ours, loop_ratio=t_loop / t_ours, diff=diff)
     rows.append(row)
@@ -302,7 +316,7 @@ def bench_blockscale(tokens, copy_tbs, rows, show_kernels=False, expert_bias=0.1
     print(f"  routing (expert bias std {expert_bias}): {int((load > 0).sum())} of {experts} experts touched, "
           f"rows an expert {int(load.min())}-{int(load.max())} (mean {tokens * k / experts:.0f})", flush=True)
     read_tbs = read_bandwidth(w1, w2)
-    row = dict(shape="deepseek-v3", kind="fp8-bs", T=tokens, ours_us=t_ours, loop_us=float("nan"),
+    row = dict(case=f"deepseek-v3 fp8-bs T{tokens}", shape="deepseek-v3", kind="fp8-bs", T=tokens, ours_us=t_ours, loop_us=float("nan"),
                gmm_us=float("nan"), gmm_route_us=float("nan"), tflops=flops / t_ours / 1e6,
                weight_tbs=weight_bytes / t_ours / 1e6, copy_tbs=copy_tbs, gmm_ratio=float("nan"),
                loop_ratio=float("nan"), diff=diff)
@@ -325,6 +339,8 @@ def main():
     ap.add_argument("--tokens", default="1,8,64,128,1024,4096")
     ap.add_argument("--kinds", default="bf16,fp8,blockscale")
     ap.add_argument("--markdown")
+    ap.add_argument("--json")
+    ap.add_argument("--ours-only", action="store_true")
     ap.add_argument("--show-kernels", action="store_true")
     ap.add_argument("--warm-seconds", type=float, default=0.0,
                     help="replay each call this long before timing it (the clocks of sustained load)")
@@ -333,8 +349,8 @@ def main():
     ap.add_argument("--variant", help="force this tuned variant of the three fused MoE ops (aiter.tuning.variants: "
                     "mma, mma_n128, mma_n64, triton, triton_wide, triton_narrow, decode, portable)")
     args = ap.parse_args()
-    global WARM_SECONDS
-    WARM_SECONDS = args.warm_seconds
+    global WARM_SECONDS, OURS_ONLY
+    WARM_SECONDS, OURS_ONLY = args.warm_seconds, args.ours_only
     if args.variant:
         for op in ("fused_moe", "fused_moe_fp8", "fused_moe_fp8_blockscale"):
             aiter.tuning.force_variant(op, args.variant)
@@ -362,6 +378,9 @@ def main():
                 except Exception as e:  # one failing shape must not lose the others' numbers
                     print(f"{name} {kind} T{tokens}: failed: {type(e).__name__}: {str(e).splitlines()[0][:150]}")
                 torch.cuda.empty_cache()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f)
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(f"MoE stages: {path}\n\n| shape | kind | T | libaiter us | TFLOP/s | weights TB/s (% of copy) | loop us (ratio) "

@@ -18,7 +18,8 @@ from phase_clock import check, load, print_phases
 SHAPES = {"qwen3": (128, 8, 2048, 768), "mixtral": (8, 2, 4096, 14336)}  # E, k, H, I
 PHASES = ["table", "[x quantized, barrier]", "stage 1 (this block)", "barrier", "[h quantized, barrier]",
           "stage 2 (this block)", "barrier + combine"]
-THREADS, PER_SM, MAX_SPLITS, SPLIT_MAX_PAIRS = 256, 2, 8, 64  # kernels/moe/moe_params.h, libaiter/ops/moe.hpp
+THREADS, PER_SM, STEPS = 256, 2, 4  # kernels/moe/moe_params.h (kMoeDecodeThreads, ...BlocksPerSm, ...Steps)
+MIN_PART_STEPS = 16  # libaiter/gpu/moe_decode.cpp
 E4M3FN = 2  # kernels/common/quant_kind.h
 
 P = ctypes.c_void_p
@@ -33,17 +34,25 @@ class FusedMoeParams(ctypes.Structure):  # kernels/moe/moe_params.h, field for f
     _fields_ += [(n, ctypes.c_int) for n in ("topk", "hidden", "inter", "local_experts", "experts", "block",
                                              "mask_bytes", "act", "weights_on_input", "quant", "group",
                                              "quant_source")]
-    _fields_ += [("partials", P), ("splits", ctypes.c_int)]
+    _fields_ += [("partials", P), ("splits", ctypes.c_int), ("team1", ctypes.c_int), ("team2", ctypes.c_int)]
 
 
-def splits(tokens, experts, topk, hidden, inter, fp8, warps):  # libaiter/gpu/moe_decode.cpp's stage2_splits
-    pairs = tokens * topk
-    if pairs > SPLIT_MAX_PAIRS:
-        return 1
-    items, steps, s = min(experts, pairs) * (hidden // 16), inter * (1 if fp8 else 2) // 64, 1
-    while s < MAX_SPLITS and items * s < 2 * warps and steps // (2 * s) >= 16:
-        s *= 2
-    return s
+def stage1_team(items, blocks, steps):  # libaiter/gpu/moe_decode.cpp
+    best, fewest, warps, parts = 1, None, THREADS // 32, 1
+    while parts <= warps and steps // parts >= MIN_PART_STEPS:
+        teams = blocks * (warps // parts)
+        batches = -(-items // teams) * -(-(-(-steps // parts)) // STEPS)
+        if fewest is None or batches * 10 < fewest * 9:
+            best, fewest = parts, batches
+        parts *= 2
+    return best
+
+
+def stage2_team(items, blocks, steps):  # libaiter/gpu/moe_decode.cpp (moe_k_splits)
+    parts = 1
+    while parts < THREADS // 32 and items * parts < 2 * blocks * THREADS // 32 and steps // (2 * parts) >= MIN_PART_STEPS:
+        parts *= 2
+    return parts
 
 
 def layer(shape, kind, tokens):
@@ -76,11 +85,10 @@ def main():
     experts, topk, hidden, inter = SHAPES[shape]
     pairs, fp8 = tokens * topk, kind == "fp8"
     buf = lambda n, dt: torch.empty(n, dtype=dt, device="cuda")  # noqa: E731
-    sorted_area = buf(3 * pairs + 64, torch.int32)  # (the branch s59-moe-decode-flags keeps 3 counters an expert there)
+    sorted_area = buf(pairs + 64, torch.int32)
     inter_buf, pair_out = buf(pairs * inter, torch.bfloat16), buf(pairs * hidden, torch.bfloat16)
     xq, hq = buf(tokens * hidden, torch.uint8), buf(pairs * inter, torch.uint8)
     x_scale, h_scale = buf(tokens, torch.float32), buf(pairs, torch.float32)
-    partials = buf(MAX_SPLITS * pairs * hidden, torch.float32)
     out = buf(tokens * hidden, torch.bfloat16).view(tokens, hidden)
     ptr = lambda t: None if t is None else t.data_ptr()  # noqa: E731
     p = FusedMoeParams(x=ptr(x), w1=ptr(w1), w2=ptr(w2), out=ptr(out), weights=ptr(weights), ids=ptr(ids),
@@ -88,8 +96,10 @@ def main():
                        w1_scale=ptr(s1), w2_scale=ptr(s2), xq=ptr(xq), x_scale=ptr(x_scale), hq=ptr(hq),
                        h_scale=ptr(h_scale), tokens=tokens, x_stride=hidden, out_stride=hidden,
                        weights_stride=topk, ids_stride=topk, topk=topk, hidden=hidden, inter=inter,
-                       local_experts=experts, experts=experts, quant=E4M3FN if fp8 else 0, partials=ptr(partials))
-    p.splits = splits(tokens, experts, topk, hidden, inter, fp8, blocks * THREADS // 32)
+                       local_experts=experts, experts=experts, quant=E4M3FN if fp8 else 0, splits=1)
+    used, elem = min(experts, pairs), 1 if fp8 else 2
+    p.team1 = stage1_team(used * (inter // 8), blocks, hidden * elem // 64)
+    p.team2 = stage2_team(used * (hidden // 16), blocks, inter * elem // 64)
     args = (P * 1)(ctypes.cast(ctypes.byref(p), P))
     flush = torch.empty(1 << 28, dtype=torch.uint8, device="cuda")
     for _ in range(3):  # the last run's stamps are printed
@@ -109,7 +119,7 @@ def main():
             aiter.fused_moe(x, w1, w2, weights, ids, out=ref, workspace=ws)
     torch.cuda.synchronize()
     same = torch.equal(out.view(torch.int16), ref.view(torch.int16))
-    print(f"{shape} {kind} T{tokens}: {blocks} blocks, splits {p.splits}; output "
+    print(f"{shape} {kind} T{tokens}: {blocks} blocks, teams {p.team1} / {p.team2}; output "
           f"{'equal to the library launch' if same else 'DIFFERENT from the library launch'}")
     print_phases(stamps, blocks, PHASES)
 

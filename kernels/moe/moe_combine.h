@@ -53,15 +53,45 @@ __device__ __forceinline__ void add_partials(const FusedMoeParams &p, long long 
   for (int c = 0; c < kCombineCols; ++c) acc[c] += w * sum[c];
 }
 
+// acc += w[t, j] * pair_out[t k + j, n] for AHEAD of the token's pairs at a
+// time, the columns [n0, n0 + kCombineCols) of 16-byte rows: the ids, weights
+// and rows of all AHEAD are loaded before any is added.
+template <class T, bool FRESH, int AHEAD>
+__device__ __forceinline__ void add_rows_ahead(const FusedMoeParams &p, long long t, const T *rows, int n0,
+                                               float (&acc)[kCombineCols]) {
+  for (int j0 = 0; j0 < p.topk; j0 += AHEAD) {
+    float w[AHEAD];
+    bool valid[AHEAD];
+    Pack8<T> v[AHEAD];
+#pragma unroll
+    for (int u = 0; u < AHEAD; ++u) {
+      const int j = j0 + u, e = j < p.topk ? p.ids[t * p.ids_stride + j] : -1;
+      valid[u] = e >= 0 && e < p.experts && mask_on(p, e);
+      w[u] = !valid[u] || p.weights_on_input ? 1.0f : p.weights[t * p.weights_stride + j];
+    }
+#pragma unroll
+    for (int u = 0; u < AHEAD; ++u)
+      if (valid[u]) v[u] = load_row<FRESH>(reinterpret_cast<const Pack8<T> *>(rows + (long long)(j0 + u) * p.hidden + n0));
+#pragma unroll
+    for (int u = 0; u < AHEAD; ++u)
+      if (valid[u])
+#pragma unroll
+        for (int c = 0; c < kCombineCols; ++c) acc[c] += w[u] * to_f32(v[u].v[c]);
+  }
+}
+
 // out[t, n] = sum_j w[t, j] * pair_out[t k + j, n] over the token's valid pairs,
 // for the kCombineCols consecutive columns from n0: 16-byte loads and stores
 // where the rows allow (a third of the time of 2-byte ones on an H100 at
 // Qwen3-30B's 32768 pairs x 2048), element by element otherwise.  At that size
 // it reads and writes at 92% of the device copy (54 us, H100); loading 4 pairs'
 // rows before summing them measured no faster (55 us, run 10 of
-// docs/performance_moe.md).  With stage 2 split along K (p.splits > 1) a pair's
-// row is the sum of its fp32 partial rows instead.
-template <class T, bool FRESH = false>
+// docs/performance_moe.md).  AHEAD > 1 (the decode kernel, which never splits
+// stage 2): AHEAD pairs' loads at once where the rows are 16-byte packs, as its
+// combine has a thread or a few a token and its time is the loads' round trips.
+// With stage 2 split along K (p.splits > 1) a pair's row is the sum of its fp32
+// partial rows instead.
+template <class T, bool FRESH = false, int AHEAD = 1>
 __device__ __forceinline__ void combine_cols(const FusedMoeParams &p, long long t, int n0) {
   if (n0 >= p.hidden) return;
   const T *rows = static_cast<const T *>(p.pair_out) + t * p.topk * p.hidden;
@@ -70,20 +100,24 @@ __device__ __forceinline__ void combine_cols(const FusedMoeParams &p, long long 
                       aligned16(out) && p.out_stride % kCombineCols == 0;
   const int cols = packed || n0 + kCombineCols <= p.hidden ? kCombineCols : p.hidden - n0;
   float acc[kCombineCols] = {};
-  for (int j = 0; j < p.topk; ++j) {
-    const int e = p.ids[t * p.ids_stride + j];
-    if (e < 0 || e >= p.experts || !mask_on(p, e)) continue;
-    const float w = p.weights_on_input ? 1.0f : p.weights[t * p.weights_stride + j];
-    if (p.splits > 1) {
-      add_partials<FRESH>(p, t * p.topk + j, n0, cols, w, acc);
-      continue;
-    }
-    const T *row = rows + (long long)j * p.hidden + n0;
-    if (packed) {
-      const Pack8<T> v = load_row<FRESH>(reinterpret_cast<const Pack8<T> *>(row));
-      for (int c = 0; c < kCombineCols; ++c) acc[c] += w * to_f32(v.v[c]);
-    } else {
-      for (int c = 0; c < cols; ++c) acc[c] += w * to_f32(load_row<FRESH>(row + c));
+  if (AHEAD > 1 && packed) {
+    add_rows_ahead<T, FRESH, AHEAD>(p, t, rows, n0, acc);
+  } else {
+    for (int j = 0; j < p.topk; ++j) {
+      const int e = p.ids[t * p.ids_stride + j];
+      if (e < 0 || e >= p.experts || !mask_on(p, e)) continue;
+      const float w = p.weights_on_input ? 1.0f : p.weights[t * p.weights_stride + j];
+      if (AHEAD == 1 && p.splits > 1) {
+        add_partials<FRESH>(p, t * p.topk + j, n0, cols, w, acc);
+        continue;
+      }
+      const T *row = rows + (long long)j * p.hidden + n0;
+      if (packed) {
+        const Pack8<T> v = load_row<FRESH>(reinterpret_cast<const Pack8<T> *>(row));
+        for (int c = 0; c < kCombineCols; ++c) acc[c] += w * to_f32(v.v[c]);
+      } else {
+        for (int c = 0; c < cols; ++c) acc[c] += w * to_f32(load_row<FRESH>(row + c));
+      }
     }
   }
   if (packed) {

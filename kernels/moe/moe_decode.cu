@@ -13,9 +13,14 @@
 //      up rows of w1 as the M side of mma.sync and that expert's pairs as N
 //      (16 a pass over K, in two products of 8), and writes act(gate) * up;
 //   3. (fp8) those rows quantized per pair, a block a row;
-//   4. stage 2: a warp takes 16 rows of w2 (of hidden) of one expert, or a part
-//      of their K (splits: fp32 partial rows, for few experts), its pairs as N;
+//   4. stage 2: a warp takes 16 rows of w2 (of hidden) of one expert, its pairs
+//      as N;
 //   5. the combine, a thread 8 columns of a token (moe_combine.h).
+// Where items are few (T 1 to 4), a team of 2, 4 or 8 warps of a block takes an
+// item, each warp a part of its K, and the first adds the others' sums from
+// shared memory: the items then spread evenly over the warps, and stage 2 needs
+// no fp32 partial rows (whose combine took 9-10 us at Mixtral's T 1; run 45 of
+// docs/performance_moe.md; the launcher picks the sizes).
 // The weights stream through registers, never shared memory: a lane loads 16
 // bytes of each of its two rows a 64-byte K step, and the same 16 bytes of its
 // column's input row; since a product's sum does not depend on the order of
@@ -40,7 +45,7 @@
 namespace {
 
 constexpr int kThreads = kMoeDecodeThreads, kWarps = kThreads / 32;
-constexpr int kSteps = 4;       // 64-byte K steps whose loads a warp issues at once
+constexpr int kSteps = kMoeDecodeSteps;  // 64-byte K steps whose loads a warp issues at once
 constexpr int kGroups = 2;      // groups of 8 pairs a pass over K multiplies
 constexpr int kStepBytes = 64;  // a K step of a row: 4 lanes x 16 bytes
 
@@ -51,6 +56,48 @@ struct ExpertTable {
   int first[kMoeMaxExperts + 1];  // its pairs: pair[first[a] .. first[a + 1])
   int pair[kMoeDecodeMaxPairs];
 };
+
+// The warps of a block that share an item, each summing a part of its K.
+struct WarpTeam {
+  int parts, part;    // its size (1, 2, 4 or 8) and this warp's place in it
+  int index, count;   // the team's index over the grid, the teams of the grid
+  int barrier;        // its named barrier (0 is __syncthreads's)
+};
+
+__device__ __forceinline__ WarpTeam warp_team(int parts) {
+  const int warp = int(threadIdx.x) / 32, per_block = kWarps / parts;
+  return {parts, warp % parts, int(blockIdx.x) * per_block + warp / parts, int(gridDim.x) * per_block,
+          1 + warp / parts};
+}
+
+__device__ __forceinline__ void team_sync(const WarpTeam &team) {
+  asm volatile("bar.sync %0, %1;" ::"r"(team.barrier), "r"(team.parts * 32) : "memory");
+}
+
+// This warp's K steps of [0, steps): part `part` of `parts` contiguous ranges.
+__device__ __forceinline__ void team_steps(const WarpTeam &team, int steps, int &s0, int &s1) {
+  const int per = (steps + team.parts - 1) / team.parts;
+  s0 = min(steps, team.part * per), s1 = min(steps, s0 + per);
+}
+
+// Each lane's sums of a team's parts, added in the first warp (its own first,
+// then the others in order, the same order every call); true there.
+template <int G>
+__device__ __forceinline__ bool team_sum(const WarpTeam &team, float (&acc)[G][4]) {
+  __shared__ float sums[kWarps][kGroups * 4][32];
+  if (team.parts == 1) return true;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (team.part > 0)
+#pragma unroll
+    for (int i = 0; i < G * 4; ++i) sums[warp][i][lane] = acc[i / 4][i % 4];
+  team_sync(team);
+  if (team.part == 0)
+    for (int r = 1; r < team.parts; ++r)
+#pragma unroll
+      for (int i = 0; i < G * 4; ++i) acc[i / 4][i % 4] += sums[warp + r][i][lane];
+  team_sync(team);  // (the team's next pass writes them again)
+  return team.part == 0;
+}
 
 // Exclusive prefix sums of v[0..n) in place (n <= 4 x kThreads); the total.
 __device__ int block_scan(int *v, int n, int *warp_sums) {
@@ -214,14 +261,17 @@ __device__ __forceinline__ void rows_times_cols(const char *w0, const char *w8, 
   }
 }
 
-// A warp's item: 16 weight rows of expert `a` (the table's place) against its
-// pairs in passes of kGroups x 8; `input` gives a pair's input row, `store`
-// takes (pair slot's pair, the lane's two sums of it) for each of the lane's
-// two columns in each group.
+// A team's item: 16 weight rows of expert `a` (the table's place) of `steps`
+// K steps against its pairs in passes of kGroups x 8, this warp its part of
+// the steps; `input` gives a pair's input row, `store` takes (pair slot's
+// pair, the lane's two sums of it) for each of the lane's two columns in each
+// group (in the team's first warp, which holds the whole sums).
 template <class W, bool FRESH, class Input, class Store>
-__device__ __forceinline__ void item_products(const ExpertTable &tab, int a, const char *w0, const char *w8, int s0,
-                                              int s1, Input input, Store store) {
+__device__ __forceinline__ void item_products(const ExpertTable &tab, const WarpTeam &team, int a, const char *w0,
+                                              const char *w8, int steps, Input input, Store store) {
   const int first = tab.first[a], count = tab.first[a + 1] - first, lane = threadIdx.x % 32;
+  int s0, s1;
+  team_steps(team, steps, s0, s1);
   for (int n0 = 0; n0 < count; n0 += kGroups * 8) {
     const int slot = n0 + lane / 4;  // this lane's column in group 0
     if (count - n0 > 8) {
@@ -229,6 +279,7 @@ __device__ __forceinline__ void item_products(const ExpertTable &tab, int a, con
                             slot + 8 < count ? input(tab.pair[first + slot + 8]) : nullptr};
       float acc[2][4] = {};
       rows_times_cols<W, FRESH, 2>(w0, w8, col, s0, s1, acc);
+      if (!team_sum(team, acc)) continue;
 #pragma unroll
       for (int g = 0; g < 2; ++g)
 #pragma unroll
@@ -240,6 +291,7 @@ __device__ __forceinline__ void item_products(const ExpertTable &tab, int a, con
       const char *col[1] = {slot < count ? input(tab.pair[first + slot]) : nullptr};
       float acc[1][4] = {};
       rows_times_cols<W, FRESH, 1>(w0, w8, col, s0, s1, acc);
+      if (!team_sum(team, acc)) continue;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int c = n0 + 2 * (lane % 4) + h;
@@ -254,7 +306,8 @@ struct Decode {
   static constexpr bool kFp8 = sizeof(W) == 1;
 
   // Stage 1, item (a, columns i0..i0+7 of inter): rows g gate, g + 8 up.
-  static __device__ __noinline__ void stage1_item(const FusedMoeParams &p, const ExpertTable &tab, int a, int i0) {
+  static __device__ __noinline__ void stage1_item(const FusedMoeParams &p, const ExpertTable &tab, const WarpTeam &team,
+                                                  int a, int i0) {
     const int e = tab.expert[a], g = (threadIdx.x % 32) / 4, i = i0 + g;
     const long long row_bytes = (long long)p.hidden * sizeof(W);
     const char *w = static_cast<const char *>(p.w1) + (long long)e * 2 * p.inter * row_bytes;
@@ -264,45 +317,52 @@ struct Decode {
       return kFp8 ? static_cast<const char *>(p.xq) + t * p.hidden
                   : reinterpret_cast<const char *>(static_cast<const O *>(p.x) + t * p.x_stride);
     };
+    // (fp8: the row scales loaded before the products, not after them)
     const float *ws = kFp8 ? p.w1_scale + (long long)e * 2 * p.inter : nullptr;
+    const float gate_scale = kFp8 ? ws[i] : 1.0f, up_scale = kFp8 ? ws[p.inter + i] : 1.0f;
     auto store = [&](int q, float gate, float up) {
       if (kFp8) {
         const float xs = load_row<true>(p.x_scale + q / p.topk);
-        gate *= xs * ws[i], up *= xs * ws[p.inter + i];
+        gate *= xs * gate_scale, up *= xs * up_scale;
       }
       static_cast<O *>(p.inter_buf)[(long long)q * p.inter + i] = from_f32<O>(moe_gated(p.act, gate, up));
     };
-    item_products<W, kFp8>(tab, a, w0, w8, 0, int(row_bytes / kStepBytes), input, store);  // (fp8: xq, written here)
+    item_products<W, kFp8>(tab, team, a, w0, w8, int(row_bytes / kStepBytes), input, store);  // (fp8: xq, written here)
   }
 
-  // Stage 2, item (a, rows c0..c0+15 of hidden, part `part` of K).
-  static __device__ __noinline__ void stage2_item(const FusedMoeParams &p, const ExpertTable &tab, int a, int c0, int part) {
+  // Stage 2, item (a, rows c0..c0+15 of hidden).
+  static __device__ __noinline__ void stage2_item(const FusedMoeParams &p, const ExpertTable &tab, const WarpTeam &team,
+                                                  int a, int c0) {
     const int e = tab.expert[a], g = (threadIdx.x % 32) / 4;
     const long long row_bytes = (long long)p.inter * sizeof(W);
     const char *w = static_cast<const char *>(p.w2) + (long long)e * p.hidden * row_bytes;
-    const int steps = int(row_bytes / kStepBytes), per = (steps + p.splits - 1) / p.splits;
-    const int s0 = min(steps, part * per), s1 = min(steps, s0 + per);
     auto input = [&](int q) -> const char * {
       return kFp8 ? static_cast<const char *>(p.hq) + (long long)q * p.inter
                   : reinterpret_cast<const char *>(static_cast<const O *>(p.inter_buf) + (long long)q * p.inter);
     };
-    const long long pairs = p.tokens * p.topk;
+    const int col = c0 + g;
+    const float *ws = kFp8 ? p.w2_scale + (long long)e * p.hidden : nullptr;
+    const float scale0 = kFp8 ? ws[col] : 1.0f, scale8 = kFp8 ? ws[col + 8] : 1.0f;  // (as in stage 1)
     auto store = [&](int q, float v0, float v8) {
-      const int col = c0 + g;
       if (kFp8) {
-        const float hs = load_row<true>(p.h_scale + q), *ws = p.w2_scale + (long long)e * p.hidden;
-        v0 *= hs * ws[col], v8 *= hs * ws[col + 8];
+        const float hs = load_row<true>(p.h_scale + q);
+        v0 *= hs * scale0, v8 *= hs * scale8;
       }
-      if (p.splits > 1) {
-        float *row = p.partials + ((long long)part * pairs + q) * p.hidden;
-        row[col] = v0, row[col + 8] = v8;
-      } else {
-        O *row = static_cast<O *>(p.pair_out) + (long long)q * p.hidden;
-        row[col] = from_f32<O>(v0), row[col + 8] = from_f32<O>(v8);
-      }
+      O *row = static_cast<O *>(p.pair_out) + (long long)q * p.hidden;
+      row[col] = from_f32<O>(v0), row[col + 8] = from_f32<O>(v8);
     };
-    item_products<W, true>(tab, a, w + (long long)(c0 + g) * row_bytes, w + (long long)(c0 + 8 + g) * row_bytes, s0, s1,
-                     input, store);
+    item_products<W, true>(tab, team, a, w + (long long)(c0 + g) * row_bytes, w + (long long)(c0 + 8 + g) * row_bytes,
+                           int(row_bytes / kStepBytes), input, store);
+  }
+
+  // The combine, a thread 8 columns of a token with its 8 pairs' loads at once:
+  // at few tokens a few hundred threads do it all, so its time is their loads'
+  // round trips.
+  static __device__ __noinline__ void combine(const FusedMoeParams &p) {
+    const int chunks = (p.hidden + kCombineCols - 1) / kCombineCols;
+    for (long long i = (long long)blockIdx.x * kThreads + threadIdx.x; i < p.tokens * chunks;
+         i += (long long)gridDim.x * kThreads)
+      combine_cols<O, true, 8>(p, i / chunks, int(i % chunks) * kCombineCols);
   }
 
   static __device__ void run(const FusedMoeParams &p) {
@@ -314,7 +374,6 @@ struct Decode {
     build_table(p, tab, scratch);
     stamp_phase(1);
     const int active = tab.active, pairs_listed = tab.first[active];
-    const int warp = int(blockIdx.x) * kWarps + int(threadIdx.x) / 32, warps = int(gridDim.x) * kWarps;
     if constexpr (kFp8) {
       for (long long t = blockIdx.x; t < p.tokens; t += gridDim.x)
         quant_row<O, kQuantE4m3fn>(static_cast<const O *>(p.x) + t * p.x_stride, p.hidden,
@@ -323,7 +382,9 @@ struct Decode {
     }
     stamp_phase(2);
     const int tiles1 = p.inter / 8;
-    for (int item = warp; item < active * tiles1; item += warps) stage1_item(p, tab, item / tiles1, item % tiles1 * 8);
+    const WarpTeam team1 = warp_team(p.team1);
+    for (int item = team1.index; item < active * tiles1; item += team1.count)
+      stage1_item(p, tab, team1, item / tiles1, item % tiles1 * 8);
     stamp_phase(3);
     grid.sync();
     stamp_phase(4);
@@ -336,17 +397,13 @@ struct Decode {
       grid.sync();
     }
     stamp_phase(5);
-    const int tiles2 = p.hidden / 16, items2 = active * tiles2 * p.splits;
-    for (int item = warp; item < items2; item += warps) {
-      const int part = item % p.splits, rest = item / p.splits;
-      stage2_item(p, tab, rest / tiles2, rest % tiles2 * 16, part);
-    }
+    const int tiles2 = p.hidden / 16;
+    const WarpTeam team2 = warp_team(p.team2);
+    for (int item = team2.index; item < active * tiles2; item += team2.count)
+      stage2_item(p, tab, team2, item / tiles2, item % tiles2 * 16);
     stamp_phase(6);
     grid.sync();
-    const int chunks = (p.hidden + kCombineCols - 1) / kCombineCols;
-    for (long long i = (long long)blockIdx.x * kThreads + threadIdx.x; i < p.tokens * chunks;
-         i += (long long)gridDim.x * kThreads)
-      combine_cols<O, true>(p, i / chunks, int(i % chunks) * kCombineCols);
+    combine(p);
     stamp_phase(7);
   }
 };

@@ -83,6 +83,9 @@ struct FusedMoeParams {
   // split order; 1: a row a pair in pair_out.
   float *partials;
   int splits;
+  // The decode kernel (moe_decode.cu): stage 1's and stage 2's K split among
+  // teams of 1, 2, 4 or 8 warps of a block (an item a team).
+  int team1, team2;
 };
 
 // moe_quant's grid: per channel, rows of up to kMoeQuantShortRow values take a
@@ -96,3 +99,4 @@ inline bool moe_quant_short_rows(int values) { return values <= kMoeQuantShortRo
 // kernel of kMoeDecodeBlocksPerSm blocks of kMoeDecodeThreads an SM, for up to
 // kMoeDecodeMaxPairs token-expert pairs.
 constexpr int kMoeDecodeThreads = 256, kMoeDecodeBlocksPerSm = 2, kMoeDecodeMaxPairs = 1024;
+constexpr int kMoeDecodeSteps = 4;  // 64-byte K steps whose loads a warp issues at once

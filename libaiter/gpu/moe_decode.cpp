@@ -11,16 +11,35 @@ namespace aiter {
 namespace gpu {
 namespace {
 
-// Stage 2 split along K into 2, 4 or 8 parts (fp32 partial rows, which the
-// workspace holds for few pairs) while its items, 16 rows of w2 of each
-// expert in use (at most min(experts, pairs) of them), give fewer than two a
-// warp of the grid and each part keeps at least kMinSplitSteps 64-byte steps.
-constexpr int64_t kMinSplitSteps = 16;
-int stage2_splits(const FusedMoeArgs &a, int64_t warps) {
-  if (a.partials == nullptr) return 1;
-  const int64_t used = std::min(a.local_experts, a.tokens * a.topk), items = used * (a.hidden / 16);
-  const int64_t steps = a.inter * (a.wdtype == a.dtype ? 2 : 1) / 64;
-  return moe_k_splits(items, 2 * warps, steps, kMinSplitSteps);
+// A stage's items go to teams of 1, 2, 4 or 8 warps of a block, each warp a
+// part of the item's K (kernels/moe/moe_decode.cu); parts keep at least
+// kMinPartSteps 64-byte K steps (shorter ones measured slower, their fixed
+// costs unshared).  `items` counts the experts the pairs could use (the host
+// does not read topk_ids).  Team sizes measured on an H200 against 1 and
+// against each other (docs/performance_moe.md, run 45).
+constexpr int kTeamWarps = kMoeDecodeThreads / 32;
+constexpr int64_t kMinPartSteps = 16;
+
+// Stage 1: the size that gives the busiest warp the fewest batches of loads
+// (the rounds of items over the grid's teams times a part's batches), a
+// larger team only for 10% fewer: where the items fill the grid anyway the
+// memory is busy and the team's sums only cost.
+int stage1_team(int64_t items, int64_t blocks, int64_t steps) {
+  int best = 1;
+  int64_t fewest = INT64_MAX;
+  for (int parts = 1; parts <= kTeamWarps && steps / parts >= kMinPartSteps; parts *= 2) {
+    const int64_t teams = blocks * (kTeamWarps / parts), rounds = (items + teams - 1) / teams;
+    const int64_t batches = rounds * (((steps + parts - 1) / parts + kMoeDecodeSteps - 1) / kMoeDecodeSteps);
+    if (batches * 10 < fewest * 9) best = parts, fewest = batches;
+  }
+  return best;
+}
+
+// Stage 2: doubled while the items times the parts stay under two a warp of
+// the grid (the rule of the chain's stage-2 split; stage 1's rule above chose
+// no split at Mixtral's T 4 and 16, where this one's was 1-2% faster).
+int stage2_team(int64_t items, int64_t blocks, int64_t steps) {
+  return std::min(kTeamWarps, moe_k_splits(items, 2 * blocks * kTeamWarps, steps, kMinPartSteps));
 }
 
 }  // namespace
@@ -39,8 +58,9 @@ aiter_status decode_moe(const FusedMoeArgs &a, const GpuCall &call) {
   if (s != AITER_OK || a.tokens == 0) return s;
   const int64_t blocks = int64_t(sms) * kMoeDecodeBlocksPerSm;
   FusedMoeParams p = fused_moe_params(a);
-  p.partials = a.partials;
-  p.splits = stage2_splits(a, blocks * (kMoeDecodeThreads / 32));
+  const int64_t used = std::min(a.local_experts, a.tokens * a.topk), elem = a.wdtype == a.dtype ? 2 : 1;
+  p.team1 = stage1_team(used * (a.inter / 8), blocks, a.hidden * elem / 64);
+  p.team2 = stage2_team(used * (a.hidden / 16), blocks, a.inter * elem / 64);
   const std::string variant = a.wdtype == a.dtype ? std::string(dtype_tag(a.dtype))
                                                   : std::string("e4m3fn.") + dtype_tag(a.dtype);
   return launch_cooperative(call, "moe_decode", variant, Dim3{unsigned(blocks), 1, 1}, unsigned(kMoeDecodeThreads),

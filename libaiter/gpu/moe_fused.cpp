@@ -322,6 +322,7 @@ FusedMoeParams fused_moe_params(const FusedMoeArgs &a) {
   p.mask_bytes = a.sort.mask_bytes, p.act = a.act, p.weights_on_input = a.weights_on_input;
   p.group = a.group;
   p.quant = a.wdtype == DType::e4m3fn ? kQuantE4m3fn : a.wdtype == DType::e4m3fnuz ? kQuantE4m3fnuz : kQuantNone;
+  p.splits = p.team1 = p.team2 = 1;
   return p;
 }
 

@@ -13,7 +13,7 @@ namespace gpu {
 inline bool moe_aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // FusedMoeParams of a call (the workspace's buffers, shapes, strides, dtypes);
-// splits 1, no partial rows.
+// splits 1, no partial rows, teams of one warp (the decode kernel's).
 FusedMoeParams fused_moe_params(const FusedMoeArgs &a);
 
 // Parts of stage 2's K (1, 2, 4 ... kMoeMaxSplits): doubled while `work`

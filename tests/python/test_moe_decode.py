@@ -19,11 +19,13 @@ def run_decode(device, x, w1, w2, weights, ids, **kw):
         return run(device, x, w1, w2, weights, ids, **kw)
 
 
-# (T, E, k, H, I): one token; odd E and k; 17 tokens; Qwen3-30B's shape at T 3;
-# long inter (stage 2 split along K: 2 pairs, 64 pairs; 68 pairs: no partial
-# rows, one part); inter 4160 (a part ends mid-way).
+# (T, E, k, H, I): one token; odd E and k; 17 tokens; Qwen3-30B's shape at T 3
+# (stage 1 in teams of 4 warps); long inter (stage 2 in teams of 8 warps at 2
+# pairs, fewer at 64 and 68 pairs); inter 4160 (a part ends mid-way); long
+# hidden (stage 1 in teams of 8 and of 4 warps, libaiter/gpu/moe_decode.cpp).
 CASES = [(1, 8, 2, 256, 128), (3, 7, 3, 192, 320), (17, 8, 2, 128, 64), (3, 128, 8, 2048, 768),
-         (1, 8, 2, 256, 4096), (16, 8, 4, 128, 4096), (17, 8, 4, 128, 4096), (2, 8, 3, 64, 4160)]
+         (1, 8, 2, 256, 4096), (16, 8, 4, 128, 4096), (17, 8, 4, 128, 4096), (2, 8, 3, 64, 4160),
+         (1, 8, 2, 4096, 64), (1, 8, 2, 2048, 192)]
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -92,7 +94,7 @@ def test_decode_moe_refuses_what_it_cannot_run(rng, device):
 # Routed layers (unrouted experts NaN; codes filling the fp8 range, so bf16
 # outputs: fp16 would overflow); then fp16 on a layer of scaled weights.
 FP8_CASES = [(1, 8, 2, 256, 4096), (3, 128, 8, 2048, 768), (17, 8, 2, 640, 384), (1, 7, 3, 384, 256),
-             (64, 16, 2, 256, 128), (8, 4, 4, 128, 64)]
+             (64, 16, 2, 256, 128), (8, 4, 4, 128, 64), (2, 8, 2, 4096, 128)]
 
 
 def run_decode_fp8(device, layer):
