@@ -116,7 +116,9 @@ __device__ __forceinline__ void combine_cols(const FusedMoeParams &p, long long 
         const Pack8<T> v = load_row<FRESH>(reinterpret_cast<const Pack8<T> *>(row));
         for (int c = 0; c < kCombineCols; ++c) acc[c] += w * to_f32(v.v[c]);
       } else {
-        for (int c = 0; c < cols; ++c) acc[c] += w * to_f32(load_row<FRESH>(row + c));
+#pragma unroll
+        for (int c = 0; c < kCombineCols; ++c)  // (a constant bound keeps acc in registers)
+          if (c < cols) acc[c] += w * to_f32(load_row<FRESH>(row + c));
       }
     }
   }
@@ -125,7 +127,9 @@ __device__ __forceinline__ void combine_cols(const FusedMoeParams &p, long long 
     for (int c = 0; c < kCombineCols; ++c) v.v[c] = from_f32<T>(acc[c]);
     *reinterpret_cast<Pack8<T> *>(out + n0) = v;
   } else {
-    for (int c = 0; c < cols; ++c) out[n0 + c] = from_f32<T>(acc[c]);
+#pragma unroll
+    for (int c = 0; c < kCombineCols; ++c)
+      if (c < cols) out[n0 + c] = from_f32<T>(acc[c]);
   }
 }
 
