@@ -64,10 +64,6 @@ WARM_SECONDS = 0.0
 OURS_ONLY = False  # --ours-only
 
 
-class PeersSkipped(Exception):
-    pass
-
-
 def timed(fn, iters):
     until = time.perf_counter() + WARM_SECONDS
     while time.perf_counter() < until:
@@ -232,20 +228,17 @@ def bench_shape(name, tokens, copy_tbs, rows, kind="bf16", show_kernels=False):
     iters = max(3, min(200, int(2e12 / (2 * tokens * k * 3 * hidden * inter + 1e9))))
     t_ours = timed(ours_g, iters)
     t_loop = t_gmm = t_gmm_route = float("nan")
-    try:
-        if OURS_ONLY:
-            raise PeersSkipped
+    if not OURS_ONLY:
         t_loop = timed(lambda: torch_loop(x, w1, w2, w_buf, id_buf), max(2, iters // 10))
-        gmm = GroupedMM(x, w1, w2, w_buf, id_buf)
-        if fp8:
-            t_gmm = timed(graphed(ScaledGroupedMM(gmm, w1q, s1, w2q, s2).gemms), iters)
-        else:
-            t_gmm = timed(graphed(gmm.gemms), iters)
-            t_gmm_route = timed(lambda: gmm.layer(gating), iters)  # eager: bincount / argsort do not capture
-    except PeersSkipped:
-        pass
-    except (RuntimeError, TypeError, AttributeError) as e:
-        print(f"  torch._grouped_mm / _scaled_grouped_mm unavailable: {str(e).splitlines()[0][:100]}")
+        try:
+            gmm = GroupedMM(x, w1, w2, w_buf, id_buf)
+            if fp8:
+                t_gmm = timed(graphed(ScaledGroupedMM(gmm, w1q, s1, w2q, s2).gemms), iters)
+            else:
+                t_gmm = timed(graphed(gmm.gemms), iters)
+                t_gmm_route = timed(lambda: gmm.layer(gating), iters)  # eager: bincount / argsort do not capture
+        except (RuntimeError, TypeError, AttributeError) as e:
+            print(f"  torch._grouped_mm / _scaled_grouped_mm unavailable: {str(e).splitlines()[0][:100]}")
     flops = 2.0 * tokens * k * 3 * hidden * inter
     touched = len(torch.unique(id_buf))
     weight_bytes = touched * 3 * hidden * inter * (1 if fp8 else 2)

@@ -21,6 +21,11 @@ __device__ __forceinline__ bool mask_on(const FusedMoeParams &p, int e) {
                            : static_cast<const unsigned char *>(p.mask)[e] != 0;
 }
 
+// A pair's expert id adds to the layer: in range and inside the mask.
+__device__ __forceinline__ bool expert_used(const FusedMoeParams &p, int e) {
+  return e >= 0 && e < p.experts && mask_on(p, e);
+}
+
 // Loads of rows the combine reads: FRESH (kernels whose other blocks wrote the
 // rows earlier in the same launch, moe_decode.cu) skips the SM's L1, which is not
 // coherent with other SMs' writes: a line it already holds would be stale.
@@ -66,7 +71,7 @@ __device__ __forceinline__ void add_rows_ahead(const FusedMoeParams &p, long lon
 #pragma unroll
     for (int u = 0; u < AHEAD; ++u) {
       const int j = j0 + u, e = j < p.topk ? p.ids[t * p.ids_stride + j] : -1;
-      valid[u] = e >= 0 && e < p.experts && mask_on(p, e);
+      valid[u] = expert_used(p, e);
       w[u] = !valid[u] || p.weights_on_input ? 1.0f : p.weights[t * p.weights_stride + j];
     }
 #pragma unroll
@@ -105,7 +110,7 @@ __device__ __forceinline__ void combine_cols(const FusedMoeParams &p, long long 
   } else {
     for (int j = 0; j < p.topk; ++j) {
       const int e = p.ids[t * p.ids_stride + j];
-      if (e < 0 || e >= p.experts || !mask_on(p, e)) continue;
+      if (!expert_used(p, e)) continue;
       const float w = p.weights_on_input ? 1.0f : p.weights[t * p.weights_stride + j];
       if (AHEAD == 1 && p.splits > 1) {
         add_partials<FRESH>(p, t * p.topk + j, n0, cols, w, acc);

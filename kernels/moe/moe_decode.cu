@@ -131,7 +131,7 @@ __device__ int block_scan(int *v, int n, int *warp_sums) {
 __device__ __forceinline__ int pair_expert(const FusedMoeParams &p, long long q, const int *local_of) {
   const long long t = q / p.topk;
   const int e = p.ids[t * p.ids_stride + q % p.topk];
-  if (e < 0 || e >= p.experts || !mask_on(p, e)) return -1;
+  if (!expert_used(p, e)) return -1;
   const int local = p.mask != nullptr ? local_of[e] : e;
   return local < p.local_experts ? local : -1;
 }
