@@ -7,6 +7,11 @@ chain itself; set beside the device copy of the real layer's touched expert
 weights, it bounds the share of the copy bandwidth the real layer can reach:
 bytes / copy_rate / (floor + bytes / copy_rate).
 
+A second bound, of any layer behind this ABI (routing is its own op, whose ids
+fused_moe reads): the routing kernel alone, then the fastest plain read of the
+touched weights (read_floor.py, timed the same way): bytes / copy_rate /
+(routing + read).
+
 usage: python3 benchmarks/bench_moe_floor.py
 
 At T 1 (a token's k experts are distinct, so the touched bytes are exact).
@@ -21,6 +26,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_moe import SHAPES, copy_bandwidth, deepseek_weights, graphed, quantize_channels, timed  # noqa: E402
+from read_floor import read_floor_ms  # noqa: E402
 
 import aiter  # noqa: E402
 
@@ -28,7 +34,7 @@ TINY = 128  # hidden and inter of the floor's layer: one K step of every kernel
 
 
 def layer(experts, k, tokens, kind, hidden, inter):
-    """ours() of a routed layer of this shape (random weights), as bench_moe.py runs it."""
+    """(routing, the MoE op) of a routed layer of this shape (random weights), as bench_moe.py runs them."""
     dev, dt = "cuda", torch.bfloat16
     x = torch.randn(tokens, hidden, device=dev, dtype=dt)
     gating = torch.randn(tokens, experts, device=dev, dtype=dt)
@@ -41,17 +47,16 @@ def layer(experts, k, tokens, kind, hidden, inter):
     if kind == "blockscale":
         w1, w2, s1, s2 = deepseek_weights(experts, hidden, inter)
         bias = torch.randn(experts, device=dev) / 10
-        return lambda: (aiter.biased_grouped_topk(gating, bias, k, 8, 4, routed_scaling_factor=2.5, topk_weights=w_buf,
+        return (lambda: aiter.biased_grouped_topk(gating, bias, k, 8, 4, routed_scaling_factor=2.5, topk_weights=w_buf,
                                                   topk_ids=id_buf),
-                        aiter.fused_moe_fp8(x, w1, w2, s1, s2, w_buf, id_buf, out=out, workspace=ws))
+                lambda: aiter.fused_moe_fp8(x, w1, w2, s1, s2, w_buf, id_buf, out=out, workspace=ws))
     w1 = torch.randn(experts, 2 * inter, hidden, device=dev, dtype=dt) / hidden ** 0.5
     w2 = torch.randn(experts, hidden, inter, device=dev, dtype=dt) / inter ** 0.5
+    routing = lambda: aiter.topk_softmax(gating, k, topk_weights=w_buf, topk_ids=id_buf)  # noqa: E731
     if kind == "fp8":
         (w1q, s1), (w2q, s2) = quantize_channels(w1), quantize_channels(w2)
-        return lambda: (aiter.topk_softmax(gating, k, topk_weights=w_buf, topk_ids=id_buf),
-                        aiter.fused_moe_fp8(x, w1q, w2q, s1, s2, w_buf, id_buf, out=out, workspace=ws))
-    return lambda: (aiter.topk_softmax(gating, k, topk_weights=w_buf, topk_ids=id_buf),
-                    aiter.fused_moe(x, w1, w2, w_buf, id_buf, out=out, workspace=ws))
+        return routing, lambda: aiter.fused_moe_fp8(x, w1q, w2q, s1, s2, w_buf, id_buf, out=out, workspace=ws)
+    return routing, lambda: aiter.fused_moe(x, w1, w2, w_buf, id_buf, out=out, workspace=ws)
 
 
 def main():
@@ -63,12 +68,16 @@ def main():
     for name, kind in presets:
         experts, k, hidden, inter = SHAPES[name]
         torch.manual_seed(0)
-        floor = timed(graphed(layer(experts, k, 1, kind, TINY, TINY)), 200)
+        routing, moe = layer(experts, k, 1, kind, TINY, TINY)
+        floor = timed(graphed(lambda: (routing(), moe())), 200)
+        routing_us = timed(graphed(routing), 200)
         weight_bytes = k * 3 * hidden * inter * (2 if kind == "bf16" else 1)  # T 1: k distinct experts
         stream_us = weight_bytes / copy_tbs / 1e6
+        read_us = 1e3 * read_floor_ms(weight_bytes, lambda fn: timed(graphed(fn), 50) / 1e3)
         print(f"{name:13s} {kind:10s} T1  floor {floor:6.1f} us (H = I = {TINY}) | the real layer's {k} experts "
               f"{weight_bytes / 1e6:7.1f} MB: {stream_us:6.1f} us at the copy's rate | best share of copy "
-              f"{100 * stream_us / (floor + stream_us):4.0f}%", flush=True)
+              f"{100 * stream_us / (floor + stream_us):4.0f}% | routing alone {routing_us:5.1f} us + plain read "
+              f"{read_us:6.1f} us: {100 * stream_us / (routing_us + read_us):4.0f}%", flush=True)
         torch.cuda.empty_cache()
 
 

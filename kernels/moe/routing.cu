@@ -24,9 +24,6 @@ namespace {
 
 constexpr int kTeam = 32;
 
-__device__ __forceinline__ int shfl_int(int v, int mask) {
-  return __builtin_bit_cast(int, shfl_xor(__builtin_bit_cast(float, v), mask));
-}
 
 __device__ __forceinline__ float rank_key(float v) { return v != v ? -__builtin_huge_valf() : v; }
 
@@ -64,13 +61,28 @@ __device__ __forceinline__ float load_kind(const void *p, int kind, long long i)
 }
 
 // The team's best (key, id); an empty candidate has key -inf and id INT_MAX.
+// NVIDIA: two warp reductions (redux.sync, sm_80 and later) of the keys as
+// unsigned integers in the floats' order, then of the ids that hold the best,
+// instead of five dependent rounds of two shuffles: the k rounds of top-k are
+// the routing kernel's serial path (5.4 us at Qwen3-30B's T 1 against 2.6 us
+// at Mixtral's k 2, H200; docs/performance_moe.md, run 46).
 __device__ __forceinline__ void team_best(float &key, int &id) {
+#if defined(AITER_NVIDIA) && __CUDA_ARCH__ >= 800
+  // (+0.0f: -0 and +0 compare equal, so they must map to one integer; NaN
+  // never reaches here, rank_key)
+  const unsigned bits = __float_as_uint(key + 0.0f);
+  const unsigned order = bits & 0x80000000u ? ~bits : bits | 0x80000000u;
+  const unsigned best = __reduce_max_sync(0xffffffffu, order);
+  id = int(__reduce_min_sync(0xffffffffu, order == best ? unsigned(id) : 0xffffffffu));
+  key = __uint_as_float(best & 0x80000000u ? best & 0x7fffffffu : ~best);
+#else
 #pragma unroll
   for (int m = kTeam / 2; m > 0; m >>= 1) {
     const float ok = shfl_xor(key, m);
-    const int oid = shfl_int(id, m);
+    const int oid = __builtin_bit_cast(int, shfl_xor(__builtin_bit_cast(float, id), m));
     if (before(ok, oid, key, id)) key = ok, id = oid;
   }
+#endif
 }
 
 __device__ __forceinline__ float team_max(float v) {
@@ -193,12 +205,13 @@ __device__ __forceinline__ void route_token(const RoutingParams &p) {
   const long long row = (active ? token : 0) * p.gating_stride;
   Token<PER> t;
   float max = -__builtin_huge_valf();
+  float source[PER];  // what a winner's score is computed from: its sigmoid, or its logit (softmax)
 #pragma unroll
   for (int s = 0; s < PER; ++s) {
     const int e = s * kTeam + lane;
     t.logit[s] = e < p.experts ? load_kind(p.gating, p.gating_kind, row + e) : -__builtin_huge_valf();
-    t.key[s] = rank_key(p.bias != nullptr && e < p.experts ? sigmoid_exact(t.logit[s]) + load_kind(p.bias, p.bias_kind, e)
-                                                           : t.logit[s]);
+    source[s] = p.sigmoid ? sigmoid_exact(t.logit[s]) : t.logit[s];
+    t.key[s] = rank_key(p.bias != nullptr && e < p.experts ? source[s] + load_kind(p.bias, p.bias_kind, e) : t.logit[s]);
     max = fmaxf(max, t.logit[s]);
   }
   float sum = 0.0f;
@@ -217,23 +230,20 @@ __device__ __forceinline__ void route_token(const RoutingParams &p) {
   for (int j = 0; j < p.k; ++j) {
     float key = -__builtin_huge_valf();
     int id = kNone;
-    float logit = 0.0f;
+    float src = 0.0f;
 #pragma unroll
     for (int s = 0; s < PER; ++s) {
       const int e = s * kTeam + lane;
-      if ((t.allowed & ~t.taken) >> s & 1u && before(t.key[s], e, key, id)) key = t.key[s], id = e, logit = t.logit[s];
+      if ((t.allowed & ~t.taken) >> s & 1u && before(t.key[s], e, key, id)) key = t.key[s], id = e, src = source[s];
     }
     team_best(key, id);
 #pragma unroll
     for (int s = 0; s < PER; ++s)
       if (s * kTeam + lane == id) t.taken |= 1u << s;
-    // The winner's logit, from its lane to all (its slot is id / 32).
-    float w = 0.0f;
-#pragma unroll
-    for (int s = 0; s < PER; ++s)
-      if (s * kTeam + lane == id) w = logit;
-    w = team_sum(w);  // one lane holds it, the others 0
-    const float score = p.sigmoid ? sigmoid_exact(w) : fast_exp(w - max) * (1.0f / sum);
+    // The winner's source, from its lane (whose own best it is) to all; with no
+    // winner (id kNone) every lane's src is 0.
+    const float w = __builtin_bit_cast(float, shfl_from(__builtin_bit_cast(int, src), id % kTeam));
+    const float score = p.sigmoid ? w : fast_exp(w - max) * (1.0f / sum);
     total += score;
 #pragma unroll
     for (int s = 0; s < PER; ++s)
