@@ -48,16 +48,54 @@ __device__ __forceinline__ double exp_f64(double x) {
   return p * s1 * s2;
 }
 
-// float(sigmoid(x)) through double, rounded once (as the CPU computes it).
-__device__ __forceinline__ float sigmoid_exact(float x) { return float(1.0 / (1.0 + exp_f64(-double(x)))); }
+// 1 / d for d >= 1. NVIDIA: the hardware's approximate reciprocal, then two
+// Newton steps (relative error far below double's 2^-53), with no branch. IEEE
+// division keeps a slow path behind a branch and a call, and that kept ptxas from
+// interleaving a lane's 8 sigmoids at DeepSeek-V3's 256 experts: 8 chains of
+// about 120 instructions ran one after another (SASS of 2026-11-29). Results
+// below 2^-1022 flush to 0; float() flushes them to 0 anyway.
+__device__ __forceinline__ double reciprocal_ge1(double d) {
+#if defined(AITER_NVIDIA)
+  double y;
+  asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(y) : "d"(d));
+  double e = __fma_rn(-d, y, 1.0);
+  y = __fma_rn(y, e, y);
+  e = __fma_rn(-d, y, 1.0);
+  return __fma_rn(y, e, y);
+#else
+  return 1.0 / d;
+#endif
+}
 
-// Element i of a float array of kind 0 (fp32), 1 (fp16) or 2 (bf16): the
-// dtype is a parameter, not a template argument, so that 6 kernels cover the
-// three dtypes (18 took the AMD build 10 s a target).
-__device__ __forceinline__ float load_kind(const void *p, int kind, long long i) {
-  if (kind == 1) return to_f32(static_cast<const half_t *>(p)[i]);
-  if (kind == 2) return to_f32(static_cast<const bf16_t *>(p)[i]);
-  return static_cast<const float *>(p)[i];
+// float(sigmoid(x)) through double, rounded once (as the CPU computes it).
+// FAST: 1 / d by reciprocal_ge1, whose float differs from IEEE division's only
+// where the double lies within an ulp of a float tie (as the exp polynomial's
+// may); not at 32 slots a lane, where 32 interleaved sigmoids spilled registers.
+template <bool FAST>
+__device__ __forceinline__ float sigmoid_exact(float x) {
+  const double d = 1.0 + exp_f64(-double(x));
+  return float(FAST ? reciprocal_ge1(d) : 1.0 / d);
+}
+
+// A team's PER slots of p[0..n): lane's expert s x 32 + lane in slot s.
+template <class T, int PER>
+__device__ __forceinline__ void load_slots(const T *p, int lane, int n, float (&v)[PER]) {
+#pragma unroll
+  for (int s = 0; s < PER; ++s) v[s] = s * kTeam + lane < n ? to_f32(p[s * kTeam + lane]) : -__builtin_huge_valf();
+}
+
+// A team's PER slots of the row of n floats of kind 0 (fp32), 1 (fp16) or 2
+// (bf16) at element `row` of p (past n: -inf).  The dtype is a parameter, not
+// a template argument, so that 6 kernels cover the three dtypes (18 took the
+// AMD build 10 s a target); its branch is outside the slots' loop, so that the
+// loads go out together and the code after them (the sigmoids) can interleave
+// the slots instead of taking them one at a time.
+template <int PER>
+__device__ __forceinline__ void load_kind_slots(const void *p, int kind, long long row, int lane, int n,
+                                                float (&v)[PER]) {
+  if (kind == 1) load_slots(static_cast<const half_t *>(p) + row, lane, n, v);
+  else if (kind == 2) load_slots(static_cast<const bf16_t *>(p) + row, lane, n, v);
+  else load_slots(static_cast<const float *>(p) + row, lane, n, v);
 }
 
 // The team's best (key, id); an empty candidate has key -inf and id INT_MAX.
@@ -205,13 +243,19 @@ __device__ __forceinline__ void route_token(const RoutingParams &p) {
   const long long row = (active ? token : 0) * p.gating_stride;
   Token<PER> t;
   float max = -__builtin_huge_valf();
-  float source[PER];  // what a winner's score is computed from: its sigmoid, or its logit (softmax)
+  float source[PER];  // what a winner's score comes from: its sigmoid, or its logit (softmax)
+  load_kind_slots(p.gating, p.gating_kind, row, lane, p.experts, t.logit);
+  if (p.bias != nullptr) load_kind_slots(p.bias, p.bias_kind, 0, lane, p.experts, t.key);  // (the bias, for now)
+  if (p.sigmoid) {
+#pragma unroll
+    for (int s = 0; s < PER; ++s) source[s] = sigmoid_exact<PER <= 16>(t.logit[s]);
+  } else {
+#pragma unroll
+    for (int s = 0; s < PER; ++s) source[s] = t.logit[s];
+  }
 #pragma unroll
   for (int s = 0; s < PER; ++s) {
-    const int e = s * kTeam + lane;
-    t.logit[s] = e < p.experts ? load_kind(p.gating, p.gating_kind, row + e) : -__builtin_huge_valf();
-    source[s] = p.sigmoid ? sigmoid_exact(t.logit[s]) : t.logit[s];
-    t.key[s] = rank_key(p.bias != nullptr && e < p.experts ? source[s] + load_kind(p.bias, p.bias_kind, e) : t.logit[s]);
+    t.key[s] = rank_key(p.bias != nullptr && s * kTeam + lane < p.experts ? source[s] + t.key[s] : t.logit[s]);
     max = fmaxf(max, t.logit[s]);
   }
   float sum = 0.0f;
