@@ -24,7 +24,6 @@ namespace {
 
 constexpr int kTeam = 32;
 
-
 __device__ __forceinline__ float rank_key(float v) { return v != v ? -__builtin_huge_valf() : v; }
 
 // a before b: larger key, then lower id.
