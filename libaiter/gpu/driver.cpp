@@ -22,7 +22,7 @@ aiter_status Driver::max_block_smem(int, int *) {
   return fail(AITER_ERR_NO_KERNEL, "%s: no cooperative launch in libaiter", name());
 }
 
-aiter_status Driver::launch_cooperative(Function, Dim3, Dim3, unsigned, void *, void **) {
+aiter_status Driver::launch_cooperative(Function, Dim3, Dim3, unsigned, void *, void **, bool) {
   return fail(AITER_ERR_NO_KERNEL, "%s: no cooperative launch in libaiter", name());
 }
 

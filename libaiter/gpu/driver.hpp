@@ -69,10 +69,10 @@ class Driver {
   // Kernels whose blocks wait for one another: the most dynamic shared memory
   // a block may opt into on `device`, and a launch that makes every block
   // resident at once or fails (never a partial launch that could hang).
-  // Drivers without cooperative launch refuse both.
+  // Drivers without cooperative launch refuse both.  programmatic: as for launch.
   virtual aiter_status max_block_smem(int device, int *bytes);
   virtual aiter_status launch_cooperative(Function function, Dim3 grid, Dim3 block, unsigned smem, void *stream,
-                                          void **args);
+                                          void **args, bool programmatic);
   // Device memory shared between processes (libaiter/dist: the custom
   // all-reduce's buffers), on the current device: plain allocations (IPC handles
   // need them), their 64-byte IPC handles, and a peer's buffer opened from its

@@ -62,7 +62,7 @@ struct alignas(8) LaunchAttribute {
   int pad;
   int value[16];
 };
-constexpr int kProgrammaticStreamSerialization = 6;  // CUlaunchAttributeID
+constexpr int kCooperative = 2, kProgrammaticStreamSerialization = 6;  // CUlaunchAttributeID
 
 // CUlaunchConfig, as cuLaunchKernelEx and cuOccupancyMaxActiveClusters read it
 // (no cluster attribute: the kernels carry their cluster dimensions).
@@ -170,8 +170,15 @@ class CudaDriver final : public Driver {
     return s == AITER_OK ? check(api_.cuDeviceGetAttribute(bytes, kMaxSmemOptIn, dev), "cuDeviceGetAttribute") : s;
   }
 
-  aiter_status launch_cooperative(Function f, Dim3 g, Dim3 b, unsigned smem, void *stream, void **args) override {
-    if (api_.cuLaunchCooperativeKernel == nullptr) return Driver::launch_cooperative(f, g, b, smem, stream, args);
+  aiter_status launch_cooperative(Function f, Dim3 g, Dim3 b, unsigned smem, void *stream, void **args,
+                                  bool programmatic) override {
+    if (programmatic && api_.cuLaunchKernelEx != nullptr) {
+      LaunchAttribute attrs[2] = {{kCooperative, 0, {1}}, {kProgrammaticStreamSerialization, 0, {1}}};
+      const LaunchConfig config{{g.x, g.y, g.z}, {b.x, b.y, b.z}, smem, stream, attrs, 2};
+      return check(api_.cuLaunchKernelEx(&config, f, args, nullptr), "cuLaunchKernelEx (cooperative)");
+    }
+    if (api_.cuLaunchCooperativeKernel == nullptr)
+      return Driver::launch_cooperative(f, g, b, smem, stream, args, programmatic);
     return check(api_.cuLaunchCooperativeKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, smem, stream, args),
                  "cuLaunchCooperativeKernel");
   }

@@ -100,7 +100,8 @@ aiter_status launch_cooperative(const GpuCall &call, const char *op, const std::
     s = allow_dynamic_smem(scope.driver(), call.device.device_id, op, variant, int(smem), &kernel);
   if (s != AITER_OK) return s;
   void *args[] = {const_cast<Params *>(&params)};
-  return scope.driver()->launch_cooperative(kernel.function, grid, Dim3{block, 1, 1}, smem, call.stream, args);
+  return scope.driver()->launch_cooperative(kernel.function, grid, Dim3{block, 1, 1}, smem, call.stream, args,
+                                            kernel.programmatic);
 }
 
 // Fills `count` 32-bit words of device memory on the caller's stream.

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import aiter
-from harness import f64, ml_dtypes, on_host
+from harness import f64, ml_dtypes, on_host, to_device
 from test_moe_fused import check_graph_replays, check_out, make_layer, make_routed_layer, moe_ref, run
 
 
@@ -78,6 +78,34 @@ def test_decode_moe_graph_capture(rng, device):
     """Captured once (a cooperative launch), replayed with new routing."""
     skip_cpu(device)
     check_graph_replays(rng, device, 5, "decode")
+
+
+def test_decode_moe_after_gpu_routing(rng, device):
+    """Routing on the GPU, then the decode kernel on the same stream with no
+    synchronization between, new logits each round.  The decode kernel may be
+    launched while the routing runs (programmatic launch): it must wait for
+    that round's ids and weights before it reads them."""
+    skip_cpu(device)
+    import torch
+    tokens, experts, k, hidden, inter, rounds = 2, 64, 6, 256, 128, 8
+    x, w1, w2, _, _ = make_layer(rng, tokens, experts, k, hidden, inter, "bfloat16")
+    dev = [to_device(a, device) for a in (x, w1, w2)]
+    logits = torch.from_numpy(rng.standard_normal((rounds, tokens, experts), dtype=np.float32)).cuda()
+    weights = torch.empty((tokens, k), dtype=torch.float32, device="cuda")
+    ids = torch.empty((tokens, k), dtype=torch.int32, device="cuda")
+    ws = torch.empty(aiter.fused_moe_workspace_size(tokens, k, experts, hidden, inter), dtype=torch.uint8,
+                     device="cuda")
+    outs = torch.full((rounds, tokens, hidden), float("nan"), dtype=torch.bfloat16, device="cuda")
+    routed = []
+    with aiter.tuning.force_variant("fused_moe", "decode"):
+        for r in range(rounds):
+            aiter.topk_softmax(logits[r], k, renormalize=True, topk_weights=weights, topk_ids=ids)
+            aiter.fused_moe(dev[0], dev[1], dev[2], weights, ids, out=outs[r], workspace=ws)
+            routed.append((weights.clone(), ids.clone()))
+    torch.cuda.synchronize()
+    for r in range(rounds):
+        w, i = (t.cpu().numpy() for t in routed[r])
+        check_out(outs[r], moe_ref(x, w1, w2, w, i), "bfloat16")
 
 
 def test_decode_moe_refuses_what_it_cannot_run(rng, device):
