@@ -35,6 +35,7 @@
 // shapes: hidden and inter multiples of 64, 16-byte aligned rows.
 #include <cooperative_groups.h>
 
+#include "../attention/fp8_widen.h"
 #include "../common/numeric.h"
 #include "../common/phase_clock.h"
 #include "../gemm/mma.h"
@@ -48,6 +49,12 @@ constexpr int kThreads = kMoeDecodeThreads, kWarps = kThreads / 32;
 constexpr int kSteps = kMoeDecodeSteps;  // 64-byte K steps whose loads a warp issues at once
 constexpr int kGroups = 2;      // groups of 8 pairs a pass over K multiplies
 constexpr int kStepBytes = 64;  // a K step of a row: 4 lanes x 16 bytes
+// fp8 items of at most this many pairs read their inputs decoded to fp16
+// (fp8_rows_times_cols), the others as codes: at 1-2 pairs the conversions
+// saved count most, at 4 and more the doubled input bytes.  H200, 2026-11-29
+// (docs/performance_moe.md, run 47): layers up to 4% faster; with every item on
+// decoded inputs, Mixtral's T 16-128 were 3-45% slower.
+constexpr int kFewPairs = 2;
 
 // The experts in use, in increasing order, each with its pairs in increasing order.
 struct ExpertTable {
@@ -184,10 +191,16 @@ __device__ void build_table(const FusedMoeParams &p, ExpertTable &tab, int *scra
 // ---- quantization of a row (fp8): moe_quant's codes and scale ----------------
 // Row src[0..n) (n a multiple of 8, 16-byte aligned) by one block, 16-byte packs
 // held in registers where the row fits (n <= kHeldValues), else read again.
+// The codes go to `codes` and, decoded, to `decoded` as fp16 (every e4m3 value is
+// exact in fp16): the products widen them to fp16 anyway (sm_90 has no fp8
+// mma.sync), and decoding them once here spares the items of few pairs their
+// conversions of them.  decoded may be src itself: each thread writes only the
+// values it read.
 constexpr int kHeldPacks = 4, kHeldValues = kHeldPacks * kCombineCols * kThreads;
 
 template <class T, int KIND>
-__device__ __noinline__ void quant_row(const T *src, int n, unsigned char *codes, float *scale, float *scratch) {
+__device__ __noinline__ void quant_row(const T *src, int n, unsigned char *codes, half_t *decoded, float *scale,
+                                      float *scratch) {
   Pack8<T> held[kHeldPacks];
   auto load = [&](int c0) {
 #pragma unroll
@@ -213,11 +226,14 @@ __device__ __noinline__ void quant_row(const T *src, int n, unsigned char *codes
     for (int c = 0; c < kHeldPacks; ++c) {
       const int i = c0 + (c * kThreads + threadIdx.x) * kCombineCols;
       if (i >= n) continue;
-      uint32_t word[2] = {0u, 0u};
+      uint32_t pair[4], word[4];
 #pragma unroll
-      for (int j = 0; j < kCombineCols; ++j)
-        word[j / 4] |= uint32_t(quantize(to_f32(held[c].v[j]) * inv, KIND)) << (8 * (j % 4));
-      *reinterpret_cast<Codes8 *>(codes + i) = Codes8{word[0], word[1]};
+      for (int j = 0; j < 4; ++j) {
+        pair[j] = quantize2(to_f32(held[c].v[2 * j]) * inv, to_f32(held[c].v[2 * j + 1]) * inv, KIND);
+        word[j] = fp8_pair<kQuantE4m3fn, 0, 1>(pair[j]);
+      }
+      *reinterpret_cast<Codes8 *>(codes + i) = Codes8{pair[0] | pair[1] << 16, pair[2] | pair[3] << 16};
+      *reinterpret_cast<uint4 *>(decoded + i) = make_uint4(word[0], word[1], word[2], word[3]);
     }
   }
   if (threadIdx.x == 0) *scale = s;
@@ -261,14 +277,60 @@ __device__ __forceinline__ void rows_times_cols(const char *w0, const char *w8, 
   }
 }
 
+// The same for fp8 weights against fp16 inputs (the fp8 inputs decoded,
+// quant_row): a lane's 16 weight bytes of a row a K step widen to 8 fp16 pairs
+// (cvt.rn.f16x2.e4m3x2, exact), its column's 16 inputs come as 32 bytes, and
+// the products run as four m16n8k16 in fp16, which is what ptxas makes of an
+// fp8 mma.sync on sm_90, less the inputs' conversions.  Lane t's K positions
+// 4m..4m+3 of its 16 feed product m: the first pair as k 2t, 2t + 1, the second
+// as k 2t + 8, 2t + 9, for the weights and the inputs alike.  One group of 8
+// columns: item_products takes it for items of 1 or 2 pairs (kFewPairs).
+template <bool FRESH>
+__device__ __forceinline__ void fp8_rows_times_cols(const char *w0, const char *w8, const char *col, int s0, int s1,
+                                                    float (&acc)[4]) {
+  const int off = (threadIdx.x % 4) * 16;
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+  for (int s = s0; s < s1; s += kSteps) {
+    uint4 a0[kSteps], a8[kSteps], b[kSteps][2];
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      const bool in = s + u < s1;
+      const long long at = (long long)(s + u) * kStepBytes + off;
+      a0[u] = in ? load_stream(w0 + at) : zero;
+      a8[u] = in ? load_stream(w8 + at) : zero;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const char *c = col + 2 * at + 16 * h;
+        b[u][h] = !in || col == nullptr ? zero
+                  : FRESH               ? load_row<true>(reinterpret_cast<const uint4 *>(c))
+                                        : load_cached(c);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      if (s + u >= s1) continue;
+      const uint32_t r0[4] = {a0[u].x, a0[u].y, a0[u].z, a0[u].w}, r8[4] = {a8[u].x, a8[u].y, a8[u].z, a8[u].w};
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+        uint32_t lo0, hi0, lo8, hi8;
+        fp8_pairs<kQuantE4m3fn, 0, 1, 2, 3>(r0[m], lo0, hi0);
+        fp8_pairs<kQuantE4m3fn, 0, 1, 2, 3>(r8[m], lo8, hi8);
+        const uint4 &in = b[u][m / 2];
+        MmaOf<half_t>::run(acc, lo0, lo8, hi0, hi8, m % 2 ? in.z : in.x, m % 2 ? in.w : in.y);
+      }
+    }
+  }
+}
+
 // A team's item: 16 weight rows of expert `a` (the table's place) of `steps`
 // K steps against its pairs in passes of kGroups x 8, this warp its part of
-// the steps; `input` gives a pair's input row, `store` takes (pair slot's
-// pair, the lane's two sums of it) for each of the lane's two columns in each
-// group (in the team's first warp, which holds the whole sums).
-template <class W, bool FRESH, class Input, class Store>
+// the steps; `input` gives a pair's input row (fp8: its codes) and `decoded`
+// (fp8 only) its values in fp16, `store` takes (pair slot's pair, the lane's two
+// sums of it) for each of the lane's two columns in each group (in the team's
+// first warp, which holds the whole sums).
+template <class W, bool FRESH, class Input, class Decoded, class Store>
 __device__ __forceinline__ void item_products(const ExpertTable &tab, const WarpTeam &team, int a, const char *w0,
-                                              const char *w8, int steps, Input input, Store store) {
+                                              const char *w8, int steps, Input input, Decoded decoded, Store store) {
   const int first = tab.first[a], count = tab.first[a + 1] - first, lane = threadIdx.x % 32;
   int s0, s1;
   team_steps(team, steps, s0, s1);
@@ -288,9 +350,13 @@ __device__ __forceinline__ void item_products(const ExpertTable &tab, const Warp
           if (c < count) store(tab.pair[first + c], acc[g][h], acc[g][2 + h]);
         }
     } else {
-      const char *col[1] = {slot < count ? input(tab.pair[first + slot]) : nullptr};
       float acc[1][4] = {};
-      rows_times_cols<W, FRESH, 1>(w0, w8, col, s0, s1, acc);
+      if (sizeof(W) == 1 && count <= kFewPairs) {
+        fp8_rows_times_cols<FRESH>(w0, w8, slot < count ? decoded(tab.pair[first + slot]) : nullptr, s0, s1, acc[0]);
+      } else {
+        const char *col[1] = {slot < count ? input(tab.pair[first + slot]) : nullptr};
+        rows_times_cols<W, FRESH, 1>(w0, w8, col, s0, s1, acc);
+      }
       if (!team_sum(team, acc)) continue;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -305,6 +371,12 @@ template <class W, class O>
 struct Decode {
   static constexpr bool kFp8 = sizeof(W) == 1;
 
+  // fp8: the quantized inputs decoded to fp16 (quant_row): x's rows in pair_out's
+  // first tokens x hidden values (free until stage 2 writes it), h's over
+  // inter_buf's own.
+  static __device__ half_t *x_decoded(const FusedMoeParams &p) { return static_cast<half_t *>(p.pair_out); }
+  static __device__ half_t *h_decoded(const FusedMoeParams &p) { return static_cast<half_t *>(p.inter_buf); }
+
   // Stage 1, item (a, columns i0..i0+7 of inter): rows g gate, g + 8 up.
   static __device__ __noinline__ void stage1_item(const FusedMoeParams &p, const ExpertTable &tab, const WarpTeam &team,
                                                   int a, int i0) {
@@ -317,6 +389,7 @@ struct Decode {
       return kFp8 ? static_cast<const char *>(p.xq) + t * p.hidden
                   : reinterpret_cast<const char *>(static_cast<const O *>(p.x) + t * p.x_stride);
     };
+    auto decoded = [&](int q) { return reinterpret_cast<const char *>(x_decoded(p) + q / p.topk * p.hidden); };
     // (fp8: the row scales loaded before the products, not after them)
     const float *ws = kFp8 ? p.w1_scale + (long long)e * 2 * p.inter : nullptr;
     const float gate_scale = kFp8 ? ws[i] : 1.0f, up_scale = kFp8 ? ws[p.inter + i] : 1.0f;
@@ -327,7 +400,7 @@ struct Decode {
       }
       static_cast<O *>(p.inter_buf)[(long long)q * p.inter + i] = from_f32<O>(moe_gated(p.act, gate, up));
     };
-    item_products<W, kFp8>(tab, team, a, w0, w8, int(row_bytes / kStepBytes), input, store);  // (fp8: xq, written here)
+    item_products<W, kFp8>(tab, team, a, w0, w8, int(row_bytes / kStepBytes), input, decoded, store);  // (fp8: written here)
   }
 
   // Stage 2, item (a, rows c0..c0+15 of hidden).
@@ -340,6 +413,7 @@ struct Decode {
       return kFp8 ? static_cast<const char *>(p.hq) + (long long)q * p.inter
                   : reinterpret_cast<const char *>(static_cast<const O *>(p.inter_buf) + (long long)q * p.inter);
     };
+    auto decoded = [&](int q) { return reinterpret_cast<const char *>(h_decoded(p) + (long long)q * p.inter); };
     const int col = c0 + g;
     const float *ws = kFp8 ? p.w2_scale + (long long)e * p.hidden : nullptr;
     const float scale0 = kFp8 ? ws[col] : 1.0f, scale8 = kFp8 ? ws[col + 8] : 1.0f;  // (as in stage 1)
@@ -352,7 +426,7 @@ struct Decode {
       row[col] = from_f32<O>(v0), row[col + 8] = from_f32<O>(v8);
     };
     item_products<W, true>(tab, team, a, w + (long long)(c0 + g) * row_bytes, w + (long long)(c0 + 8 + g) * row_bytes,
-                           int(row_bytes / kStepBytes), input, store);
+                           int(row_bytes / kStepBytes), input, decoded, store);
   }
 
   // The combine, a thread 8 columns of a token with its 8 pairs' loads at once:
@@ -378,7 +452,8 @@ struct Decode {
     if constexpr (kFp8) {
       for (long long t = blockIdx.x; t < p.tokens; t += gridDim.x)
         quant_row<O, kQuantE4m3fn>(static_cast<const O *>(p.x) + t * p.x_stride, p.hidden,
-                                   static_cast<unsigned char *>(p.xq) + t * p.hidden, p.x_scale + t, fscratch);
+                                   static_cast<unsigned char *>(p.xq) + t * p.hidden, x_decoded(p) + t * p.hidden,
+                                   p.x_scale + t, fscratch);
       grid.sync();
     }
     stamp_phase(2);
@@ -393,7 +468,8 @@ struct Decode {
       for (int j = blockIdx.x; j < pairs_listed; j += gridDim.x) {
         const long long q = tab.pair[j];
         quant_row<O, kQuantE4m3fn>(static_cast<const O *>(p.inter_buf) + q * p.inter, p.inter,
-                                   static_cast<unsigned char *>(p.hq) + q * p.inter, p.h_scale + q, fscratch);
+                                   static_cast<unsigned char *>(p.hq) + q * p.inter, h_decoded(p) + q * p.inter,
+                                   p.h_scale + q, fscratch);
       }
       grid.sync();
     }
