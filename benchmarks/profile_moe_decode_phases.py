@@ -19,7 +19,7 @@ SHAPES = {"qwen3": (128, 8, 2048, 768), "mixtral": (8, 2, 4096, 14336)}  # E, k,
 PHASES = ["table", "[x quantized, barrier]", "stage 1 (this block)", "barrier", "[h quantized, barrier]",
           "stage 2 (this block)", "barrier + combine"]
 THREADS, PER_SM, STEPS = 256, 2, 4  # kernels/moe/moe_params.h (kMoeDecodeThreads, ...BlocksPerSm, ...Steps)
-MIN_PART_STEPS = 16  # libaiter/gpu/moe_decode.cpp
+MIN_PART_STEPS, MIN_SPARE_STEPS = 16, 6  # libaiter/gpu/moe_decode.cpp
 E4M3FN = 2  # kernels/common/quant_kind.h
 
 P = ctypes.c_void_p
@@ -51,6 +51,9 @@ def stage1_team(items, blocks, steps):  # libaiter/gpu/moe_decode.cpp
 def stage2_team(items, blocks, steps):  # libaiter/gpu/moe_decode.cpp (moe_k_splits)
     parts = 1
     while parts < THREADS // 32 and items * parts < 2 * blocks * THREADS // 32 and steps // (2 * parts) >= MIN_PART_STEPS:
+        parts *= 2
+    warps = blocks * THREADS // 32
+    while parts < THREADS // 32 and items * parts * 2 <= warps and steps // (2 * parts) >= MIN_SPARE_STEPS:
         parts *= 2
     return parts
 

@@ -37,9 +37,18 @@ int stage1_team(int64_t items, int64_t blocks, int64_t steps) {
 
 // Stage 2: doubled while the items times the parts stay under two a warp of
 // the grid (the rule of the chain's stage-2 split; stage 1's rule above chose
-// no split at Mixtral's T 4 and 16, where this one's was 1-2% faster).
+// no split at Mixtral's T 4 and 16, where this one's was 1-2% faster).  Then,
+// where the parts still fit one a warp, doubled on down to parts of
+// kMinSpareSteps: at Qwen3-30B's T 1 (1024 items of 12 or 24 steps, 2112
+// warps) half the warps had nothing to do.  Parts that short for every shape
+// measured 2-7% slower at T 2-4 (docs/performance_moe.md, run 47).
+constexpr int64_t kMinSpareSteps = 6;
+
 int stage2_team(int64_t items, int64_t blocks, int64_t steps) {
-  return std::min(kTeamWarps, moe_k_splits(items, 2 * blocks * kTeamWarps, steps, kMinPartSteps));
+  const int64_t warps = blocks * kTeamWarps;
+  int parts = moe_k_splits(items, 2 * warps, steps, kMinPartSteps);
+  while (parts < kTeamWarps && items * parts * 2 <= warps && steps / (2 * parts) >= kMinSpareSteps) parts *= 2;
+  return std::min(kTeamWarps, parts);
 }
 
 }  // namespace
