@@ -241,6 +241,13 @@ __device__ __noinline__ void quant_row(const T *src, int n, unsigned char *codes
 }
 
 // ---- the products ---------------------------------------------------------------
+// 16 bytes of an input row: from L2 where this launch wrote it (FRESH: the SM's
+// L1 may hold a stale copy), else through L1 (x, which every warp of an SM reads).
+template <bool FRESH>
+__device__ __forceinline__ uint4 load_input(const char *p) {
+  return FRESH ? load_row<true>(reinterpret_cast<const uint4 *>(p)) : load_cached(p);
+}
+
 // acc[g] += (16 weight rows: this lane's rows g and g + 8 at w0 / w8) x (group
 // g's 8 columns: this lane's column's input row at col[g], null for none), over
 // the K steps [s0, s1) of 64 bytes.  W: the weights' (and inputs') element;
@@ -262,9 +269,7 @@ __device__ __forceinline__ void rows_times_cols(const char *w0, const char *w8, 
       a8[u] = in ? load_stream(w8 + at) : zero;
 #pragma unroll
       for (int g = 0; g < G; ++g)
-        b[g][u] = !in || col[g] == nullptr ? zero
-                  : FRESH          ? load_row<true>(reinterpret_cast<const uint4 *>(col[g] + at))
-                                   : load_cached(col[g] + at);
+        b[g][u] = !in || col[g] == nullptr ? zero : load_input<FRESH>(col[g] + at);
     }
 #pragma unroll
     for (int u = 0; u < kSteps; ++u)
@@ -301,9 +306,7 @@ __device__ __forceinline__ void fp8_rows_times_cols(const char *w0, const char *
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const char *c = col + 2 * at + 16 * h;
-        b[u][h] = !in || col == nullptr ? zero
-                  : FRESH               ? load_row<true>(reinterpret_cast<const uint4 *>(c))
-                                        : load_cached(c);
+        b[u][h] = !in || col == nullptr ? zero : load_input<FRESH>(c);
       }
     }
 #pragma unroll
