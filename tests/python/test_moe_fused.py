@@ -46,14 +46,24 @@ def pairs_by_expert(ids, mask=None):
         yield int(e), tokens[sel], slots[sel]
 
 
+def rounded_to(values, dtype):
+    """float64 values rounded to a 16-bit float dtype (through fp32, as the GPU's fp32
+    products are: exact here, since a 16-bit value times an fp32 one fits float64)."""
+    return values.astype(np.float32).astype(dtype).astype(np.float64)
+
+
 def moe_ref(x, w1, w2, weights, ids, act="silu", weights_on_input=False, mask=None):
+    x_dtype = np.asarray(x).dtype
     x, weights = f64(x), f64(weights)
     inter = w1.shape[1] // 2
     local = np.arange(w1.shape[0]) if mask is None else np.cumsum(mask.astype(bool)) - 1
     out = np.zeros_like(x)
     for e, t, j in pairs_by_expert(ids, mask):
         w, down = weights64(w1[local[e]]), weights64(w2[local[e]])
-        xin = x[t] * weights[t, j][:, None] if weights_on_input else x[t]
+        # weights_on_input: stage 1 reads x[t] * w as a row of x's dtype (AITER's
+        # scaled copy), so that rounding is the op's own; it can move an output by
+        # several % of its rms where the pairs' outputs cancel.
+        xin = rounded_to(x[t] * weights[t, j][:, None], x_dtype) if weights_on_input else x[t]
         h = act64(act, xin @ w[:inter].T) * (xin @ w[inter:].T)
         y = h @ down.T
         np.add.at(out, t, y if weights_on_input else y * weights[t, j][:, None])
