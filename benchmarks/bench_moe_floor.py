@@ -12,6 +12,11 @@ fused_moe reads): the routing kernel alone, then the fastest plain read of the
 touched weights (read_floor.py, timed the same way): bytes / copy_rate /
 (routing + read).
 
+A third, of any layer whatever its routing kernel: one call of a kernel that
+only writes the k expert ids, then the plain read of those experts' weights,
+found through the ids (read_floor.routed_read_floor_ms): bytes / copy_rate /
+that time.  Where a target asks more than this, it is past a measured bound.
+
 usage: python3 benchmarks/bench_moe_floor.py
 
 At T 1 (a token's k experts are distinct, so the touched bytes are exact).
@@ -26,7 +31,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_moe import SHAPES, copy_bandwidth, deepseek_weights, graphed, quantize_channels, timed  # noqa: E402
-from read_floor import read_floor_ms  # noqa: E402
+from read_floor import read_floor_ms, routed_read_floor_ms  # noqa: E402
 
 import aiter  # noqa: E402
 
@@ -73,11 +78,14 @@ def main():
         routing_us = timed(graphed(routing), 200)
         weight_bytes = k * 3 * hidden * inter * (2 if kind == "bf16" else 1)  # T 1: k distinct experts
         stream_us = weight_bytes / copy_tbs / 1e6
-        read_us = 1e3 * read_floor_ms(weight_bytes, lambda fn: timed(graphed(fn), 50) / 1e3)
+        graph_ms = lambda fn: timed(graphed(fn), 50) / 1e3  # noqa: E731
+        read_us = 1e3 * read_floor_ms(weight_bytes, graph_ms)
+        any_us = 1e3 * routed_read_floor_ms(weight_bytes // k, k, graph_ms)
         print(f"{name:13s} {kind:10s} T1  floor {floor:6.1f} us (H = I = {TINY}) | the real layer's {k} experts "
               f"{weight_bytes / 1e6:7.1f} MB: {stream_us:6.1f} us at the copy's rate | best share of copy "
               f"{100 * stream_us / (floor + stream_us):4.0f}% | routing alone {routing_us:5.1f} us + plain read "
-              f"{read_us:6.1f} us: {100 * stream_us / (routing_us + read_us):4.0f}%", flush=True)
+              f"{read_us:6.1f} us: {100 * stream_us / (routing_us + read_us):4.0f}% | any layer: ids then read "
+              f"{any_us:6.1f} us: {100 * stream_us / any_us:4.0f}%", flush=True)
         torch.cuda.empty_cache()
 
 
