@@ -76,6 +76,7 @@ def routed_read(w, ids, out, expert_words, block, steps, warps):
 def routed_read_floor_ms(expert_bytes, experts, time_fn):
     """The least time_fn(callable) in ms over SHAPES for routed_read of `experts`
     (<= 1024) experts of expert_bytes each (rounded up to 4)."""
+    assert 0 < experts <= 1024, "_pick writes at most 1024 ids"
     words = (expert_bytes + 3) // 4
     w = torch.empty(experts * words, dtype=torch.int32, device="cuda")
     ids = torch.empty(experts, dtype=torch.int32, device="cuda")
