@@ -248,6 +248,17 @@ __device__ __forceinline__ uint4 load_input(const char *p) {
   return FRESH ? load_row<true>(reinterpret_cast<const uint4 *>(p)) : load_cached(p);
 }
 
+// This lane's 16 bytes of weight rows w0 and w8 at K step s (zero from step s1
+// on); returns the step's byte offset in a row, which the inputs share.
+__device__ __forceinline__ long long load_weight_step(const char *w0, const char *w8, int s, int s1, uint4 &a0,
+                                                      uint4 &a8) {
+  const long long at = (long long)s * kStepBytes + (threadIdx.x % 4) * 16;
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+  a0 = s < s1 ? load_stream(w0 + at) : zero;
+  a8 = s < s1 ? load_stream(w8 + at) : zero;
+  return at;
+}
+
 // acc[g] += (16 weight rows: this lane's rows g and g + 8 at w0 / w8) x (group
 // g's 8 columns: this lane's column's input row at col[g], null for none), over
 // the K steps [s0, s1) of 64 bytes.  W: the weights' (and inputs') element;
@@ -257,16 +268,13 @@ template <class W, bool FRESH, int G>
 __device__ __forceinline__ void rows_times_cols(const char *w0, const char *w8, const char *const (&col)[G], int s0,
                                                 int s1, float (&acc)[G][4]) {
   using Mma = MmaOf<W>;
-  const int off = (threadIdx.x % 4) * 16;
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   for (int s = s0; s < s1; s += kSteps) {
     uint4 a0[kSteps], a8[kSteps], b[G][kSteps];
 #pragma unroll
     for (int u = 0; u < kSteps; ++u) {
       const bool in = s + u < s1;
-      const long long at = (long long)(s + u) * kStepBytes + off;
-      a0[u] = in ? load_stream(w0 + at) : zero;
-      a8[u] = in ? load_stream(w8 + at) : zero;
+      const long long at = load_weight_step(w0, w8, s + u, s1, a0[u], a8[u]);
 #pragma unroll
       for (int g = 0; g < G; ++g)
         b[g][u] = !in || col[g] == nullptr ? zero : load_input<FRESH>(col[g] + at);
@@ -293,16 +301,13 @@ __device__ __forceinline__ void rows_times_cols(const char *w0, const char *w8, 
 template <bool FRESH>
 __device__ __forceinline__ void fp8_rows_times_cols(const char *w0, const char *w8, const char *col, int s0, int s1,
                                                     float (&acc)[4]) {
-  const int off = (threadIdx.x % 4) * 16;
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   for (int s = s0; s < s1; s += kSteps) {
     uint4 a0[kSteps], a8[kSteps], b[kSteps][2];
 #pragma unroll
     for (int u = 0; u < kSteps; ++u) {
       const bool in = s + u < s1;
-      const long long at = (long long)(s + u) * kStepBytes + off;
-      a0[u] = in ? load_stream(w0 + at) : zero;
-      a8[u] = in ? load_stream(w8 + at) : zero;
+      const long long at = load_weight_step(w0, w8, s + u, s1, a0[u], a8[u]);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const char *c = col + 2 * at + 16 * h;
