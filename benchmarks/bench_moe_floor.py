@@ -75,6 +75,7 @@ def main():
     print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  device copy {copy_tbs:.2f} TB/s")
     presets = [("mixtral", "bf16"), ("mixtral", "fp8"), ("qwen3", "bf16"), ("qwen3", "fp8"),
                ("deepseek-bf16", "blockscale")]
+    graph_ms = lambda fn: timed(graphed(fn), 50) / 1e3  # noqa: E731  (one function: read_floor's caches key on it)
     for tokens, (name, kind) in itertools.product(map(int, args.tokens.split(",")), presets):
         experts, k, hidden, inter = SHAPES[name]
         torch.manual_seed(0)
@@ -85,7 +86,6 @@ def main():
         expert_bytes = 3 * hidden * inter * (2 if kind == "bf16" else 1)
         weight_bytes = touched * expert_bytes
         stream_us = weight_bytes / copy_tbs / 1e6
-        graph_ms = lambda fn: timed(graphed(fn), 50) / 1e3  # noqa: E731
         read_us = 1e3 * read_floor_ms(weight_bytes, graph_ms)
         any_us = 1e3 * routed_read_floor_ms(expert_bytes, touched, graph_ms)
         print(f"{name:13s} {kind:10s} T{tokens:<3d} floor {floor:6.1f} us (H = I = {TINY}) | the real layer's "
