@@ -1,6 +1,9 @@
 """The fastest plain read of N bytes we know on this GPU: a Triton kernel that
 streams them once (xor-folded into one word a program), best of a few shapes,
-timed like the benchmarks time libaiter (CUDA-graph replay, L2 flushed).
+timed by the caller's time_fn, the one its benchmark times libaiter with
+(bench_mla.py, bench_attention.py: triton.testing.do_bench, L2 flushed between
+runs; bench_moe_floor.py, like bench_moe.py: CUDA-graph replays back to back,
+L2 not flushed).
 
 A kernel that must read N bytes cannot take less than this; where a target asks
 more of such a kernel than the plain read reaches, the target is past a measured
