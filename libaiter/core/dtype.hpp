@@ -90,4 +90,17 @@ auto visit_fp8(DType dt, F &&f) {
   }
 }
 
+// visit_cached(dt, cache_dt, f) calls f(T{}, C{}) for ops over a KV or latent
+// cache: T the float type of dt, C the cache's element, T itself unless cache_dt
+// is an fp8 format.
+template <class F>
+void visit_cached(DType dt, DType cache_dt, F &&f) {
+  visit_float(dt, [&](auto t) {
+    if (is_fp8(cache_dt))
+      visit_fp8(cache_dt, [&](auto c) { f(t, c); });
+    else
+      f(t, t);
+  });
+}
+
 }  // namespace aiter

@@ -85,13 +85,7 @@ void attend_paged(const DecodeArgs &a) {
 
 aiter_status run_paged(const DecodeArgs &a) {
   if (a.shape.q_heads == 0) return AITER_OK;
-  visit_float(a.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if (is_fp8(a.cache.dtype))
-      visit_fp8(a.cache.dtype, [&](auto cache_tag) { attend_paged<T, decltype(cache_tag)>(a); });
-    else
-      attend_paged<T, T>(a);
-  });
+  visit_cached(a.dtype, a.cache.dtype, [&](auto t, auto c) { attend_paged<decltype(t), decltype(c)>(a); });
   return AITER_OK;
 }
 

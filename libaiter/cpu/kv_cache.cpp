@@ -61,13 +61,7 @@ void write_cache(const CacheWriteArgs &a) {
 }  // namespace
 
 aiter_status reshape_and_cache(const CacheWriteArgs &a) {
-  visit_float(a.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if (is_fp8(a.cache_dtype))
-      visit_fp8(a.cache_dtype, [&](auto cache_tag) { write_cache<T, decltype(cache_tag)>(a); });
-    else
-      write_cache<T, T>(a);
-  });
+  visit_cached(a.dtype, a.cache_dtype, [&](auto t, auto c) { write_cache<decltype(t), decltype(c)>(a); });
   return AITER_OK;
 }
 

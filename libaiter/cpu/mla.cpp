@@ -95,24 +95,12 @@ void write_cache(const MlaCacheWriteArgs &a) {
 
 aiter_status mla_decode(const MlaDecodeArgs &a) {
   if (a.batch == 0 || a.q_heads == 0) return AITER_OK;
-  visit_float(a.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if (is_fp8(a.cache_dtype))
-      visit_fp8(a.cache_dtype, [&](auto cache_tag) { decode<T, decltype(cache_tag)>(a); });
-    else
-      decode<T, T>(a);
-  });
+  visit_cached(a.dtype, a.cache_dtype, [&](auto t, auto c) { decode<decltype(t), decltype(c)>(a); });
   return AITER_OK;
 }
 
 aiter_status concat_and_cache_mla(const MlaCacheWriteArgs &a) {
-  visit_float(a.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if (is_fp8(a.cache_dtype))
-      visit_fp8(a.cache_dtype, [&](auto cache_tag) { write_cache<T, decltype(cache_tag)>(a); });
-    else
-      write_cache<T, T>(a);
-  });
+  visit_cached(a.dtype, a.cache_dtype, [&](auto t, auto c) { write_cache<decltype(t), decltype(c)>(a); });
   return AITER_OK;
 }
 
