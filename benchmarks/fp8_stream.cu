@@ -15,36 +15,15 @@
 //              Triton stages do).
 // Both take items (16 or 64 rows) in turn over a grid of two blocks of 256
 // threads an SM, and batches of 4 K steps, all loads of a batch at once.
-#include <cstdint>
+// Both use the library's own pieces (built with -I kernels): load_stream and
+// MmaOf (gemm/mma.h), fp8_pairs (attention/fp8_widen.h), smem_descriptor
+// (gemm/wgmma_tile.h).
+#include "attention/fp8_widen.h"
+#include "gemm/mma.h"
+#include "gemm/wgmma_tile.h"
 
 namespace {
-
 constexpr int kThreads = 256, kSteps = 4, kStepBytes = 64;
-
-__device__ __forceinline__ uint4 load_stream(const void *p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-// Two e4m3 codes (bytes 2i, 2i + 1 of v) as an fp16 pair, exactly.
-__device__ __forceinline__ uint32_t widen(uint32_t v, int i) {
-  uint32_t out;
-  const uint16_t pair = uint16_t(v >> (16 * i));
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(out) : "h"(pair));
-  return out;
-}
-
-__device__ __forceinline__ void mma_f16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                        uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 }  // namespace
 
 // w [rows, k] codes, x16 [8, k] fp16 (the inputs' codes decoded), y [8, rows].
@@ -70,9 +49,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         const uint32_t r0[4] = {a0[u].x, a0[u].y, a0[u].z, a0[u].w}, r8[4] = {a8[u].x, a8[u].y, a8[u].z, a8[u].w};
 #pragma unroll
         for (int m = 0; m < 4; ++m) {
+          uint32_t lo0, hi0, lo8, hi8;
+          fp8_pairs<kQuantE4m3fn, 0, 1, 2, 3>(r0[m], lo0, hi0);
+          fp8_pairs<kQuantE4m3fn, 0, 1, 2, 3>(r8[m], lo8, hi8);
           const uint4 &in = b[u][m / 2];
-          mma_f16(acc, widen(r0[m], 0), widen(r8[m], 0), widen(r0[m], 1), widen(r8[m], 1), m % 2 ? in.z : in.x,
-                  m % 2 ? in.w : in.y);
+          MmaOf<half_t>::run(acc, lo0, lo8, hi0, hi8, m % 2 ? in.z : in.x, m % 2 ? in.w : in.y);
         }
       }
     }
@@ -95,12 +76,6 @@ namespace {
 __device__ __forceinline__ int stage_byte(int kb) {
   const int step = kb / 64, j = (kb % 64) / 32, kk = kb % 32;
   return step * 64 + ((kk % 16) / 4) * 16 + 8 * j + 4 * (kk / 16) + kk % 4;
-}
-
-// A shared-memory matrix descriptor: 128-byte rows in 8-row (1024-byte) atoms,
-// the 128-byte swizzle, K-major (kernels/gemm/wgmma_tile.h's).
-__device__ __forceinline__ uint64_t smem_descriptor(uint32_t address) {
-  return uint64_t((address & 0x3FFFF) >> 4) | uint64_t(1) << 16 | uint64_t(1024 >> 4) << 32 | uint64_t(1) << 62;
 }
 
 __device__ __forceinline__ void wgmma_rs_e4m3_n8(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,

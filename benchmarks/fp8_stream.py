@@ -39,7 +39,8 @@ def check(result, what):
 
 def load_kernels():
     cubin = os.path.join(tempfile.mkdtemp(), "fp8_stream.cubin")
-    subprocess.run(["nvcc", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-o", cubin,
+    subprocess.run(["nvcc", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", "-O3", "-std=c++17", "-DAITER_NVIDIA",
+                    "-I" + os.path.join(os.path.dirname(HERE), "kernels"), "-o", cubin,
                     os.path.join(HERE, "fp8_stream.cu")], check=True)
     torch.zeros(1, device="cuda")  # the primary context, current
     cuda = ctypes.CDLL("libcuda.so.1")
